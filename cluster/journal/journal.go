@@ -1,10 +1,5 @@
-// Package journal is the event journal of Foreman's persistent actors: an
-// append-only log of protobuf events per stream (persistence id), fenced so
-// that two activations of one actor can never both write, plus snapshots.
-//
-// The embedded default is SQLite on disk (see Open in sqlite.go); PostgreSQL
-// serves several hosts. Every backend passes the conformance suite in
-// journaltest.
+// The package documentation is in doc.go.
+
 package journal
 
 import (
@@ -24,6 +19,12 @@ var (
 	ErrConflict = errors.New("journal: sequence conflict")
 	// ErrClosed is returned by calls on a closed journal.
 	ErrClosed = errors.New("journal: closed")
+	// ErrInvalid means the call's arguments can never be stored (empty
+	// stream name, nil message, negative sequence number).
+	ErrInvalid = errors.New("journal: invalid argument")
+	// ErrUnknownType means a stored message's protobuf type is not linked
+	// into the program, so it cannot be decoded.
+	ErrUnknownType = errors.New("journal: unknown message type")
 )
 
 // Event is one journaled event with its sequence number in the stream.
@@ -63,6 +64,8 @@ type Journal interface {
 	// order (so one goroutine's appends are written in the order made) and
 	// done is called, from another goroutine, with the outcome once its
 	// batch is committed or has failed. done is always called exactly once.
+	// The callbacks of one journal run one at a time, in call order, on a
+	// goroutine of the journal: they must not block for long nor call Close.
 	AppendAsync(stream string, epoch int64, events []Event, done func(error))
 
 	// Load calls fn for each stored event of stream with Seq >= fromSeq, in

@@ -1,0 +1,71 @@
+// Package adaptive is self-tuning concurrency: a scheduler that measures
+// throughput at each concurrency level and moves towards the best one, a
+// port of Santa's Mailbox (seed 004) without the seed's upward drift.
+//
+// The package has three layers:
+//
+//   - Policy, the pure tuner: (state, observation, now) -> (state, level).
+//     Policies read no clock (now is an argument), draw from their own seeded
+//     random source and start no goroutines, so tests are deterministic.
+//     HillClimb is the default, Seed is the seed's rule exactly, Vegas is
+//     latency based (TCP Vegas as in Netflix's concurrency-limits), and Fixed
+//     is a static limit.
+//   - Core, the scheduler's pure state: a FIFO queue, the count in flight and
+//     a policy. Push and Done return the jobs to start now.
+//   - Two shells over Core: the Scheduler actor (Props), and Limiter, a plain
+//     Go semaphore whose size is tuned (Acquire(ctx) / Permit.Release), for a
+//     worker node sizing its executor pool.
+//
+// # Policies
+//
+// Seed follows the seed rule for rule: on each completion an exponential
+// moving average (LearningRate) of in-flight / elapsed, elapsed measured
+// from the job's arrival in the queue, keyed by the in-flight count; then a
+// random neighbour with probability ExplorationRate, else the better
+// neighbour. It decides on arrivals too, as the seed's mailbox does on every
+// message. Its estimates grow with the in-flight count whenever the work is
+// app-limited, so it drifts upwards; the tests show it.
+//
+// HillClimb measures completions per second of busy time over jittered
+// windows, ignores windows in which nobody waited (app-limited), scores each
+// level as throughput / level^Penalty, never rises while the CPU is
+// saturated, forgets estimates older than StaleAfter and re-probes them. It
+// starts by doubling (slow start) and then climbs one step at a time.
+//
+// Vegas compares windowed service times with the lowest seen and keeps the
+// implied queue inside the resource between alpha and beta.
+//
+// # Messages
+//
+// The Scheduler receives *Batch (or Batch) and *GetStatus (answered with a
+// Status through c.Respond). With WithListener it sends *BatchQueued and
+// *JobCompleted, each carrying the Status after the event. Jobs run in their
+// own goroutines and report back to the actor with a message; a panic in a
+// job becomes ErrJobPanicked. Stopping the actor cancels the jobs' context
+// and waits for them. Messages are Go values: the scheduler is local to a
+// node (nothing crosses the wire).
+//
+// At Debug, the scheduler logs the seed's line on every event:
+//
+//	Queue: 91, In Flight: 4, Parallelism: 4
+//
+// # States
+//
+// Core has no modes: the limit moves with every decision. HillClimb has
+// two phases, slow start (entered at creation, left when a doubling does not
+// pay or growth is not allowed) and climbing, and a probe flag (set when it
+// moves to an unmeasured neighbour, cleared by the next measured window; an
+// upward probe that finds no demand goes back).
+//
+// # Example
+//
+//	props, err := adaptive.Props(adaptive.WithLogger(logger))
+//	if err != nil {
+//		return err
+//	}
+//	pid := system.Root.Spawn(props)
+//	system.Root.Send(pid, &adaptive.Batch{Jobs: jobs})
+//
+// A worker node sizes its executor pool with a Limiter: one Acquire per work
+// item before running it, Release when done (see Limiter).
+package adaptive

@@ -1,0 +1,258 @@
+// Package sim is a deterministic discrete-event simulator for adaptive
+// policies: it drives an adaptive.Core with synthetic services whose optimum
+// is known, in simulated time, so an evaluation of minutes of load runs in
+// milliseconds and gives the same figures on every machine.
+//
+// A Service says how fast each job progresses with n jobs in it (processor
+// sharing): CPUBound shares Cores among the jobs, Congested slows every job
+// once more than K are in it. A Load says when jobs arrive: Backlog keeps a
+// queue always waiting (saturation), Bursts sends random batches at a fixed
+// interval (the seed's producer).
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/adaptive"
+)
+
+// Epoch is the simulated time origin.
+var Epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// Service is a resource that runs jobs under processor sharing.
+type Service interface {
+	// Rate is the speed, in work-seconds per second, at which each of n
+	// concurrent jobs progresses.
+	Rate(n int) float64
+	// CPU is the CPU utilisation in [0, 1] with n jobs in it, or -1 when the
+	// service is not a CPU.
+	CPU(n int) float64
+}
+
+// CPUBound is CPU-bound work on Cores cores: up to Cores jobs run at full
+// speed, beyond that they share the cores, and each job over Cores costs
+// Overhead of the total (context switches, cache misses), so the best level
+// is exactly Cores.
+type CPUBound struct {
+	Cores    int
+	Overhead float64
+}
+
+// Rate implements Service.
+func (c CPUBound) Rate(n int) float64 {
+	if n <= c.Cores {
+		return 1
+	}
+	return float64(c.Cores) / float64(n) / (1 + c.Overhead*float64(n-c.Cores))
+}
+
+// CPU implements Service.
+func (c CPUBound) CPU(n int) float64 { return math.Min(1, float64(n)/float64(c.Cores)) }
+
+// Congested is a resource whose latency grows once more than K requests are
+// in it (as in Netflix's concurrency-limits simulation): each job's speed
+// falls as (K/n)^2 above K, so throughput peaks at exactly K.
+type Congested struct{ K int }
+
+// Rate implements Service.
+func (c Congested) Rate(n int) float64 {
+	if n <= c.K {
+		return 1
+	}
+	r := float64(c.K) / float64(n)
+	return r * r
+}
+
+// CPU implements Service.
+func (Congested) CPU(int) float64 { return -1 }
+
+// Load produces arrivals.
+type Load interface {
+	// Arrivals returns how many jobs arrive at time t (seconds since the
+	// start) given the queue length, and the time of the next call (t or
+	// earlier: after the next event).
+	Arrivals(t float64, queue int, rng *rand.Rand) (n int, next float64)
+}
+
+// Backlog keeps at least Depth jobs queued at every instant: saturation.
+// Jobs are topped up after every event, so their end-to-end time is
+// mostly queueing and says nothing; read service times instead.
+type Backlog struct{ Depth int }
+
+// Arrivals implements Load; returning t asks to be called after every event.
+func (b Backlog) Arrivals(t float64, queue int, _ *rand.Rand) (int, float64) {
+	return max(0, b.Depth-queue), t
+}
+
+// Bursts sends a batch of 0..MaxBatch jobs (uniform) every Interval, like the
+// seed's producer.
+type Bursts struct {
+	Interval time.Duration
+	MaxBatch int
+}
+
+// Arrivals implements Load.
+func (b Bursts) Arrivals(t float64, _ int, rng *rand.Rand) (int, float64) {
+	return rng.IntN(b.MaxBatch + 1), t + b.Interval.Seconds()
+}
+
+// Phase is a load that holds until Until, then the next phase takes over.
+type Phase struct {
+	Until time.Duration
+	Load  Load
+}
+
+// Phases switches loads over time.
+type Phases []Phase
+
+// Arrivals implements Load.
+func (p Phases) Arrivals(t float64, queue int, rng *rand.Rand) (int, float64) {
+	for _, ph := range p {
+		if t < ph.Until.Seconds() {
+			n, next := ph.Load.Arrivals(t, queue, rng)
+			return n, math.Min(next, ph.Until.Seconds())
+		}
+	}
+	return 0, math.Inf(1)
+}
+
+// Scenario is one simulated run.
+type Scenario struct {
+	Service Service
+	Load    Load
+	// Work is the mean work of a job, at full speed.
+	Work time.Duration
+	// WorkJitter spreads each job's work uniformly over Work*(1±WorkJitter).
+	WorkJitter float64
+	// Duration is the simulated time.
+	Duration time.Duration
+	// Sample is the interval of the recorded time series (default 1 s).
+	Sample time.Duration
+	// UseCPU passes the service's CPU utilisation to the policy.
+	UseCPU bool
+	// Seed seeds job sizes and batch sizes.
+	Seed uint64
+}
+
+// Point is one sample of the time series.
+type Point struct {
+	T           float64 // seconds
+	Queue       int
+	InFlight    int
+	Limit       int
+	Completions int     // during the sample interval
+	MeanE2E     float64 // seconds, over completions in the interval; 0 if none
+}
+
+// Result is what a run measured.
+type Result struct {
+	Series []Point
+	// Done holds every completion: time (seconds), end-to-end and service
+	// time (seconds).
+	Done []Completion
+	// MaxLimit is the highest level the policy chose.
+	MaxLimit int
+}
+
+// Completion is one finished job.
+type Completion struct {
+	T, E2E, Service float64
+}
+
+type job struct {
+	remaining float64
+	ticket    adaptive.Ticket
+}
+
+func at(t float64) time.Time { return Epoch.Add(time.Duration(t * float64(time.Second))) }
+
+// Run simulates the scenario with policy p (which must be fresh) and returns
+// what it measured. The same scenario and policy give the same result.
+func Run(sc Scenario, p adaptive.Policy) Result {
+	rng := rand.New(rand.NewPCG(sc.Seed, sc.Seed^0xa5a5))
+	sample := sc.Sample
+	if sample <= 0 {
+		sample = time.Second
+	}
+	core := adaptive.NewCore[struct{}](p)
+	var (
+		t, end      = 0.0, sc.Duration.Seconds()
+		nextArrival = 0.0 // Arrivals is due whenever t >= nextArrival
+		nextSample  = sample.Seconds()
+		running     []*job
+		res         Result
+		cur         Point
+		e2eSum      float64
+	)
+	workOf := func() float64 {
+		return sc.Work.Seconds() * (1 + sc.WorkJitter*(2*rng.Float64()-1))
+	}
+	start := func(ss []adaptive.Start[struct{}]) {
+		for _, s := range ss {
+			running = append(running, &job{remaining: workOf(), ticket: s.Ticket})
+		}
+	}
+	arrive := func(n int) {
+		if n > 0 {
+			start(core.PushBatch(at(t), make([]struct{}, n)))
+		}
+	}
+	for t < end {
+		if t >= nextArrival {
+			var n int
+			n, nextArrival = sc.Load.Arrivals(t, core.Len(), rng)
+			arrive(n)
+		}
+		rate := sc.Service.Rate(len(running))
+		tDone, first := math.Inf(1), -1
+		for i, j := range running {
+			if d := t + j.remaining/rate; d < tDone {
+				tDone, first = d, i
+			}
+		}
+		other := math.Min(nextSample, end)
+		if nextArrival > t {
+			other = math.Min(other, nextArrival)
+		}
+		completes := first >= 0 && tDone <= other
+		next := other
+		if completes {
+			next = tDone
+		}
+		dt := next - t
+		for _, j := range running {
+			j.remaining -= dt * rate
+		}
+		t = next
+		if completes {
+			j := running[first]
+			running = slices.Delete(running, first, first+1)
+			cpu := -1.0
+			if sc.UseCPU {
+				cpu = sc.Service.CPU(len(running) + 1)
+			}
+			now := at(t)
+			started := core.Done(now, j.ticket, cpu)
+			e2e := now.Sub(j.ticket.Arrival).Seconds()
+			res.Done = append(res.Done, Completion{T: t, E2E: e2e, Service: now.Sub(j.ticket.Started).Seconds()})
+			cur.Completions++
+			e2eSum += e2e
+			start(started)
+		}
+		st := core.Stats()
+		res.MaxLimit = max(res.MaxLimit, st.Limit)
+		if t >= nextSample {
+			cur.T, cur.Queue, cur.InFlight, cur.Limit = t, st.Queue, st.InFlight, st.Limit
+			if cur.Completions > 0 {
+				cur.MeanE2E = e2eSum / float64(cur.Completions)
+			}
+			res.Series = append(res.Series, cur)
+			cur, e2eSum = Point{}, 0
+			nextSample += sample.Seconds()
+		}
+	}
+	return res
+}

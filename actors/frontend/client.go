@@ -1,0 +1,180 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Client submits work to the master and asks it for status: the Go API that
+// the HTTP front, the foreman binary and the Frontend actor share. It is safe
+// for concurrent use.
+type Client struct {
+	sys    *actor.ActorSystem
+	master MasterRef
+	cfg    config
+	log    *slog.Logger
+}
+
+// NewClient returns a client of the master reached through master. It reads
+// WithAskTimeout, WithRetryBackoff, WithClock and WithLogger.
+func NewClient(sys *actor.ActorSystem, master MasterRef, opts ...Option) (*Client, error) {
+	if sys == nil {
+		return nil, fmt.Errorf("%w: nil actor system", ErrInvalidOption)
+	}
+	if err := master.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.logger
+	if log == nil {
+		log = sys.Logger()
+	}
+	return &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client")}, nil
+}
+
+// Submit sends w to the master until it is acknowledged (nil: the work is
+// durable), the master rejects it for good (*RejectedError, matching
+// ErrRejected), or ctx ends (ctx.Err()). Timeouts, an unreachable master and
+// REJECT_CODE_UNAVAILABLE are retried with backoff; the master acknowledges
+// an id it already accepted again, so retrying never runs a job twice.
+func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
+	backoff := c.cfg.retryMin
+	for attempt := 1; ; attempt++ {
+		err := c.SubmitOnce(ctx, w)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %v): %w", w.GetWorkId(), attempt, err, ctx.Err())
+			}
+			return err
+		}
+		c.log.Debug("submit failed, retrying", "work_id", w.GetWorkId(), "attempt", attempt, "backoff", backoff, "error", err)
+		t := c.cfg.clock.NewTimer(backoff)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %v): %w", w.GetWorkId(), attempt, err, ctx.Err())
+		}
+		backoff = min(2*backoff, c.cfg.retryMax)
+	}
+}
+
+// SubmitOnce makes one attempt: nil once the master acknowledged w, or
+// ErrTimeout, ErrNoMaster, *RejectedError, ErrInvalidWork, ctx.Err().
+func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
+	if w == nil {
+		return fmt.Errorf("%w: nil work", ErrInvalidWork)
+	}
+	if w.GetWorkId() == "" {
+		return fmt.Errorf("%w: the work id is empty; give every job a unique id", ErrInvalidWork)
+	}
+	res, err := c.ask(ctx, w)
+	if err != nil {
+		return err
+	}
+	switch r := res.(type) {
+	case *messages.Ack:
+		if r.GetWorkId() != w.GetWorkId() {
+			return fmt.Errorf("%w: Ack for %q while submitting %q", ErrUnexpectedReply, r.GetWorkId(), w.GetWorkId())
+		}
+		return nil
+	case *messages.WorkRejected:
+		return &RejectedError{WorkID: w.GetWorkId(), Code: r.GetCode(), Reason: r.GetReason()}
+	default:
+		return fmt.Errorf("%w: %T answering Work %q", ErrUnexpectedReply, res, w.GetWorkId())
+	}
+}
+
+// WorkStatus asks the master about one job (one attempt).
+func (c *Client) WorkStatus(ctx context.Context, workID string) (*messages.WorkStatusReply, error) {
+	res, err := c.ask(ctx, &messages.GetWorkStatus{WorkId: workID})
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.WorkStatusReply)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T answering GetWorkStatus", ErrUnexpectedReply, res)
+	}
+	return r, nil
+}
+
+// MasterStatus asks the master for its overview (one attempt).
+func (c *Client) MasterStatus(ctx context.Context) (*messages.MasterStatus, error) {
+	res, err := c.ask(ctx, &messages.GetMasterStatus{})
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.MasterStatus)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T answering GetMasterStatus", ErrUnexpectedReply, res)
+	}
+	return r, nil
+}
+
+// cancelled completes a future early when the caller's ctx ends.
+type cancelled struct{}
+
+// ask sends msg to the master and waits for the reply, at most the ask
+// timeout and never past ctx.
+func (c *Client) ask(ctx context.Context, msg any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.askTimeout)
+	pid, err := c.master.Resolve(rctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNoMaster, err)
+	}
+	timeout := c.cfg.askTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < timeout {
+			if left <= 0 {
+				return nil, context.DeadlineExceeded
+			}
+			timeout = left
+		}
+	}
+	fut := c.sys.Root.RequestFuture(pid, msg, timeout)
+	stop := context.AfterFunc(ctx, func() { c.sys.Root.Send(fut.PID(), cancelled{}) })
+	defer stop()
+	res, err := fut.Result()
+	switch {
+	case errors.Is(err, actor.ErrTimeout):
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w (ask timeout %v, master %s)", ErrTimeout, timeout, pid)
+	case errors.Is(err, actor.ErrDeadLetter):
+		return nil, fmt.Errorf("%w: %s is gone (dead letter)", ErrNoMaster, pid)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrNoMaster, err)
+	}
+	if _, ok := res.(cancelled); ok {
+		return nil, ctx.Err()
+	}
+	return res, nil
+}
+
+// Submit is Client.Submit without keeping a client: it sends w to master
+// until acknowledged, rejected for good, or ctx ends.
+func Submit(ctx context.Context, sys *actor.ActorSystem, master MasterRef, w *messages.Work, opts ...Option) error {
+	c, err := NewClient(sys, master, opts...)
+	if err != nil {
+		return err
+	}
+	return c.Submit(ctx, w)
+}

@@ -1,0 +1,188 @@
+package frontend_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func work(id string) *messages.Work {
+	return &messages.Work{WorkId: id, JobType: "square", Payload: []byte("3")}
+}
+
+func TestClient(t *testing.T) {
+	t.Parallel()
+
+	setup := func(t *testing.T, opts ...frontend.Option) (*frontend.Client, *testkit.Probe) {
+		t.Helper()
+		sys := testkit.NewSystem(t)
+		master := testkit.NewProbe(t, sys)
+		c, err := frontend.NewClient(sys, frontend.MasterPID(master.PID()), opts...)
+		require.NoError(t, err)
+		return c, master
+	}
+
+	t.Run("AckedIsNil", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t)
+		master.SetAutoReply(func(msg any, _ *actor.PID) any {
+			return &messages.Ack{WorkId: msg.(*messages.Work).GetWorkId()}
+		})
+		require.NoError(t, c.Submit(context.Background(), work("a")))
+		master.ExpectMsg(work("a"), testkit.Timeout())
+	})
+
+	t.Run("RejectedIsTypedAndNotRetried", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t, frontend.WithRetryBackoff(time.Millisecond, time.Millisecond))
+		master.SetAutoReply(func(msg any, _ *actor.PID) any {
+			return &messages.WorkRejected{WorkId: "a", Code: messages.RejectCode_REJECT_CODE_TOO_LARGE, Reason: "payload 2 MiB > 1 MiB"}
+		})
+		err := c.Submit(context.Background(), work("a"))
+		require.ErrorIs(t, err, frontend.ErrRejected)
+		var rej *frontend.RejectedError
+		require.ErrorAs(t, err, &rej)
+		require.Equal(t, messages.RejectCode_REJECT_CODE_TOO_LARGE, rej.Code)
+		require.Contains(t, err.Error(), "payload 2 MiB > 1 MiB")
+		master.ExpectMsg(work("a"), testkit.Timeout())
+		master.ExpectNoMsg(50 * time.Millisecond)
+	})
+
+	t.Run("RetriesTimeoutsAndUnavailableUntilAcked", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t, frontend.WithAskTimeout(100*time.Millisecond), frontend.WithRetryBackoff(time.Millisecond, 2*time.Millisecond))
+		var n atomic.Int32
+		master.SetAutoReply(func(msg any, _ *actor.PID) any {
+			switch n.Add(1) {
+			case 1:
+				return nil // silence: the ask times out
+			case 2:
+				return &messages.WorkRejected{WorkId: "a", Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: "journal busy"}
+			default:
+				return &messages.Ack{WorkId: "a"}
+			}
+		})
+		require.NoError(t, c.Submit(context.Background(), work("a")))
+		require.Equal(t, int32(3), n.Load())
+		for range 3 {
+			master.ExpectMsg(work("a"), testkit.Timeout()) // the same id each time
+		}
+	})
+
+	t.Run("TimeoutOnce", func(t *testing.T) {
+		t.Parallel()
+		c, _ := setup(t, frontend.WithAskTimeout(20*time.Millisecond))
+		err := c.SubmitOnce(context.Background(), work("a"))
+		require.ErrorIs(t, err, frontend.ErrTimeout)
+	})
+
+	t.Run("CancelEndsTheWaitAtOnce", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t, frontend.WithAskTimeout(time.Minute))
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- c.Submit(ctx, work("a")) }()
+		master.ExpectMsg(work("a"), testkit.Timeout())
+		cancel()
+		select {
+		case err := <-errc:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(testkit.Timeout()):
+			t.Fatal("Submit did not return after cancel")
+		}
+	})
+
+	t.Run("DeadlineBoundsTheAsk", func(t *testing.T) {
+		t.Parallel()
+		c, _ := setup(t, frontend.WithAskTimeout(time.Minute))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		err := c.Submit(ctx, work("a"))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+
+	t.Run("InvalidWork", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t)
+		require.ErrorIs(t, c.Submit(context.Background(), work("")), frontend.ErrInvalidWork)
+		require.ErrorIs(t, c.Submit(context.Background(), nil), frontend.ErrInvalidWork)
+		master.ExpectNoMsg(20 * time.Millisecond)
+	})
+
+	t.Run("StatusQueries", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t)
+		master.SetAutoReply(func(msg any, _ *actor.PID) any {
+			switch m := msg.(type) {
+			case *messages.GetWorkStatus:
+				return &messages.WorkStatusReply{WorkId: m.GetWorkId(), Status: messages.WorkStatus_WORK_STATUS_DONE, Result: []byte("9")}
+			case *messages.GetMasterStatus:
+				return &messages.MasterStatus{Pending: 4}
+			}
+			return nil
+		})
+		st, err := c.WorkStatus(context.Background(), "a")
+		require.NoError(t, err)
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, st.GetStatus())
+		ms, err := c.MasterStatus(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, int64(4), ms.GetPending())
+	})
+
+	t.Run("NoMaster", func(t *testing.T) {
+		t.Parallel()
+		sys := testkit.NewSystem(t)
+		c, err := frontend.NewClient(sys, frontend.MasterResolver(func(context.Context) (*actor.PID, error) {
+			return nil, errors.New("no backend node up")
+		}))
+		require.NoError(t, err)
+		err = c.SubmitOnce(context.Background(), work("a"))
+		require.ErrorIs(t, err, frontend.ErrNoMaster)
+		require.Contains(t, err.Error(), "no backend node up")
+
+		gone := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+		require.NoError(t, sys.Root.StopFuture(gone).Wait())
+		c, err = frontend.NewClient(sys, frontend.MasterPID(gone))
+		require.NoError(t, err)
+		require.ErrorIs(t, c.SubmitOnce(context.Background(), work("a")), frontend.ErrNoMaster)
+	})
+
+	t.Run("BadOptions", func(t *testing.T) {
+		t.Parallel()
+		sys := testkit.NewSystem(t)
+		pid := frontend.MasterPID(sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})))
+		for _, o := range []frontend.Option{
+			frontend.WithAskTimeout(0),
+			frontend.WithRetryBackoff(0, time.Second),
+			frontend.WithRetryBackoff(2*time.Second, time.Second),
+			frontend.WithInterval(2*time.Second, time.Second),
+			frontend.WithInitialDelay(-1),
+			frontend.WithJobs(-1),
+			frontend.WithConcurrency(0),
+			frontend.WithRetryDelay(0),
+			frontend.WithJobType(""),
+			frontend.WithPayload(nil),
+			frontend.WithDedupe(-1),
+		} {
+			_, err := frontend.NewClient(sys, pid, o)
+			require.ErrorIs(t, err, frontend.ErrInvalidOption)
+		}
+		_, err := frontend.NewClient(sys, frontend.MasterRef{})
+		require.ErrorIs(t, err, frontend.ErrInvalidOption)
+		_, err = frontend.ProducerProps(nil)
+		require.ErrorIs(t, err, frontend.ErrInvalidOption)
+		_, err = frontend.Props(frontend.MasterRef{})
+		require.ErrorIs(t, err, frontend.ErrInvalidOption)
+	})
+}

@@ -1,0 +1,93 @@
+package frontend
+
+import (
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// GetStats asks a WorkResultConsumer for its counters; it answers Stats.
+type GetStats struct{}
+
+// Stats are a WorkResultConsumer's counters.
+type Stats struct {
+	// Consumed counts results consumed (first of each id while deduplicating).
+	Consumed int64
+	// Duplicates counts results whose work id was already consumed.
+	Duplicates int64
+}
+
+// ConsumerProps returns the props of the WorkResultConsumer: it subscribes
+// to *messages.WorkResult on the actor system's EventStream (unless
+// WithoutEventStream) and also consumes results sent to its PID, logs
+// "Consumed result" for each, calls WithOnResult, and counts duplicates by
+// work id (WithDedupe). It answers GetStats with Stats.
+func ConsumerProps(opts ...Option) (*actor.Props, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &consumer{cfg: cfg} }), nil
+}
+
+type consumer struct {
+	cfg   config
+	log   *slog.Logger
+	sys   *actor.ActorSystem
+	sub   *eventstream.Subscription
+	seen  *seenSet // nil when deduplication is off
+	stats Stats
+}
+
+// Receive handles results, GetStats and lifecycle messages.
+func (r *consumer) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.log = r.cfg.logger
+		if r.log == nil {
+			r.log = c.Logger()
+		}
+		r.log = r.log.With("component", "result_consumer")
+		if r.cfg.dedupe > 0 {
+			r.seen = newSeenSet(r.cfg.dedupe)
+		}
+		if !r.cfg.noStream {
+			sys, self := c.ActorSystem(), c.Self()
+			r.sys = sys
+			r.sub = sys.EventStream.SubscribeWithPredicate(
+				func(evt any) { sys.Root.Send(self, evt) },
+				func(evt any) bool { _, ok := evt.(*messages.WorkResult); return ok },
+			)
+		}
+	case *messages.WorkResult:
+		r.consume(m)
+	case *GetStats:
+		c.Respond(r.stats)
+	case GetStats:
+		c.Respond(r.stats)
+	case *actor.Stopping:
+		if r.sub != nil {
+			r.sys.EventStream.Unsubscribe(r.sub)
+			r.sub = nil
+		}
+	}
+}
+
+func (r *consumer) consume(m *messages.WorkResult) {
+	if r.seen != nil && !r.seen.add(m.GetWorkId()) {
+		r.stats.Duplicates++
+		r.log.Info("Duplicate result", "work_id", m.GetWorkId(), "result", string(m.GetResult()))
+		if r.cfg.onDuplicate != nil {
+			r.cfg.onDuplicate(m)
+		}
+		return
+	}
+	r.stats.Consumed++
+	r.log.Info("Consumed result", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "result", string(m.GetResult()))
+	if r.cfg.onResult != nil {
+		r.cfg.onResult(m)
+	}
+}

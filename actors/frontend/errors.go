@@ -1,0 +1,60 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Sentinel errors of the frontend package; returned errors wrap one of them.
+var (
+	// ErrRejected: the master refused the work (see *RejectedError for the
+	// code and reason). Nothing was stored.
+	ErrRejected = errors.New("frontend: work rejected by master")
+	// ErrTimeout: the master did not answer within the ask timeout.
+	ErrTimeout = errors.New("frontend: master did not answer in time")
+	// ErrNoMaster: the master could not be found or its PID is gone.
+	ErrNoMaster = errors.New("frontend: master not reachable")
+	// ErrInvalidWork: the Work is nil or has no work id.
+	ErrInvalidWork = errors.New("frontend: invalid work")
+	// ErrUnexpectedReply: the master answered with a message of the wrong type.
+	ErrUnexpectedReply = errors.New("frontend: unexpected reply from master")
+	// ErrInvalidOption is returned for an option with a value out of range.
+	ErrInvalidOption = errors.New("frontend: invalid option")
+)
+
+// RejectedError is a WorkRejected from the master. It matches ErrRejected
+// with errors.Is.
+type RejectedError struct {
+	// WorkID is the rejected work's id.
+	WorkID string
+	// Code says why; REJECT_CODE_UNAVAILABLE is temporary (Submit retries it).
+	Code messages.RejectCode
+	// Reason is the master's explanation.
+	Reason string
+}
+
+// Error describes the rejection.
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%v: work %q: %s: %s", ErrRejected, e.WorkID, e.Code, e.Reason)
+}
+
+// Is reports whether target is ErrRejected.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// Temporary reports whether retrying the same work later may succeed.
+func (e *RejectedError) Temporary() bool {
+	return e.Code == messages.RejectCode_REJECT_CODE_UNAVAILABLE
+}
+
+// retryable reports whether Submit should try again after err.
+func retryable(err error) bool {
+	var rej *RejectedError
+	if errors.As(err, &rej) {
+		return rej.Temporary()
+	}
+	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoMaster)
+}
+
+func wrapOpt(msg string) error { return fmt.Errorf("%w: %s", ErrInvalidOption, msg) }

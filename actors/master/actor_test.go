@@ -1,0 +1,474 @@
+package master_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// faultyJournal wraps a journal; while failing is set, appends fail.
+type faultyJournal struct {
+	journal.Journal
+	failing atomic.Bool
+}
+
+var _ journal.Journal = (*faultyJournal)(nil)
+
+var errDiskFull = errors.New("disk full (injected)")
+
+func (f *faultyJournal) Append(ctx context.Context, stream string, epoch int64, evs []journal.Event) error {
+	if f.failing.Load() {
+		return errDiskFull
+	}
+	return f.Journal.Append(ctx, stream, epoch, evs)
+}
+
+func (f *faultyJournal) AppendAsync(stream string, epoch int64, evs []journal.Event, done func(error)) {
+	if f.failing.Load() {
+		go done(errDiskFull)
+		return
+	}
+	f.Journal.AppendAsync(stream, epoch, evs, done)
+}
+
+type bundle struct {
+	sys     *actor.ActorSystem
+	mem     *journal.Memory
+	j       *faultyJournal
+	clk     *clock.Manual
+	front   *testkit.Probe // plays the frontend
+	worker  *testkit.Probe // plays a worker
+	results *testkit.Probe // receives published results
+	opts    []master.Option
+	master  *actor.PID
+}
+
+func setup(t *testing.T, opts ...master.Option) *bundle {
+	t.Helper()
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() }) // runs after the system is shut down
+	sys := testkit.NewSystem(t)
+	b := &bundle{sys: sys, mem: mem, j: &faultyJournal{Journal: mem}, clk: clock.NewManual(t0)}
+	b.front = testkit.NewProbe(t, sys)
+	b.worker = testkit.NewProbe(t, sys)
+	b.results = testkit.NewProbe(t, sys)
+	root, res := sys.Root, b.results.PID()
+	b.opts = append([]master.Option{
+		master.WithClock(b.clk),
+		master.WithBackoff(time.Second, 4*time.Second),
+		master.WithPublisher(master.PublisherFunc(func(r *messages.WorkResult) { root.Send(res, r) })),
+	}, opts...)
+	b.master = b.start(t)
+	return b
+}
+
+func (b *bundle) start(t *testing.T) *actor.PID {
+	t.Helper()
+	p, err := master.NewProps(b.j, b.opts...)
+	require.NoError(t, err)
+	return b.sys.Root.Spawn(p)
+}
+
+func (b *bundle) submit(t *testing.T, id string) {
+	t.Helper()
+	b.front.Send(b.master, &messages.Work{WorkId: id, JobType: "square", Payload: []byte(id)})
+	b.front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
+}
+
+func (b *bundle) register(t *testing.T, p *testkit.Probe, id string) {
+	t.Helper()
+	p.Send(b.master, &messages.RegisterWorker{WorkerId: id, Worker: p.PID()})
+}
+
+func (b *bundle) status(t *testing.T) *messages.MasterStatus {
+	t.Helper()
+	b.front.Request(b.master, &messages.GetMasterStatus{})
+	return testkit.ExpectMsgType[*messages.MasterStatus](b.front, testkit.Timeout())
+}
+
+func (b *bundle) workStatus(t *testing.T, id string) *messages.WorkStatusReply {
+	t.Helper()
+	b.front.Request(b.master, &messages.GetWorkStatus{WorkId: id})
+	return testkit.ExpectMsgType[*messages.WorkStatusReply](b.front, testkit.Timeout())
+}
+
+// requestWork asks for up to n works as worker id and returns those handed
+// out (waiting for the master to answer a status request after them).
+func (b *bundle) requestWork(t *testing.T, p *testkit.Probe, id string, n int) []*messages.Work {
+	t.Helper()
+	p.Send(b.master, &messages.WorkerRequestsWork{WorkerId: id, Worker: p.PID(), Capacity: int32(n)})
+	p.Request(b.master, &messages.GetMasterStatus{})
+	var works []*messages.Work
+	for {
+		switch m := p.FishForMessage(testkit.Timeout(), func(any) bool { return true }).(type) {
+		case *messages.Work:
+			works = append(works, m)
+		case *messages.MasterStatus:
+			return works
+		}
+	}
+}
+
+// advance moves the manual clock once the master has armed at least n timers.
+func (b *bundle) advance(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	timer := time.AfterFunc(testkit.Timeout(), func() { close(done) })
+	defer timer.Stop()
+	require.True(t, b.clk.WaitForPending(done, n), "master armed fewer than %d timers", n)
+	b.clk.Advance(d)
+}
+
+func events(t *testing.T, j journal.Journal) []any {
+	t.Helper()
+	var out []any
+	require.NoError(t, j.Load(context.Background(), master.DefaultStream, 1, func(ev journal.Event) error {
+		out = append(out, ev.Msg)
+		return nil
+	}))
+	return out
+}
+
+func TestMaster(t *testing.T) {
+	t.Parallel()
+
+	t.Run("AcksOnlyDurableWorkAndDuplicatesOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.submit(t, "a")
+		var accepted int
+		for _, ev := range events(t, b.mem) {
+			if _, ok := ev.(*messages.WorkAccepted); ok {
+				accepted++
+			}
+		}
+		require.Equal(t, 1, accepted, "the ack came after WorkAccepted was stored")
+		b.submit(t, "a")
+		require.Equal(t, int64(1), b.status(t).GetPending(), "a duplicate is re-acked, not queued")
+		require.Len(t, events(t, b.mem), 2, "MasterRecovered and one WorkAccepted")
+	})
+
+	t.Run("RejectsInvalidWork", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithMaxPayload(4), master.WithJobTypes("square"))
+		tests := []struct {
+			name string
+			work *messages.Work
+			code messages.RejectCode
+		}{
+			{name: "EmptyID", work: &messages.Work{JobType: "square"}, code: messages.RejectCode_REJECT_CODE_INVALID},
+			{name: "EmptyType", work: &messages.Work{WorkId: "x"}, code: messages.RejectCode_REJECT_CODE_INVALID},
+			{name: "TooLarge", work: &messages.Work{WorkId: "x", JobType: "square", Payload: []byte("12345")}, code: messages.RejectCode_REJECT_CODE_TOO_LARGE},
+			{name: "UnknownType", work: &messages.Work{WorkId: "x", JobType: "cube"}, code: messages.RejectCode_REJECT_CODE_UNKNOWN_TYPE},
+		}
+		for _, tt := range tests {
+			b.front.Send(b.master, tt.work)
+			r := testkit.ExpectMsgType[*messages.WorkRejected](b.front, testkit.Timeout())
+			require.Equal(t, tt.code, r.GetCode(), tt.name)
+			require.NotEmpty(t, r.GetReason(), tt.name)
+		}
+		require.Equal(t, int64(0), b.status(t).GetAcceptedTotal())
+	})
+
+	t.Run("HandsOutCompletesAndPublishes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.submit(t, "b")
+		b.submit(t, "c")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works := b.requestWork(t, b.worker, "w1", 2)
+		require.Len(t, works, 2)
+		require.Equal(t, "a", works[0].GetWorkId())
+		require.Equal(t, int32(1), works[0].GetAttempt())
+		require.Equal(t, []byte("a"), works[0].GetPayload())
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_RUNNING, b.workStatus(t, "a").GetStatus())
+		st := b.status(t)
+		require.Equal(t, int64(1), st.GetPending())
+		require.Equal(t, int64(2), st.GetInProgress())
+		require.Equal(t, int64(1), st.GetBusyWorkers())
+
+		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("aa")})
+		b.worker.ExpectMsg(&messages.Ack{WorkId: "a"}, testkit.Timeout())
+		b.results.ExpectMsg(&messages.WorkResult{WorkId: "a", JobType: "square", Result: []byte("aa")}, testkit.Timeout())
+		// Idempotent: the Ack was lost, the worker re-sends.
+		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("aa")})
+		b.worker.ExpectMsg(&messages.Ack{WorkId: "a"}, testkit.Timeout())
+		b.results.ExpectNoMsg(50 * time.Millisecond)
+		ws := b.workStatus(t, "a")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, ws.GetStatus())
+		require.Equal(t, []byte("aa"), ws.GetResult())
+		// A done id submitted again is acked and not run again.
+		b.submit(t, "a")
+		require.Equal(t, int64(1), b.status(t).GetPending())
+	})
+
+	t.Run("FailedWorkBacksOffThenDies", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithMaxAttempts(2))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works := b.requestWork(t, b.worker, "w1", 1)
+		require.Len(t, works, 1)
+		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "a", Error: "boom"})
+		require.Empty(t, b.requestWork(t, b.worker, "w1", 1), "backing off")
+		ws := b.workStatus(t, "a")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_FAILED, ws.GetStatus())
+		require.Equal(t, "boom", ws.GetLastError())
+		// Cleanup tick (5 s) and the wake-up at 1 s backoff are armed.
+		b.advance(t, 2, time.Second)
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works = b.requestWork(t, b.worker, "w1", 1)
+		require.Len(t, works, 1)
+		require.Equal(t, int32(2), works[0].GetAttempt())
+		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "a", Error: "boom again"})
+		ws = b.workStatus(t, "a")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DEAD, ws.GetStatus())
+		require.Equal(t, int32(2), ws.GetAttempts())
+		require.Equal(t, int64(1), b.status(t).GetDead())
+		// Re-submitting a dead id makes it pending again.
+		b.submit(t, "a")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_ACCEPTED, b.workStatus(t, "a").GetStatus())
+	})
+
+	t.Run("CleanupRequeuesTimedOutWorkAndForgetsWorkers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithWorkTimeout(10*time.Second), master.WithWorkerDeadAfter(30*time.Second))
+		slow := testkit.NewProbe(t, b.sys)
+		b.register(t, slow, "slow")
+		b.submit(t, "a")
+		slow.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Len(t, b.requestWork(t, slow, "slow", 1), 1)
+		b.register(t, b.worker, "w2")
+		b.advance(t, 1, 5*time.Second) // first tick: not overdue yet
+		b.advance(t, 1, 5*time.Second) // second tick: 10 s, overdue
+		b.advance(t, 2, time.Second)   // its 1 s backoff passes
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works := b.requestWork(t, b.worker, "w2", 1)
+		require.Len(t, works, 1)
+		require.Equal(t, int32(2), works[0].GetAttempt())
+		ws := b.workStatus(t, "a")
+		require.Equal(t, "work timed out", ws.GetLastError())
+		// The slow worker was forgotten; w2 is busy.
+		st := b.status(t)
+		require.Equal(t, int64(1), st.GetBusyWorkers())
+		require.Equal(t, int64(0), st.GetIdleWorkers())
+		// A late result from the slow worker still completes the work.
+		slow.Send(b.master, &messages.WorkIsDone{WorkerId: "slow", WorkId: "a", Result: []byte("late")})
+		slow.ExpectMsg(&messages.Ack{WorkId: "a"}, testkit.Timeout())
+		// w2 is idle now and stops registering: forgotten after 30 s.
+		for range 7 {
+			b.advance(t, 1, 5*time.Second)
+		}
+		st = b.status(t)
+		require.Equal(t, int64(0), st.GetIdleWorkers()+st.GetBusyWorkers())
+	})
+
+	t.Run("DeregisterReturnsWork", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+		b.worker.Send(b.master, &messages.DeregisterWorker{WorkerId: "w1"})
+		other := testkit.NewProbe(t, b.sys)
+		b.register(t, other, "w2")
+		other.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works := b.requestWork(t, other, "w2", 1)
+		require.Len(t, works, 1)
+		require.Equal(t, "a", works[0].GetWorkId())
+	})
+
+	t.Run("ExpiredWorkIsNotHandedOut", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.front.Send(b.master, &messages.Work{WorkId: "late", JobType: "square", DeadlineUnixNano: t0.Add(time.Second).UnixNano()})
+		b.front.ExpectMsg(&messages.Ack{WorkId: "late"}, testkit.Timeout())
+		b.submit(t, "b")
+		b.register(t, b.worker, "w1")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		b.advance(t, 1, 2*time.Second)
+		works := b.requestWork(t, b.worker, "w1", 2)
+		require.Len(t, works, 1)
+		require.Equal(t, "b", works[0].GetWorkId())
+		ws := b.workStatus(t, "late")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DEAD, ws.GetStatus())
+		require.Contains(t, ws.GetLastError(), "deadline")
+	})
+
+	t.Run("DispatchLimiterHoldsWorkBack", func(t *testing.T) {
+		t.Parallel()
+		lim := &fakeLimiter{}
+		b := setup(t, master.WithDispatchLimiter("square", lim))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Empty(t, b.requestWork(t, b.worker, "w1", 1), "the limiter refuses")
+		lim.allow.Store(true)
+		b.advance(t, 2, 500*time.Millisecond) // cleanup tick and the limiter's retry
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+	})
+
+	t.Run("RecoveryReturnsInProgressWork", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithSnapshotEvery(5))
+		b.register(t, b.worker, "w1")
+		for _, id := range []string{"a", "b", "c"} {
+			b.submit(t, id)
+		}
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Len(t, b.requestWork(t, b.worker, "w1", 2), 2)
+		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a"})
+		b.worker.ExpectMsg(&messages.Ack{WorkId: "a"}, testkit.Timeout())
+		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())
+
+		b.master = b.start(t)
+		st := b.status(t)
+		require.Equal(t, int64(2), st.GetPending(), "b was in progress and is pending again, c was pending")
+		require.Equal(t, int64(1), st.GetDone())
+		b.submit(t, "a") // still known as done: re-acked
+		b.register(t, b.worker, "w1")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works := b.requestWork(t, b.worker, "w1", 5)
+		require.Len(t, works, 2)
+		require.Equal(t, "b", works[0].GetWorkId(), "returned work keeps its place")
+	})
+
+	t.Run("SnapshotsBoundRecovery", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithSnapshotEvery(10))
+		for i := range 40 {
+			b.submit(t, string(rune('A'+i)))
+		}
+		require.Eventually(t, func() bool {
+			snap, ok, err := b.mem.LoadSnapshot(context.Background(), master.DefaultStream)
+			return err == nil && ok && snap.Seq >= 10
+		}, testkit.Timeout(), 5*time.Millisecond, "no snapshot written")
+		snap, _, err := b.mem.LoadSnapshot(context.Background(), master.DefaultStream)
+		require.NoError(t, err)
+		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())
+		require.NotEmpty(t, events(t, b.mem))
+		first := true
+		require.NoError(t, b.mem.Load(context.Background(), master.DefaultStream, 1, func(ev journal.Event) error {
+			if first {
+				require.Greater(t, ev.Seq, snap.Seq, "events covered by the snapshot were deleted")
+				first = false
+			}
+			return nil
+		}))
+		b.master = b.start(t)
+		require.Equal(t, int64(40), b.status(t).GetPending())
+		require.Equal(t, int64(40), b.status(t).GetAcceptedTotal())
+	})
+
+	t.Run("FailedAppendIsNotAcked", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.submit(t, "a")
+		b.j.failing.Store(true)
+		b.front.Send(b.master, &messages.Work{WorkId: "b", JobType: "square"})
+		b.front.ExpectNoMsg(100 * time.Millisecond)
+		// The master re-syncs; while the journal still fails it rejects work.
+		deadline := time.Now().Add(testkit.Timeout())
+		for {
+			b.front.Send(b.master, &messages.Work{WorkId: "b", JobType: "square"})
+			env, ok := b.front.ReceiveOne(50 * time.Millisecond)
+			if ok {
+				r, isRej := env.Message.(*messages.WorkRejected)
+				require.True(t, isRej, "got %T while the journal fails", env.Message)
+				require.Equal(t, messages.RejectCode_REJECT_CODE_UNAVAILABLE, r.GetCode())
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "master kept silent")
+		}
+		b.j.failing.Store(false)
+		b.advance(t, 1, 5*time.Second) // the recovery retry
+		require.Eventually(t, func() bool {
+			b.front.Send(b.master, &messages.Work{WorkId: "b", JobType: "square"})
+			env, ok := b.front.ReceiveOne(testkit.Timeout())
+			return ok && testkit.Equal(&messages.Ack{WorkId: "b"}, env.Message)
+		}, testkit.Timeout(), time.Millisecond)
+		require.Equal(t, int64(2), b.status(t).GetPending(), "a and b, once each")
+	})
+
+	t.Run("FencedMasterStops", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.submit(t, "a")
+		_, _, err := b.mem.AcquireEpoch(context.Background(), master.DefaultStream)
+		require.NoError(t, err)
+		b.front.Watch(b.master)
+		b.front.Send(b.master, &messages.Work{WorkId: "b", JobType: "square"})
+		b.front.ExpectTerminated(b.master, testkit.Timeout())
+		require.Len(t, events(t, b.mem), 2, "nothing written after the fence")
+	})
+}
+
+func TestNewPropsRejectsBadOptions(t *testing.T) {
+	t.Parallel()
+	j := journal.NewMemory()
+	t.Cleanup(func() { _ = j.Close() })
+	tests := []struct {
+		name string
+		opt  master.Option
+	}{
+		{name: "Stream", opt: master.WithStream("")},
+		{name: "WorkTimeout", opt: master.WithWorkTimeout(0)},
+		{name: "WorkerDeadAfter", opt: master.WithWorkerDeadAfter(-1)},
+		{name: "MaxAttempts", opt: master.WithMaxAttempts(0)},
+		{name: "Backoff", opt: master.WithBackoff(time.Second, time.Millisecond)},
+		{name: "DoneRetention", opt: master.WithDoneRetention(0)},
+		{name: "SnapshotEvery", opt: master.WithSnapshotEvery(0)},
+		{name: "MaxPayload", opt: master.WithMaxPayload(0)},
+		{name: "Clock", opt: master.WithClock(nil)},
+		{name: "Limiter", opt: master.WithDispatchLimiter("", nil)},
+		{name: "JournalTimeout", opt: master.WithJournalTimeout(0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := master.NewProps(j, tt.opt)
+			require.ErrorIs(t, err, master.ErrInvalidOption)
+		})
+	}
+	_, err := master.NewProps(nil)
+	require.ErrorIs(t, err, master.ErrInvalidOption)
+	require.Panics(t, func() { master.Props(j, master.WithMaxAttempts(-1)) })
+}
+
+// fakeLimiter refuses until allow is set, asking to retry in 500 ms.
+type fakeLimiter struct {
+	allow atomic.Bool
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *fakeLimiter) Reserve(time.Time) (bool, time.Duration) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	return f.allow.Load(), 500 * time.Millisecond
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,216 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Sentinel errors.
+var (
+	// ErrInvalidOption means an Option was given a value out of range.
+	ErrInvalidOption = errors.New("master: invalid option")
+	// ErrUnknownEvent means the journal holds an event type WorkState does
+	// not know (a newer version wrote it, or the stream is not a master's).
+	ErrUnknownEvent = errors.New("master: unknown journal event")
+	// ErrBadSnapshot means a stored snapshot is not a valid MasterSnapshot.
+	ErrBadSnapshot = errors.New("master: invalid snapshot")
+	// ErrRecovery means the journal could not be read back consistently.
+	ErrRecovery = errors.New("master: recovery failed")
+)
+
+// Defaults for the options (the work timeout, register interval and
+// dead-after values are those of the classic Akka sample).
+const (
+	DefaultStream          = "master"
+	DefaultWorkTimeout     = 10 * time.Second
+	DefaultWorkerDeadAfter = 60 * time.Second
+	DefaultMaxAttempts     = 5
+	DefaultBackoffBase     = 500 * time.Millisecond
+	DefaultBackoffMax      = 30 * time.Second
+	// DefaultDoneRetention is how long done and dead work ids are kept. It
+	// must exceed the time a frontend may keep re-submitting an id; about
+	// 150 bytes plus the result are kept per done work.
+	DefaultDoneRetention = 10 * time.Minute
+	// DefaultSnapshotEvery is the number of events between snapshots (see
+	// WithSnapshotEvery for the amortisation rule).
+	DefaultSnapshotEvery = 1000
+	// DefaultMaxPayload is the largest accepted Work payload: 1 MiB.
+	DefaultMaxPayload = 1 << 20
+	// DefaultJournalTimeout bounds each blocking journal call of recovery.
+	DefaultJournalTimeout = 30 * time.Second
+	// maxBatchEvents caps the events of one journal append.
+	maxBatchEvents = 4096
+)
+
+// Publisher receives a WorkResult once the WorkCompleted event of the work
+// is durable. It is called from the master's goroutine and must not block.
+type Publisher interface {
+	Publish(result *messages.WorkResult)
+}
+
+// PublisherFunc adapts a function to Publisher.
+type PublisherFunc func(*messages.WorkResult)
+
+// Publish calls f(result).
+func (f PublisherFunc) Publish(result *messages.WorkResult) { f(result) }
+
+// DispatchLimiter rate-limits the hand-out of one job type. Reserve is
+// called once per work about to be handed out; it takes a permit and
+// returns ok, or returns the time until one may be available.
+type DispatchLimiter interface {
+	Reserve(now time.Time) (ok bool, retryAfter time.Duration)
+}
+
+// Option configures the Master.
+type Option func(*config)
+
+type config struct {
+	stream          string
+	workTimeout     time.Duration
+	workerDeadAfter time.Duration
+	maxAttempts     int
+	backoffBase     time.Duration
+	backoffMax      time.Duration
+	doneRetention   time.Duration
+	snapshotEvery   int
+	maxPayload      int
+	jobTypes        map[string]struct{} // nil: any
+	clock           clock.Clock
+	logger          *slog.Logger // nil: the actor system's
+	publisher       Publisher    // nil: the actor system's EventStream
+	limiters        map[string]DispatchLimiter
+	journalTimeout  time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		stream:          DefaultStream,
+		workTimeout:     DefaultWorkTimeout,
+		workerDeadAfter: DefaultWorkerDeadAfter,
+		maxAttempts:     DefaultMaxAttempts,
+		backoffBase:     DefaultBackoffBase,
+		backoffMax:      DefaultBackoffMax,
+		doneRetention:   DefaultDoneRetention,
+		snapshotEvery:   DefaultSnapshotEvery,
+		maxPayload:      DefaultMaxPayload,
+		clock:           clock.Real,
+		journalTimeout:  DefaultJournalTimeout,
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.stream == "":
+		return fmt.Errorf("%w: stream name is empty (default %q)", ErrInvalidOption, DefaultStream)
+	case c.workTimeout <= 0:
+		return fmt.Errorf("%w: work timeout %v must be positive (default %v)", ErrInvalidOption, c.workTimeout, DefaultWorkTimeout)
+	case c.workerDeadAfter <= 0:
+		return fmt.Errorf("%w: worker dead-after %v must be positive (default %v)", ErrInvalidOption, c.workerDeadAfter, DefaultWorkerDeadAfter)
+	case c.maxAttempts < 1 || c.maxAttempts > 1<<20:
+		return fmt.Errorf("%w: max attempts %d must be between 1 and 1048576 (default %d)", ErrInvalidOption, c.maxAttempts, DefaultMaxAttempts)
+	case c.backoffBase < 0 || c.backoffMax < c.backoffBase:
+		return fmt.Errorf("%w: backoff base %v and max %v need 0 <= base <= max (defaults %v, %v)", ErrInvalidOption, c.backoffBase, c.backoffMax, DefaultBackoffBase, DefaultBackoffMax)
+	case c.doneRetention <= 0:
+		return fmt.Errorf("%w: done retention %v must be positive (default %v)", ErrInvalidOption, c.doneRetention, DefaultDoneRetention)
+	case c.snapshotEvery < 1:
+		return fmt.Errorf("%w: snapshot every %d events must be at least 1 (default %d)", ErrInvalidOption, c.snapshotEvery, DefaultSnapshotEvery)
+	case c.maxPayload < 1:
+		return fmt.Errorf("%w: max payload %d bytes must be positive (default %d)", ErrInvalidOption, c.maxPayload, DefaultMaxPayload)
+	case c.clock == nil:
+		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
+	case c.journalTimeout <= 0:
+		return fmt.Errorf("%w: journal timeout %v must be positive (default %v)", ErrInvalidOption, c.journalTimeout, DefaultJournalTimeout)
+	}
+	for jt, l := range c.limiters {
+		if jt == "" || l == nil {
+			return fmt.Errorf("%w: dispatch limiter needs a job type and a limiter (got %q, %v)", ErrInvalidOption, jt, l)
+		}
+	}
+	return nil
+}
+
+func (c *config) policy() Policy {
+	return Policy{MaxAttempts: int32(c.maxAttempts), BackoffBase: c.backoffBase, BackoffMax: c.backoffMax}
+}
+
+// WithStream sets the journal stream (persistence id) of the master
+// (default DefaultStream). Shards use one stream each.
+func WithStream(name string) Option { return func(c *config) { c.stream = name } }
+
+// WithWorkTimeout sets how long a worker may hold a work before it is
+// re-queued (default DefaultWorkTimeout). The cleanup tick runs every half
+// of it.
+func WithWorkTimeout(d time.Duration) Option { return func(c *config) { c.workTimeout = d } }
+
+// WithWorkerDeadAfter sets how long an idle worker that stopped registering
+// is remembered (default DefaultWorkerDeadAfter).
+func WithWorkerDeadAfter(d time.Duration) Option {
+	return func(c *config) { c.workerDeadAfter = d }
+}
+
+// WithMaxAttempts sets how many hand-outs a work gets before it is dead
+// (default DefaultMaxAttempts).
+func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
+
+// WithBackoff sets the wait before a failed work's next attempt: base,
+// doubling per attempt, at most max (defaults DefaultBackoffBase,
+// DefaultBackoffMax). A zero base retries at once.
+func WithBackoff(base, max time.Duration) Option {
+	return func(c *config) { c.backoffBase, c.backoffMax = base, max }
+}
+
+// WithDoneRetention sets how long done and dead work ids (and results) are
+// kept (default DefaultDoneRetention). After that they are forgotten: a Work
+// re-submitted with a forgotten id is accepted and runs again.
+func WithDoneRetention(d time.Duration) Option { return func(c *config) { c.doneRetention = d } }
+
+// WithSnapshotEvery sets the number of events between snapshots (default
+// DefaultSnapshotEvery). To keep the cost amortised, a snapshot is also
+// delayed until at least as many events as the state holds works have been
+// written since the previous one.
+func WithSnapshotEvery(n int) Option { return func(c *config) { c.snapshotEvery = n } }
+
+// WithMaxPayload sets the largest accepted payload in bytes (default
+// DefaultMaxPayload); larger Work is rejected with REJECT_CODE_TOO_LARGE.
+func WithMaxPayload(n int) Option { return func(c *config) { c.maxPayload = n } }
+
+// WithJobTypes makes the master reject Work of any other job type with
+// REJECT_CODE_UNKNOWN_TYPE (default: any job type is accepted).
+func WithJobTypes(types ...string) Option {
+	return func(c *config) {
+		c.jobTypes = make(map[string]struct{}, len(types))
+		for _, t := range types {
+			c.jobTypes[t] = struct{}{}
+		}
+	}
+}
+
+// WithClock sets the time source (default clock.Real).
+func WithClock(cl clock.Clock) Option { return func(c *config) { c.clock = cl } }
+
+// WithLogger sets the logger (default: the actor system's logger).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithPublisher sets where results go once durable (default: the actor
+// system's EventStream).
+func WithPublisher(p Publisher) Option { return func(c *config) { c.publisher = p } }
+
+// WithDispatchLimiter rate-limits the hand-out of jobType: work of that type
+// waits in the queue while the limiter refuses, and other types go first.
+func WithDispatchLimiter(jobType string, l DispatchLimiter) Option {
+	return func(c *config) {
+		if c.limiters == nil {
+			c.limiters = make(map[string]DispatchLimiter)
+		}
+		c.limiters[jobType] = l
+	}
+}
+
+// WithJournalTimeout bounds each blocking journal call made during recovery
+// and snapshots (default DefaultJournalTimeout).
+func WithJournalTimeout(d time.Duration) Option { return func(c *config) { c.journalTimeout = d } }

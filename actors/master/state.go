@@ -1,0 +1,653 @@
+package master
+
+import (
+	"container/heap"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Status aliases used by WorkState, shorter than the generated names.
+const (
+	statusAccepted = messages.WorkStatus_WORK_STATUS_ACCEPTED
+	statusRunning  = messages.WorkStatus_WORK_STATUS_RUNNING
+	statusDone     = messages.WorkStatus_WORK_STATUS_DONE
+	statusFailed   = messages.WorkStatus_WORK_STATUS_FAILED
+	statusDead     = messages.WorkStatus_WORK_STATUS_DEAD
+)
+
+// entry is one work's record. Pending entries (ACCEPTED or FAILED) sit in
+// their job type's queue; RUNNING ones in byWorker; DONE and DEAD ones in the
+// finished FIFO until the retention forgets them.
+type entry struct {
+	work       *messages.Work // never mutated once stored
+	status     messages.WorkStatus
+	attempts   int32
+	lastError  string
+	result     []byte
+	readyAt    int64 // pending: not handed out before (Unix ns)
+	order      int64 // pending: FIFO tie-breaker
+	heapIdx    int   // index in its queue, -1 when not queued
+	workerID   string
+	startedAt  int64
+	finishedAt int64
+}
+
+func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
+func (e *entry) finished() bool {
+	return e.status == statusDone || e.status == statusDead
+}
+
+// queue is a min-heap of pending entries by (readyAt, order).
+type queue []*entry
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].readyAt != q[j].readyAt {
+		return q[i].readyAt < q[j].readyAt
+	}
+	return q[i].order < q[j].order
+}
+func (q queue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].heapIdx = i
+	q[j].heapIdx = j
+}
+func (q *queue) Push(x any) {
+	e := x.(*entry)
+	e.heapIdx = len(*q)
+	*q = append(*q, e)
+}
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	e.heapIdx = -1
+	return e
+}
+
+// finishedRef is a finished entry in the retention FIFO. A ref whose entry
+// was re-submitted or forgotten is stale and skipped.
+type finishedRef struct {
+	id string
+	at int64
+}
+
+// Counts summarises a WorkState.
+type Counts struct {
+	// Pending works wait for a worker (some for their backoff to pass).
+	Pending int
+	// InProgress works are handed out and not yet reported.
+	InProgress int
+	// Done works are completed and still retained.
+	Done int
+	// Dead works used up their attempts or their deadline and are retained.
+	Dead int
+	// AcceptedTotal counts every WorkAccepted ever applied.
+	AcceptedTotal int64
+}
+
+// Running is a work in progress and the worker it was handed to.
+type Running struct {
+	WorkID   string
+	WorkerID string
+}
+
+// WorkState is the Master's event-sourced state: pending works (one queue per
+// job type, ordered by ready time then arrival), works in progress, and done
+// and dead works kept for the retention. It changes only through Apply, so
+// replaying the journal (from a snapshot) rebuilds it exactly. It is not
+// safe for concurrent use; the Master actor owns it.
+//
+// The zero value is not usable; call NewWorkState.
+type WorkState struct {
+	entries       map[string]*entry
+	queues        map[string]*queue // by job type
+	byWorker      map[string]map[string]*entry
+	finished      []finishedRef
+	finHead       int
+	nextOrder     int64
+	acceptedTotal int64
+	counts        Counts
+}
+
+// NewWorkState returns an empty state.
+func NewWorkState() *WorkState {
+	return &WorkState{
+		entries:  make(map[string]*entry),
+		queues:   make(map[string]*queue),
+		byWorker: make(map[string]map[string]*entry),
+	}
+}
+
+// Apply applies one journal event. Events that do not fit the current state
+// (a start of work that is not pending, a failure of work that is not
+// running) change nothing, so replay is total; an event of an unknown type
+// is an error.
+func (s *WorkState) Apply(ev proto.Message) error {
+	switch ev := ev.(type) {
+	case *messages.WorkAccepted:
+		s.applyAccepted(ev)
+	case *messages.WorkStarted:
+		s.applyStarted(ev)
+	case *messages.WorkCompleted:
+		s.applyCompleted(ev)
+	case *messages.WorkerFailed:
+		s.applyFailed(ev.GetWorkId(), ev.GetWorkerId(), ev.GetError(), ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
+	case *messages.WorkerTimedOut:
+		s.applyFailed(ev.GetWorkId(), ev.GetWorkerId(), "work timed out", ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
+	case *messages.WorkExpired:
+		s.applyExpired(ev)
+	case *messages.FinishedForgotten:
+		s.applyForgotten(ev.GetBeforeUnixNano())
+	case *messages.MasterRecovered:
+		s.applyRecovered()
+	default:
+		return fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
+	}
+	return nil
+}
+
+func (s *WorkState) applyAccepted(ev *messages.WorkAccepted) {
+	w := ev.GetWork()
+	if w.GetWorkId() == "" {
+		return
+	}
+	if old, ok := s.entries[w.GetWorkId()]; ok {
+		if old.status != statusDead {
+			return // duplicate: never queued twice
+		}
+		s.counts.Dead--
+	}
+	e := &entry{work: w, status: statusAccepted, heapIdx: -1}
+	s.entries[w.GetWorkId()] = e
+	s.acceptedTotal++
+	s.enqueue(e, ev.GetAtUnixNano())
+}
+
+func (s *WorkState) enqueue(e *entry, readyAt int64) {
+	e.readyAt = readyAt
+	e.order = s.nextOrder
+	s.nextOrder++
+	s.push(e)
+}
+
+func (s *WorkState) push(e *entry) {
+	q := s.queues[e.work.GetJobType()]
+	if q == nil {
+		q = &queue{}
+		s.queues[e.work.GetJobType()] = q
+	}
+	heap.Push(q, e)
+	s.counts.Pending++
+}
+
+func (s *WorkState) unqueue(e *entry) {
+	q := s.queues[e.work.GetJobType()]
+	heap.Remove(q, e.heapIdx)
+	if q.Len() == 0 {
+		delete(s.queues, e.work.GetJobType())
+	}
+	s.counts.Pending--
+}
+
+func (s *WorkState) applyStarted(ev *messages.WorkStarted) {
+	e, ok := s.entries[ev.GetWorkId()]
+	if !ok || !e.pending() {
+		return
+	}
+	s.unqueue(e)
+	e.status = statusRunning
+	e.attempts++
+	e.workerID = ev.GetWorkerId()
+	e.startedAt = ev.GetAtUnixNano()
+	s.addRunning(e)
+}
+
+func (s *WorkState) addRunning(e *entry) {
+	m := s.byWorker[e.workerID]
+	if m == nil {
+		m = make(map[string]*entry)
+		s.byWorker[e.workerID] = m
+	}
+	m[e.work.GetWorkId()] = e
+	s.counts.InProgress++
+}
+
+func (s *WorkState) removeRunning(e *entry) {
+	m := s.byWorker[e.workerID]
+	delete(m, e.work.GetWorkId())
+	if len(m) == 0 {
+		delete(s.byWorker, e.workerID)
+	}
+	s.counts.InProgress--
+	e.workerID = ""
+	e.startedAt = 0
+}
+
+// leave takes e out of whatever pending/running/dead structure holds it.
+func (s *WorkState) leave(e *entry) {
+	switch {
+	case e.pending():
+		s.unqueue(e)
+	case e.status == statusRunning:
+		s.removeRunning(e)
+	case e.status == statusDead:
+		s.counts.Dead--
+	case e.status == statusDone:
+		s.counts.Done--
+	}
+}
+
+func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
+	e.status = status
+	e.finishedAt = at
+	e.readyAt, e.order = 0, 0
+	if status == statusDone {
+		s.counts.Done++
+		// The payload is not needed any more: keep only what status
+		// queries and results report, to bound the memory of retention.
+		e.work = &messages.Work{WorkId: e.work.GetWorkId(), JobType: e.work.GetJobType()}
+	} else {
+		s.counts.Dead++
+	}
+	s.finished = append(s.finished, finishedRef{id: e.work.GetWorkId(), at: at})
+}
+
+func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
+	e, ok := s.entries[ev.GetWorkId()]
+	if !ok || e.status == statusDone {
+		return
+	}
+	s.leave(e)
+	e.result = ev.GetResult()
+	s.finish(e, statusDone, ev.GetAtUnixNano())
+}
+
+func (s *WorkState) applyFailed(workID, workerID, reason string, at, notBefore int64, dead bool) {
+	e, ok := s.entries[workID]
+	if !ok || e.status != statusRunning || e.workerID != workerID {
+		return
+	}
+	s.removeRunning(e)
+	e.lastError = reason
+	if dead {
+		s.finish(e, statusDead, at)
+		return
+	}
+	e.status = statusFailed
+	s.enqueue(e, notBefore)
+}
+
+func (s *WorkState) applyExpired(ev *messages.WorkExpired) {
+	e, ok := s.entries[ev.GetWorkId()]
+	if !ok || !e.pending() {
+		return
+	}
+	s.unqueue(e)
+	e.lastError = ev.GetReason()
+	s.finish(e, statusDead, ev.GetAtUnixNano())
+}
+
+func (s *WorkState) applyForgotten(before int64) {
+	for s.finHead < len(s.finished) {
+		ref := s.finished[s.finHead]
+		if ref.at >= before {
+			break
+		}
+		s.finished[s.finHead] = finishedRef{}
+		s.finHead++
+		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
+			s.leave(e)
+			delete(s.entries, ref.id)
+		}
+	}
+	// Compact once the consumed prefix dominates, so the FIFO stays bounded.
+	if s.finHead > 1024 && s.finHead*2 > len(s.finished) {
+		s.finished = append([]finishedRef(nil), s.finished[s.finHead:]...)
+		s.finHead = 0
+	}
+}
+
+func (s *WorkState) applyRecovered() {
+	running := make([]*entry, 0, s.counts.InProgress)
+	for _, m := range s.byWorker {
+		for _, e := range m {
+			running = append(running, e)
+		}
+	}
+	sort.Slice(running, func(i, j int) bool {
+		if running[i].startedAt != running[j].startedAt {
+			return running[i].startedAt < running[j].startedAt
+		}
+		return running[i].work.GetWorkId() < running[j].work.GetWorkId()
+	})
+	for _, e := range running {
+		s.removeRunning(e)
+		e.status = statusAccepted
+		if e.lastError != "" {
+			e.status = statusFailed
+		}
+		// It keeps the ready time and arrival order it had when it was
+		// handed out, so it goes back to its old place in the queue.
+		s.push(e)
+	}
+}
+
+// Counts returns the number of works per state.
+func (s *WorkState) Counts() Counts {
+	c := s.counts
+	c.AcceptedTotal = s.acceptedTotal
+	return c
+}
+
+// Len returns how many works the state holds (pending, running, retained).
+func (s *WorkState) Len() int { return len(s.entries) }
+
+// IsAccepted reports whether id is known and not dead: a Work with this id
+// is acknowledged again and not queued.
+func (s *WorkState) IsAccepted(id string) bool {
+	e, ok := s.entries[id]
+	return ok && e.status != statusDead
+}
+
+// IsDone reports whether id is done (and still retained).
+func (s *WorkState) IsDone(id string) bool {
+	e, ok := s.entries[id]
+	return ok && e.status == statusDone
+}
+
+// Work returns the stored work of id (nil when unknown). Callers must not
+// modify it.
+func (s *WorkState) Work(id string) *messages.Work {
+	if e, ok := s.entries[id]; ok {
+		return e.work
+	}
+	return nil
+}
+
+// Status answers GetWorkStatus for id; an unknown id has status UNKNOWN.
+func (s *WorkState) Status(id string) *messages.WorkStatusReply {
+	e, ok := s.entries[id]
+	if !ok {
+		return &messages.WorkStatusReply{WorkId: id, Status: messages.WorkStatus_WORK_STATUS_UNKNOWN}
+	}
+	return &messages.WorkStatusReply{
+		WorkId:    id,
+		Status:    e.status,
+		Result:    e.result,
+		Attempts:  e.attempts,
+		LastError: e.lastError,
+		JobType:   e.work.GetJobType(),
+	}
+}
+
+// Attempts returns how many times id was handed out.
+func (s *WorkState) Attempts(id string) int32 {
+	if e, ok := s.entries[id]; ok {
+		return e.attempts
+	}
+	return 0
+}
+
+// WorkerOf returns the worker id holds, when it is running.
+func (s *WorkState) WorkerOf(id string) (workerID string, running bool) {
+	if e, ok := s.entries[id]; ok && e.status == statusRunning {
+		return e.workerID, true
+	}
+	return "", false
+}
+
+// PendingIDs returns the pending work ids in hand-out order (ready time, then
+// arrival), across job types.
+func (s *WorkState) PendingIDs() []string {
+	all := make(queue, 0, s.counts.Pending)
+	for _, q := range s.queues {
+		all = append(all, *q...)
+	}
+	sort.Slice(all, func(i, j int) bool { return queue.Less(all, i, j) })
+	ids := make([]string, len(all))
+	for i, e := range all {
+		ids[i] = e.work.GetWorkId()
+	}
+	return ids
+}
+
+// InProgress returns the works in progress, sorted by work id.
+func (s *WorkState) InProgress() []Running {
+	out := make([]Running, 0, s.counts.InProgress)
+	for w, m := range s.byWorker {
+		for id := range m {
+			out = append(out, Running{WorkID: id, WorkerID: w})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].WorkID < out[j].WorkID })
+	return out
+}
+
+// InProgressBy returns the ids of the works workerID holds, sorted.
+func (s *WorkState) InProgressBy(workerID string) []string {
+	m := s.byWorker[workerID]
+	out := make([]string, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RunningCount returns how many works workerID holds.
+func (s *WorkState) RunningCount(workerID string) int { return len(s.byWorker[workerID]) }
+
+// Overdue returns the works in progress started at or before now-timeout,
+// sorted by work id.
+func (s *WorkState) Overdue(now time.Time, timeout time.Duration) []Running {
+	limit := now.Add(-timeout).UnixNano()
+	var out []Running
+	for w, m := range s.byWorker {
+		for id, e := range m {
+			if e.startedAt <= limit {
+				out = append(out, Running{WorkID: id, WorkerID: w})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].WorkID < out[j].WorkID })
+	return out
+}
+
+// NextReady returns the pending work to hand out next at now among the job
+// types accept allows (nil accepts all): the one with the earliest ready
+// time, then the earliest arrival. It returns nil when none is ready.
+// Callers must not modify the work.
+func (s *WorkState) NextReady(now time.Time, accept func(jobType string) bool) *messages.Work {
+	limit := now.UnixNano()
+	var best *entry
+	for jt, q := range s.queues {
+		head := (*q)[0]
+		if head.readyAt > limit || (accept != nil && !accept(jt)) {
+			continue
+		}
+		if best == nil || head.readyAt < best.readyAt || (head.readyAt == best.readyAt && head.order < best.order) {
+			best = head
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.work
+}
+
+// NextReadyAt returns the earliest ready time after now among the heads of
+// the pending queues: when backed-off work becomes ready. ok is false when
+// no queue waits for a future time.
+func (s *WorkState) NextReadyAt(now time.Time) (at time.Time, ok bool) {
+	limit := now.UnixNano()
+	var best int64
+	for _, q := range s.queues {
+		if r := (*q)[0].readyAt; r > limit && (!ok || r < best) {
+			best, ok = r, true
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(0, best), true
+}
+
+// Snapshot returns the state as a MasterSnapshot. It shares the stored works
+// and results, which are never modified.
+func (s *WorkState) Snapshot() *messages.MasterSnapshot {
+	snap := &messages.MasterSnapshot{
+		Entries:       make([]*messages.WorkEntry, 0, len(s.entries)),
+		NextOrder:     s.nextOrder,
+		AcceptedTotal: s.acceptedTotal,
+	}
+	for _, ref := range s.finished[s.finHead:] {
+		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
+			snap.Entries = append(snap.Entries, e.toProto())
+		}
+	}
+	var live []*entry
+	for _, e := range s.entries {
+		if !e.finished() {
+			live = append(live, e)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].work.GetWorkId() < live[j].work.GetWorkId() })
+	for _, e := range live {
+		snap.Entries = append(snap.Entries, e.toProto())
+	}
+	return snap
+}
+
+func (e *entry) toProto() *messages.WorkEntry {
+	return &messages.WorkEntry{
+		Work:               e.work,
+		Status:             e.status,
+		Attempts:           e.attempts,
+		LastError:          e.lastError,
+		Result:             e.result,
+		ReadyAtUnixNano:    e.readyAt,
+		Order:              e.order,
+		WorkerId:           e.workerID,
+		StartedAtUnixNano:  e.startedAt,
+		FinishedAtUnixNano: e.finishedAt,
+	}
+}
+
+// RestoreWorkState rebuilds a state from a snapshot.
+func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
+	s := NewWorkState()
+	s.nextOrder = snap.GetNextOrder()
+	s.acceptedTotal = snap.GetAcceptedTotal()
+	for i, we := range snap.GetEntries() {
+		id := we.GetWork().GetWorkId()
+		if id == "" {
+			return nil, fmt.Errorf("%w: entry %d has no work id", ErrBadSnapshot, i)
+		}
+		if _, dup := s.entries[id]; dup {
+			return nil, fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
+		}
+		e := &entry{
+			work:       we.GetWork(),
+			status:     we.GetStatus(),
+			attempts:   we.GetAttempts(),
+			lastError:  we.GetLastError(),
+			result:     we.GetResult(),
+			readyAt:    we.GetReadyAtUnixNano(),
+			order:      we.GetOrder(),
+			heapIdx:    -1,
+			workerID:   we.GetWorkerId(),
+			startedAt:  we.GetStartedAtUnixNano(),
+			finishedAt: we.GetFinishedAtUnixNano(),
+		}
+		s.entries[id] = e
+		switch {
+		case e.pending():
+			s.push(e)
+		case e.status == statusRunning:
+			s.addRunning(e)
+		case e.status == statusDone:
+			s.counts.Done++
+			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
+		case e.status == statusDead:
+			s.counts.Dead++
+			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
+		default:
+			return nil, fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
+		}
+	}
+	return s, nil
+}
+
+// Policy decides what happens to a work whose attempt failed or timed out.
+type Policy struct {
+	// MaxAttempts is how many hand-outs a work gets before it is dead.
+	MaxAttempts int32
+	// BackoffBase is the wait before the second attempt; it doubles for
+	// each further attempt.
+	BackoffBase time.Duration
+	// BackoffMax caps the wait.
+	BackoffMax time.Duration
+}
+
+// Backoff returns the wait after the given number of failed attempts
+// (1 for the first): BackoffBase * 2^(attempts-1), at most BackoffMax.
+func (p Policy) Backoff(attempts int32) time.Duration {
+	if attempts < 1 {
+		attempts = 1
+	}
+	d := p.BackoffBase
+	for i := int32(1); i < attempts && d < p.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, p.BackoffMax)
+}
+
+// afterFailure returns the not-before time and deadness of a work that has
+// been handed out attempts times and failed at now.
+func (p Policy) afterFailure(attempts int32, now time.Time) (notBefore int64, dead bool) {
+	if attempts >= p.MaxAttempts {
+		return 0, true
+	}
+	return now.Add(p.Backoff(attempts)).UnixNano(), false
+}
+
+// FailureEvent returns the WorkerFailed event for a failure of workID, which
+// workerID holds, reported at now; ok is false when workerID does not hold it
+// (a stale report, which changes nothing).
+func (s *WorkState) FailureEvent(p Policy, workID, workerID, reason string, now time.Time) (*messages.WorkerFailed, bool) {
+	e, ok := s.entries[workID]
+	if !ok || e.status != statusRunning || e.workerID != workerID {
+		return nil, false
+	}
+	nb, dead := p.afterFailure(e.attempts, now)
+	return &messages.WorkerFailed{WorkId: workID, WorkerId: workerID, Error: reason,
+		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead}, true
+}
+
+// TimeoutEvent returns the WorkerTimedOut event for workID, which workerID
+// holds, at now; ok is false when workerID does not hold it.
+func (s *WorkState) TimeoutEvent(p Policy, workID, workerID string, now time.Time) (*messages.WorkerTimedOut, bool) {
+	e, ok := s.entries[workID]
+	if !ok || e.status != statusRunning || e.workerID != workerID {
+		return nil, false
+	}
+	nb, dead := p.afterFailure(e.attempts, now)
+	return &messages.WorkerTimedOut{WorkId: workID, WorkerId: workerID,
+		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead}, true
+}
+
+// OldestFinishedAt returns the finishing time of the oldest retained done or
+// dead work (possibly of one already re-submitted); ok is false when none.
+func (s *WorkState) OldestFinishedAt() (at int64, ok bool) {
+	if s.finHead >= len(s.finished) {
+		return 0, false
+	}
+	return s.finished[s.finHead].at, true
+}

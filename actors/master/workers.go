@@ -1,0 +1,100 @@
+package master
+
+import (
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// workerInfo is what the master knows of a registered worker. It is not
+// journaled: workers re-register after a master restarts.
+type workerInfo struct {
+	id       string
+	pid      *actor.PID
+	types    map[string]struct{} // nil: any job type
+	lastSeen time.Time
+	// wanting is set when the worker asked for more work than it got; it
+	// is told WorkIsReady (once) when work becomes ready.
+	wanting bool
+}
+
+func (w *workerInfo) accepts(jobType string) bool {
+	if w.types == nil {
+		return true
+	}
+	_, ok := w.types[jobType]
+	return ok
+}
+
+// workerRegistry holds the registered workers. Pure: time is an argument.
+type workerRegistry struct {
+	byID    map[string]*workerInfo
+	wanting map[string]*workerInfo // the workers with wanting set
+}
+
+func newWorkerRegistry() *workerRegistry {
+	return &workerRegistry{byID: make(map[string]*workerInfo), wanting: make(map[string]*workerInfo)}
+}
+
+// setWanting sets w.wanting and keeps the wanting set in step.
+func (r *workerRegistry) setWanting(w *workerInfo, wanting bool) {
+	w.wanting = wanting
+	if wanting {
+		r.wanting[w.id] = w
+	} else {
+		delete(r.wanting, w.id)
+	}
+}
+
+// register records a RegisterWorker; it reports whether the worker is new.
+func (r *workerRegistry) register(id string, pid *actor.PID, types []string, now time.Time) (*workerInfo, bool) {
+	w, ok := r.byID[id]
+	if !ok {
+		w = &workerInfo{id: id}
+		r.byID[id] = w
+	}
+	if pid != nil {
+		w.pid = pid
+	}
+	w.types = nil
+	if len(types) > 0 {
+		w.types = make(map[string]struct{}, len(types))
+		for _, t := range types {
+			w.types[t] = struct{}{}
+		}
+	}
+	w.lastSeen = now
+	return w, !ok
+}
+
+func (r *workerRegistry) get(id string) *workerInfo { return r.byID[id] }
+
+func (r *workerRegistry) remove(id string) {
+	delete(r.byID, id)
+	delete(r.wanting, id)
+}
+
+// stale returns the ids of workers not heard from since now-deadAfter for
+// which busy reports false, sorted.
+func (r *workerRegistry) stale(now time.Time, deadAfter time.Duration, busy func(id string) bool) []string {
+	var out []string
+	limit := now.Add(-deadAfter)
+	for id, w := range r.byID {
+		if w.lastSeen.Before(limit) && !busy(id) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sorted returns the workers sorted by id.
+func (r *workerRegistry) sorted() []*workerInfo {
+	out := make([]*workerInfo, 0, len(r.byID))
+	for _, w := range r.byID {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}

@@ -1,0 +1,58 @@
+// Package throttler passes messages on to a target actor at no more than a
+// given rate: seed 002's TimerBasedThrottler ("Throttling messages in Akka
+// 2"), ported to protoactor-go, with strict modes, a bounded queue and a
+// rate limiter usable without an actor.
+//
+// A throttler is an actor. Spawn it from [NewProps] with a [Rate], give it a
+// target with [SetTarget] (or [WithTarget]) and send it the messages to
+// throttle. It delivers them in the order received, to the target, with the
+// original sender (and headers) preserved, so the target's c.Sender() is
+// whoever sent the message to the throttler and c.Respond answers them.
+//
+// # Messages
+//
+//   - [SetTarget]: set the target; a nil Target pauses delivery (messages
+//     are queued, nothing is lost) until a target is set again.
+//   - [SetRate]: change the rate at once (see [FSM.SetRate] for the
+//     mid-period rule); an invalid rate gets a [Rejected] reply.
+//   - [GetStats]: the reply is a *[Stats] (state, queued, delivered,
+//     rejected, dropped).
+//   - [Queue]: wraps a message to throttle; needed only for values of this
+//     package's message types. Any other message is throttled as it is.
+//   - [Rejected]: the reply to the sender of a refused message: the queue
+//     was full ([ErrQueueFull]) or the rate invalid ([ErrInvalidRate]).
+//
+// # States
+//
+// The logic is the pure [FSM] (seed 002, "The implementation"): the
+// throttler is [StateActive] iff a target is set and messages wait or the
+// timer period of the latest delivery is still running; otherwise it is
+// [StateIdle] and no timer runs. In [ModeTimer] (the seed's) a periodic timer
+// restores Rate.Calls vouchers every Rate.Per. Its guarantee is weak: only
+// the timer's own periods hold at most Calls deliveries.
+//
+// [ModeSlidingWindow] and [ModeTokenBucket] are strict: no window of length
+// Per, wherever it starts, holds more than Calls deliveries. The sliding
+// window lets bursts of up to Calls out at once; the token bucket spreads
+// deliveries evenly with at most [WithBurst] at once. Strict modes arm a
+// one-shot timer for the moment the next delivery is allowed, only while
+// messages wait. Their logic is the [Limiter], which needs no actor: code
+// that hands out work can call [Limiter.Reserve] with the current time and
+// either hand out now or try again after the returned wait.
+//
+// # Queue bound
+//
+// At most [WithMaxQueue] messages wait (default [DefaultMaxQueue]); a
+// message that meets a full queue is rejected with a reply, or the oldest
+// or the newest is dropped, as [WithOverflow] says.
+//
+// # Example
+//
+//	props, err := throttler.NewProps(throttler.PerSecond(3),
+//		throttler.WithTarget(printer), throttler.WithMode(throttler.ModeSlidingWindow))
+//	if err != nil { ... }
+//	thr := system.Root.Spawn(props)
+//	for i := range 7 {
+//		system.Root.Send(thr, i) // 0,1,2 now; 3,4,5 a second later; then 6
+//	}
+package throttler

@@ -1,0 +1,169 @@
+package throttler
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limiter is the strict rate limit as a plain value, usable without an
+// actor: the throttler's strict modes use it, and so can any code that hands
+// out work (for example a master limiting hand-outs per job type).
+//
+// A Limiter guarantees that the times it grants, taken together, never put
+// more than Rate.Calls grants in any half-open window [s, s+Per), wherever s
+// lies. In ModeTokenBucket it also paces grants: at most Burst at once, then
+// one per Rate.Interval.
+//
+// A Limiter reads no clock: callers pass now. A now earlier than the last
+// grant is treated as the time of the last grant, so a clock that steps back
+// cannot break the guarantee. A Limiter is not safe for concurrent use; keep
+// it inside one actor (or guard it).
+type Limiter struct {
+	rate  Rate
+	mode  Mode
+	burst int
+	// log is a ring of the times of the most recent grants, at most
+	// rate.Calls of them; head is the oldest once the ring is full.
+	log  []time.Time
+	head int
+	// tat is the token bucket's theoretical arrival time (GCRA): the time at
+	// which the bucket would be empty again.
+	tat  time.Time
+	last time.Time // time of the latest grant
+}
+
+// NewLimiter returns a strict limiter for rate. Options: WithMode
+// (ModeSlidingWindow, the default, or ModeTokenBucket) and WithBurst; other
+// options are ignored. ModeTimer is refused: the timer mode needs a timer and
+// lives in the throttler actor.
+func NewLimiter(rate Rate, opts ...Option) (*Limiter, error) {
+	base := defaultConfig()
+	base.mode = ModeSlidingWindow
+	cfg, err := newConfig(base, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.mode.strict() {
+		return nil, fmt.Errorf("%w: NewLimiter needs ModeSlidingWindow or ModeTokenBucket, got %s", ErrInvalidOption, cfg.mode)
+	}
+	l := &Limiter{mode: cfg.mode, burst: cfg.burst}
+	if err := l.SetRate(rate); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Rate returns the limiter's current rate.
+func (l *Limiter) Rate() Rate { return l.rate }
+
+// Mode returns the limiter's mode.
+func (l *Limiter) Mode() Mode { return l.mode }
+
+// Burst returns how many grants ModeTokenBucket may make at once (capped at
+// Rate.Calls); 0 for ModeSlidingWindow.
+func (l *Limiter) Burst() int {
+	if l.mode != ModeTokenBucket {
+		return 0
+	}
+	return min(l.burst, l.rate.Calls)
+}
+
+// SetRate changes the rate at once. The times of past grants are kept, so a
+// window that starts at or after the change holds at most the new Calls, and
+// a window that straddles the change holds at most the larger of the old and
+// the new Calls. An invalid rate is refused and the old one kept.
+func (l *Limiter) SetRate(rate Rate) error {
+	if err := rate.validateStrict(); err != nil {
+		return err
+	}
+	if rate.Calls != l.rate.Calls {
+		// Keep the newest min(len, Calls) grant times, oldest first.
+		kept := l.ordered()
+		if len(kept) > rate.Calls {
+			kept = kept[len(kept)-rate.Calls:]
+		}
+		l.log = append(make([]time.Time, 0, min(rate.Calls, max(len(kept), 16))), kept...)
+		l.head = 0
+	}
+	if l.mode == ModeTokenBucket && l.tat.After(l.last) {
+		// Re-express the bucket's debt (tokens owed after the last grant)
+		// in the new interval.
+		oldIv := l.rate.Interval()
+		owed := (l.tat.Sub(l.last) + oldIv - 1) / oldIv
+		l.tat = l.last.Add(owed * rate.Interval())
+	}
+	l.rate = rate
+	return nil
+}
+
+// ordered returns the grant log oldest first.
+func (l *Limiter) ordered() []time.Time {
+	out := make([]time.Time, 0, len(l.log))
+	out = append(out, l.log[l.head:]...)
+	return append(out, l.log[:l.head]...)
+}
+
+// clamp makes now no earlier than the last grant.
+func (l *Limiter) clamp(now time.Time) time.Time {
+	if now.Before(l.last) {
+		return l.last
+	}
+	return now
+}
+
+// Delay returns how long after now the next grant could be made: 0 if one
+// could be made now. It records nothing.
+func (l *Limiter) Delay(now time.Time) time.Duration {
+	now = l.clamp(now)
+	var wait time.Duration
+	if len(l.log) == l.rate.Calls {
+		// The grant Calls places back must be at least Per old.
+		if w := l.log[l.head].Add(l.rate.Per).Sub(now); w > wait {
+			wait = w
+		}
+	}
+	if l.mode == ModeTokenBucket && !l.tat.IsZero() {
+		tolerance := time.Duration(l.Burst()-1) * l.rate.Interval()
+		if w := l.tat.Add(-tolerance).Sub(now); w > wait {
+			wait = w
+		}
+	}
+	return wait
+}
+
+// Allow reports whether a grant can be made at now and, if so, records it.
+func (l *Limiter) Allow(now time.Time) bool {
+	ok, _ := l.Reserve(now)
+	return ok
+}
+
+// Reserve makes a grant at now if the rate allows it and reports true, or
+// reports false and how long to wait before asking again (always positive).
+// A grant is recorded only when ok is true.
+func (l *Limiter) Reserve(now time.Time) (ok bool, wait time.Duration) {
+	now = l.clamp(now)
+	if wait := l.Delay(now); wait > 0 {
+		return false, wait
+	}
+	l.record(now)
+	return true, 0
+}
+
+func (l *Limiter) record(now time.Time) {
+	if len(l.log) < l.rate.Calls {
+		l.log = append(l.log, now)
+	} else {
+		l.log[l.head] = now
+		l.head++
+		if l.head == len(l.log) {
+			l.head = 0
+		}
+	}
+	l.last = now
+	if l.mode == ModeTokenBucket {
+		if l.tat.Before(now) {
+			l.tat = now
+		}
+		l.tat = l.tat.Add(l.rate.Interval())
+	}
+}

@@ -1,0 +1,199 @@
+package throttler_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/throttler"
+)
+
+// maxInWindow is the dumb model of the strict guarantee: the largest number
+// of grants in any half-open window [s, s+per). The worst window starts at a
+// grant, so only those starts are tried.
+func maxInWindow(grants []time.Time, per time.Duration) int {
+	best := 0
+	for i, s := range grants {
+		n := 0
+		for _, g := range grants[i:] {
+			if g.Sub(s) < per {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
+
+// randomRate draws a rate with 1-12 calls per 1ms-2s.
+func randomRate(r *rand.Rand) throttler.Rate {
+	return throttler.Rate{Calls: 1 + r.IntN(12), Per: time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second)))}
+}
+
+// randomArrivals drives a limiter with a random arrival pattern: bursts,
+// gaps, retries at the exact time the limiter names and retries a little
+// early. It returns the grant times.
+func randomArrivals(r *rand.Rand, l *throttler.Limiter, steps int) []time.Time {
+	per := l.Rate().Per
+	now := t0
+	var grants []time.Time
+	for range steps {
+		switch r.IntN(5) {
+		case 0: // burst: several requests at one instant
+		case 1:
+			now = now.Add(time.Duration(r.Int64N(int64(per) / 3)))
+		case 2:
+			now = now.Add(time.Duration(r.Int64N(int64(3 * per))))
+		case 3, 4: // backlog: come back when told (or a bit before)
+			if w := l.Delay(now); w > 0 {
+				if r.IntN(4) == 0 {
+					w -= time.Duration(r.Int64N(int64(w)))
+				}
+				now = now.Add(w)
+			}
+		}
+		if ok, wait := l.Reserve(now); ok {
+			grants = append(grants, now)
+		} else if wait <= 0 {
+			panic("Reserve refused with a non-positive wait")
+		}
+	}
+	return grants
+}
+
+// TestLimiterPropertyNoWindowOverCalls is the strict guarantee: for random
+// rates and random arrival patterns, in both strict modes, no window of
+// length Per, wherever it starts, holds more than Calls grants.
+func TestLimiterPropertyNoWindowOverCalls(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	for i := range 300 {
+		rate := randomRate(r)
+		opts := []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}
+		if i%2 == 1 {
+			opts = []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(1 + r.IntN(rate.Calls+2))}
+		}
+		l, err := throttler.NewLimiter(rate, opts...)
+		require.NoError(t, err)
+		grants := randomArrivals(r, l, 400)
+		require.NotEmpty(t, grants)
+		require.LessOrEqual(t, maxInWindow(grants, rate.Per), rate.Calls,
+			"case %d: rate %s mode %s burst %d", i, rate, l.Mode(), l.Burst())
+	}
+}
+
+// TestLimiterSlidingWindowMatchesModel checks ModeSlidingWindow against the
+// naive definition: a request at now is granted iff fewer than Calls grants
+// lie in (now-Per, now], and the wait names the first instant that holds.
+func TestLimiterSlidingWindowMatchesModel(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	for range 200 {
+		rate := randomRate(r)
+		l, err := throttler.NewLimiter(rate)
+		require.NoError(t, err)
+		now := t0
+		var grants []time.Time
+		for range 200 {
+			now = now.Add(time.Duration(r.Int64N(int64(rate.Per) / int64(rate.Calls) * 2)))
+			inWindow := 0
+			var oldest time.Time
+			for j := len(grants) - 1; j >= 0 && now.Sub(grants[j]) < rate.Per; j-- {
+				inWindow++
+				oldest = grants[j]
+			}
+			ok, wait := l.Reserve(now)
+			require.Equal(t, inWindow < rate.Calls, ok, "rate %s at %s", rate, now.Sub(t0))
+			if ok {
+				grants = append(grants, now)
+				continue
+			}
+			require.Equal(t, oldest.Add(rate.Per).Sub(now), wait)
+		}
+	}
+}
+
+// FuzzLimiter lets the fuzzer pick the rate and the arrival pattern.
+func FuzzLimiter(f *testing.F) {
+	f.Add(3, int64(time.Second), uint64(1), false, 1)
+	f.Add(10, int64(time.Minute), uint64(2), true, 4)
+	f.Fuzz(func(t *testing.T, calls int, per int64, seed uint64, bucket bool, burst int) {
+		if calls < 1 || calls > 50 || per < 1 || per > int64(time.Hour) || burst < 1 || burst > 60 {
+			t.Skip()
+		}
+		rate := throttler.Rate{Calls: calls, Per: time.Duration(per)}
+		opts := []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}
+		if bucket {
+			opts = []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(burst)}
+		}
+		l, err := throttler.NewLimiter(rate, opts...)
+		require.NoError(t, err)
+		grants := randomArrivals(rand.New(rand.NewPCG(seed, 3)), l, 200)
+		require.LessOrEqual(t, maxInWindow(grants, rate.Per), calls)
+	})
+}
+
+func TestLimiter(t *testing.T) {
+	t.Parallel()
+
+	t.Run("SustainsTheRateUnderBacklog", func(t *testing.T) {
+		t.Parallel()
+		for _, opts := range [][]throttler.Option{
+			{throttler.WithMode(throttler.ModeSlidingWindow)},
+			{throttler.WithMode(throttler.ModeTokenBucket)},
+			{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(5)},
+		} {
+			l, err := throttler.NewLimiter(throttler.PerSecond(10), opts...)
+			require.NoError(t, err)
+			now, n := t0, 0
+			for now.Before(t0.Add(10 * time.Second)) {
+				if ok, wait := l.Reserve(now); ok {
+					n++
+				} else {
+					now = now.Add(wait)
+				}
+			}
+			require.InDelta(t, 100, n, 1, "mode %s burst %d", l.Mode(), l.Burst())
+		}
+	})
+
+	t.Run("ClockSteppingBackIsClamped", func(t *testing.T) {
+		t.Parallel()
+		l, err := throttler.NewLimiter(throttler.PerSecond(1))
+		require.NoError(t, err)
+		require.True(t, l.Allow(t0))
+		ok, wait := l.Reserve(t0.Add(-time.Hour))
+		require.False(t, ok)
+		require.Equal(t, time.Second, wait)
+	})
+
+	t.Run("SetRateKeepsHistory", func(t *testing.T) {
+		t.Parallel()
+		l, err := throttler.NewLimiter(throttler.PerSecond(4))
+		require.NoError(t, err)
+		for range 4 {
+			require.True(t, l.Allow(t0))
+		}
+		require.NoError(t, l.SetRate(throttler.PerSecond(2)))
+		require.False(t, l.Allow(t0.Add(999*time.Millisecond)))
+		require.True(t, l.Allow(t0.Add(time.Second)))
+		require.NoError(t, l.SetRate(throttler.PerSecond(5)))
+		for range 4 {
+			require.True(t, l.Allow(t0.Add(time.Second)), "grants at t0 are outside [1s, 2s)")
+		}
+		require.False(t, l.Allow(t0.Add(time.Second)), "5 grants in [1s, 2s)")
+		require.False(t, l.Allow(t0.Add(1999*time.Millisecond)))
+		require.ErrorIs(t, l.SetRate(throttler.Rate{}), throttler.ErrInvalidRate)
+		require.Equal(t, throttler.PerSecond(5), l.Rate())
+	})
+
+	t.Run("RejectsTimerMode", func(t *testing.T) {
+		t.Parallel()
+		_, err := throttler.NewLimiter(throttler.PerSecond(1), throttler.WithMode(throttler.ModeTimer))
+		require.ErrorIs(t, err, throttler.ErrInvalidOption)
+	})
+}

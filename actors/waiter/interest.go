@@ -1,0 +1,175 @@
+package waiter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// This file holds the two reusable halves of the interest protocol, for
+// work that does not go through an API (the distributed workers): the
+// caller's side (Interest, a waiter without a result) and the worker's side
+// (AskStillInterested).
+
+// AskStillInterested asks the waiter at pid (a WorkWaiter, an Interest, or
+// any actor that speaks messages.AreYouStillInterested) whether its caller
+// still waits, and blocks until the answer comes or ctx is done. The waiter
+// may live on another cluster member.
+//
+// It returns (true, nil) for IAmStillInterested and (false, nil) for
+// IAmNoLongerInterested. When no answer comes (the waiter is gone, which
+// protoactor reports as a dead letter, or ctx is done; without a ctx deadline
+// the wait is bounded by DefaultAskTimeout) it returns false and an error
+// wrapping ErrNotInterested: like the seed's Worker, treat that as "not
+// interested" and skip the work.
+//
+// The answer goes to a temporary reply address that is removed on return,
+// so a waiter's later "cancel" push (IAmNoLongerInterested sent to a worker
+// it had told yes) is not seen here; a worker actor that wants it sends the
+// question itself with c.Request(pid, &messages.AreYouStillInterested{}) and
+// handles the unasked IAmNoLongerInterested while the work runs.
+func AskStillInterested(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID, workID string) (bool, error) {
+	if pid == nil {
+		return false, fmt.Errorf("%w: nil waiter PID", ErrNotInterested)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultAskTimeout)
+		defer cancel()
+	}
+	rp := &replyProcess{ch: make(chan any, 1)}
+	self, ok := sys.ProcessRegistry.Add(rp, "waiter-ask$"+sys.ProcessRegistry.NextId())
+	if !ok {
+		return false, fmt.Errorf("%w: could not register a reply address", ErrNotInterested)
+	}
+	defer sys.ProcessRegistry.Remove(self)
+	sys.Root.RequestWithCustomSender(pid, &messages.AreYouStillInterested{WorkId: workID}, self)
+	select {
+	case m := <-rp.ch:
+		switch m.(type) {
+		case *messages.IAmStillInterested:
+			return true, nil
+		case *messages.IAmNoLongerInterested:
+			return false, nil
+		case *actor.DeadLetterResponse:
+			return false, fmt.Errorf("%w: waiter %s is gone", ErrNotInterested, pid)
+		default:
+			return false, fmt.Errorf("%w: waiter %s answered %T", ErrNotInterested, pid, m)
+		}
+	case <-ctx.Done():
+		return false, fmt.Errorf("%w: waiter %s did not answer: %w", ErrNotInterested, pid, ctx.Err())
+	}
+}
+
+// replyProcess is a one-shot reply address in the process registry.
+type replyProcess struct{ ch chan any }
+
+func (p *replyProcess) SendUserMessage(_ *actor.PID, m any) {
+	_, msg, _ := actor.UnwrapEnvelope(m)
+	select {
+	case p.ch <- msg:
+	default: // only the first answer counts
+	}
+}
+
+func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
+
+func (p *replyProcess) Stop(*actor.PID) {}
+
+// Interest answers the interest protocol on behalf of a caller that waits
+// outside the actor system, for example an HTTP handler whose request's
+// context ends when the client goes: put Interest.PID() in the job, and
+// workers anywhere in the cluster can ask it (with AskStillInterested or a
+// request of messages.AreYouStillInterested).
+//
+// While ctx is live it answers IAmStillInterested. When ctx is done it
+// sends IAmNoLongerInterested to every worker it had told yes (so they can
+// cancel the running work), answers IAmNoLongerInterested for
+// DefaultInterestLinger, then stops; a worker that asks after that gets a
+// dead letter, which AskStillInterested also reports as not interested.
+// (An actor that stops drops the messages still in its mailbox unanswered,
+// hence the linger: the seed's "hangabout of the WorkWaiter".)
+type Interest struct {
+	sys       *actor.ActorSystem
+	pid       *actor.PID
+	stopWatch func() bool
+	closeOnce sync.Once
+}
+
+// NewInterest spawns an Interest actor on sys that lives until ctx is done
+// or Close is called.
+func NewInterest(ctx context.Context, sys *actor.ActorSystem) *Interest {
+	pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &interestActor{fsm: newWaiterFSM()}
+	}))
+	i := &Interest{sys: sys, pid: pid}
+	i.stopWatch = context.AfterFunc(ctx, func() {
+		sys.Root.Send(pid, &callerGone{reason: reasonOf(ctx.Err())})
+	})
+	return i
+}
+
+// PID is the address workers ask. Each call returns a fresh copy: a
+// protoactor PID caches the process it resolved to, so one PID value must
+// not be shared between actor systems (several cluster members in one test
+// process would otherwise send through each other's remotes).
+func (i *Interest) PID() *actor.PID { return actor.NewPID(i.pid.Address, i.pid.Id) }
+
+// Close stops the Interest without telling anyone (the caller got what it
+// wanted). It is safe to call more than once.
+func (i *Interest) Close() {
+	i.closeOnce.Do(func() {
+		i.stopWatch()
+		i.sys.Root.Stop(i.pid)
+	})
+}
+
+// interestActor is a WorkWaiter without a promise.
+type interestActor struct {
+	fsm     waiterFSM
+	workers []*actor.PID // workers told IAmStillInterested
+	linger  clock.Timer  // after giving up: fires lingerOver
+}
+
+// lingerOver ends an Interest's stay after its caller gave up.
+type lingerOver struct{}
+
+func (a *interestActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *messages.AreYouStillInterested:
+		if a.fsm.phase == phaseInterested {
+			a.fsm.ask()
+			if s := c.Sender(); s != nil {
+				a.workers = append(a.workers, s)
+			}
+			c.Respond(&messages.IAmStillInterested{WorkId: m.GetWorkId()})
+			return
+		}
+		// Unlike a WorkWaiter (one job, one question) an Interest may be
+		// asked by several workers, so it keeps answering while it lingers.
+		c.Respond(&messages.IAmNoLongerInterested{WorkId: m.GetWorkId(), Reason: a.fsm.reason.proto()})
+	case *callerGone:
+		eff := a.fsm.giveUp(m.reason)
+		if eff.CancelWorker {
+			for _, w := range a.workers {
+				c.Send(w, &messages.IAmNoLongerInterested{Reason: a.fsm.reason.proto()})
+			}
+		}
+		a.workers = nil
+		if a.linger == nil {
+			root, self := c.ActorSystem().Root, c.Self()
+			a.linger = clock.Real.AfterFunc(DefaultInterestLinger, func() { root.Send(self, &lingerOver{}) })
+		}
+	case *lingerOver:
+		c.Stop(c.Self())
+	case *actor.Stopped:
+		if a.linger != nil {
+			a.linger.Stop()
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// BenchmarkWorker measures the worker's own cost per job: an instant master
+// (hands out as many jobs as asked, acks every WorkIsDone at once) and a
+// no-op job, so the figure is Worker + WorkExecutor + protoactor messaging.
+func BenchmarkWorker(b *testing.B) {
+	if testing.Short() {
+		b.Skip("benchmark skipped in -short mode")
+	}
+	for _, window := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("window=%d", window), func(b *testing.B) {
+			b.ReportAllocs()
+			sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+				return slog.New(slog.DiscardHandler)
+			}))
+			defer sys.Shutdown()
+			reg := worker.NewRegistry()
+			_ = reg.Register("noop", func(context.Context, []byte) ([]byte, error) { return nil, nil })
+
+			done := make(chan struct{})
+			handed, completed := 0, 0
+			master := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+				switch m := c.Message().(type) {
+				case *messages.RegisterWorker:
+					c.Send(m.GetWorker(), &messages.WorkIsReady{})
+				case *messages.WorkerRequestsWork:
+					for i := int32(0); i < m.GetCapacity() && handed < b.N; i++ {
+						handed++
+						c.Send(m.GetWorker(), &messages.Work{WorkId: strconv.Itoa(handed), JobType: "noop"})
+					}
+				case *messages.WorkIsDone:
+					c.Respond(&messages.Ack{WorkId: m.GetWorkId()})
+					if completed++; completed == b.N {
+						close(done)
+					}
+				}
+			}))
+			props, err := worker.Props(worker.MasterPID(master), reg, worker.WithWindow(window))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			w := sys.Root.Spawn(props)
+			<-done
+			b.StopTimer()
+			_ = sys.Root.StopFuture(w).Wait()
+		})
+	}
+}

@@ -1,0 +1,62 @@
+// Package worker is the Worker side of Foreman's distributed workers (seed
+// 001, the classic Akka 2.5 sample): a Worker actor that registers with the
+// master, pulls work, runs each job in a WorkExecutor child and reports the
+// result until the master acknowledges it; and the Registry of job functions,
+// the library's extension point.
+//
+// # Jobs
+//
+// A job type is a name and a [JobFunc] `(ctx, payload) -> (result, error)`
+// registered in a [Registry]. [RegisterBuiltins] adds the job types of the
+// foreman binary: square (the sample's n*n after a simulated 1-2 s delay),
+// factorize (seed 004's CPU-bound trial division) and sleep.
+//
+// # Messages
+//
+// The worker speaks the protocol of messages/work.proto:
+//
+//	worker -> master  RegisterWorker       at start and every register interval (10 s)
+//	master -> worker  WorkIsReady          the worker asks for work if it has a free slot
+//	worker -> master  WorkerRequestsWork   capacity = free slots of its window
+//	master -> worker  Work                 run in a WorkExecutor child
+//	worker -> master  WorkIsDone           re-sent every 5 s until the master's Ack
+//	worker -> master  WorkFailed           the job returned an error or panicked,
+//	                                       its type is unknown, or its deadline passed
+//	worker -> master  DeregisterWorker     when the worker stops
+//
+// Every message to the master carries the worker as sender, so the master's
+// Ack reaches it. The worker keeps pulling while earlier results wait for
+// their Acks (bounded by WithMaxUnacked), so a master that makes completions
+// durable in batches is not waited on per job.
+//
+// # States
+//
+// Each executor slot is free or running one job; work that arrives beyond
+// the free slots waits in a local queue (never dropped); completed results
+// wait for their Ack. A panicking job panics its executor with a
+// [*PanicError]; the worker, as the executor's supervisor, reports WorkFailed
+// with the panic value and a trimmed stack and restarts the executor.
+//
+// When the worker stops (or restarts after a crash) it cancels the ctx of
+// running jobs, reports running and queued work as WorkFailed with
+// [ErrWorkerStopping] (the master re-queues it at once instead of waiting
+// for the work timeout), sends its unacknowledged results once more and
+// sends DeregisterWorker.
+//
+// # Finding the master
+//
+// [MasterPID] names a master at a fixed PID (one process). [MasterResolver]
+// finds it through a function (the cluster singleton): the worker calls it
+// off its own goroutine at start, on every register tick, when the master's
+// PID terminates and when a WorkIsDone goes unacknowledged.
+//
+// # Example
+//
+//	reg := worker.NewRegistry()
+//	_ = worker.RegisterBuiltins(reg)
+//	props, err := worker.Props(worker.MasterPID(masterPID), reg, worker.WithWindow(4))
+//	if err != nil { ... }
+//	for range k {
+//		sys.Root.Spawn(props)
+//	}
+package worker

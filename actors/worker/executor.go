@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// maxStack bounds the stack trace a PanicError carries.
+const maxStack = 2048
+
+// PanicError is the failure of a job function that panicked: the panic
+// value and a trimmed stack trace. It matches ErrJobPanicked with errors.Is.
+type PanicError struct {
+	// Value is what the job passed to panic.
+	Value any
+	// Stack is the goroutine's stack at the panic, trimmed to 2 KiB.
+	Stack string
+}
+
+// Error returns the panic value and the stack.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("%v: %v\n%s", ErrJobPanicked, e.Value, e.Stack)
+}
+
+// Unwrap returns ErrJobPanicked.
+func (e *PanicError) Unwrap() error { return ErrJobPanicked }
+
+// doWork asks a WorkExecutor to run one job.
+type doWork struct{ work *messages.Work }
+
+// execResult is a WorkExecutor's answer to doWork (a panic is reported
+// through supervision instead, see workerActor.HandleFailure).
+type execResult struct {
+	slot   int
+	workID string
+	result []byte
+	err    error
+}
+
+// executor is the WorkExecutor: a child of the worker that runs one job at a
+// time, so the worker stays responsive while the job runs. A job that panics
+// panics the executor with a *PanicError; the worker's supervision reports
+// WorkFailed and restarts it.
+type executor struct {
+	slot int
+	reg  *Registry
+	// baseCtx is the worker's lifetime context (cancelled when the worker
+	// stops); every job's ctx derives from it. Set at spawn, never changed.
+	baseCtx context.Context
+}
+
+func executorProps(slot int, reg *Registry, baseCtx context.Context) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &executor{slot: slot, reg: reg, baseCtx: baseCtx}
+	})
+}
+
+// Receive runs doWork messages.
+func (e *executor) Receive(c actor.Context) {
+	d, ok := c.Message().(*doWork)
+	if !ok {
+		return
+	}
+	res, err := e.run(d.work)
+	c.Send(c.Parent(), &execResult{slot: e.slot, workID: d.work.GetWorkId(), result: res, err: err})
+}
+
+func (e *executor) run(w *messages.Work) (res []byte, err error) {
+	fn, ok := e.reg.Lookup(w.GetJobType())
+	if !ok {
+		return nil, e.reg.unknownTypeError(w.GetJobType())
+	}
+	ctx := e.baseCtx
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWorkerStopping, err)
+	}
+	if dl := w.GetDeadlineUnixNano(); dl > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, dl))
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			stack := debug.Stack()
+			if len(stack) > maxStack {
+				stack = stack[:maxStack]
+			}
+			panic(&PanicError{Value: r, Stack: string(stack)})
+		}
+	}()
+	return fn(ctx, w.GetPayload())
+}

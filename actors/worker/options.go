@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Defaults of the worker's options (the sample's values where it has one).
+const (
+	// DefaultRegisterInterval is how often a worker re-registers with the master.
+	DefaultRegisterInterval = 10 * time.Second
+	// DefaultResendInterval is how long a worker waits for the Ack of a
+	// WorkIsDone before sending it again.
+	DefaultResendInterval = 5 * time.Second
+	// DefaultWindow is how many jobs a worker runs at once (the sample: 1).
+	DefaultWindow = 1
+	// DefaultMaxUnacked bounds the completed results a worker keeps while it
+	// waits for their Acks (together with its running and queued work); while
+	// the bound is reached it asks for no work. The default is the larger of
+	// this and twice the window.
+	DefaultMaxUnacked = 32
+	// DefaultResolveTimeout bounds one call of a MasterResolver.
+	DefaultResolveTimeout = 5 * time.Second
+)
+
+// Option configures a worker (see Props).
+type Option func(*config)
+
+type config struct {
+	workerID         string
+	registerInterval time.Duration
+	resendInterval   time.Duration
+	resolveTimeout   time.Duration
+	window           int
+	maxUnacked       int
+	clock            clock.Clock
+	logger           *slog.Logger
+	onWork           func(seq int, w *messages.Work)
+}
+
+func defaultConfig() config {
+	return config{
+		registerInterval: DefaultRegisterInterval,
+		resendInterval:   DefaultResendInterval,
+		resolveTimeout:   DefaultResolveTimeout,
+		window:           DefaultWindow,
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.registerInterval <= 0:
+		return fmt.Errorf("%w: register interval %v: must be positive", ErrInvalidOption, c.registerInterval)
+	case c.resendInterval <= 0:
+		return fmt.Errorf("%w: resend interval %v: must be positive", ErrInvalidOption, c.resendInterval)
+	case c.resolveTimeout <= 0:
+		return fmt.Errorf("%w: resolve timeout %v: must be positive", ErrInvalidOption, c.resolveTimeout)
+	case c.window < 1 || c.window > 4096:
+		return fmt.Errorf("%w: window %d: must be 1..4096", ErrInvalidOption, c.window)
+	case c.maxUnacked < 0:
+		return fmt.Errorf("%w: max unacked %d: must be positive (0 = default)", ErrInvalidOption, c.maxUnacked)
+	}
+	return nil
+}
+
+// WithWorkerID sets the worker's id (default a random 16-hex-digit id per
+// worker instance). Workers spawned from one Props with a fixed id share it:
+// give each its own.
+func WithWorkerID(id string) Option { return func(c *config) { c.workerID = id } }
+
+// WithRegisterInterval sets how often the worker registers (default
+// DefaultRegisterInterval).
+func WithRegisterInterval(d time.Duration) Option {
+	return func(c *config) { c.registerInterval = d }
+}
+
+// WithResendInterval sets how long the worker waits for the Ack of a
+// WorkIsDone before re-sending it (default DefaultResendInterval).
+func WithResendInterval(d time.Duration) Option {
+	return func(c *config) { c.resendInterval = d }
+}
+
+// WithResolveTimeout bounds each call of a MasterResolver (default
+// DefaultResolveTimeout).
+func WithResolveTimeout(d time.Duration) Option {
+	return func(c *config) { c.resolveTimeout = d }
+}
+
+// WithWindow lets the worker hold and run up to n jobs at once, in n
+// WorkExecutor children; it asks the master for as many jobs as it has free
+// slots. Default DefaultWindow (1, as in the sample).
+func WithWindow(n int) Option { return func(c *config) { c.window = n } }
+
+// WithMaxUnacked bounds the completed results awaiting the master's Ack
+// together with its running and queued work (0 = default: the larger of
+// DefaultMaxUnacked and twice the window). The worker keeps pulling work while earlier
+// completions are being made durable, up to this bound.
+func WithMaxUnacked(n int) Option { return func(c *config) { c.maxUnacked = n } }
+
+// WithClock sets the clock for the register and re-send timers and for
+// deadline checks (default the wall clock). Tests pass a clock.Manual.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithLogger sets the logger (default the actor system's logger).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithOnWork installs a hook that the worker calls on its own goroutine for
+// every Work it accepts, before the job starts; seq counts accepted Work from
+// 1. A panic in the hook crashes the worker actor (its parent's supervisor
+// decides what happens next): tests use it to make a worker die on its n-th
+// job, as the Akka DistributedWorkerSpec's flaky worker does.
+func WithOnWork(fn func(seq int, w *messages.Work)) Option {
+	return func(c *config) { c.onWork = fn }
+}
+
+func newWorkerID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

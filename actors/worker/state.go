@@ -1,0 +1,170 @@
+package worker
+
+import "github.com/foreman-actors/foreman/messages"
+
+// slots is the worker's pure bookkeeping: which executor slot runs which
+// work, work received beyond the free slots (queued locally, never dropped),
+// and completed results waiting for the master's Ack. It has no actors, no
+// clock and no I/O; the actor shell performs what its methods return.
+//
+// Invariants (checked by the property test): a work id is in at most one of
+// running, queue and unacked; len(queue) > 0 only while every slot is busy;
+// capacity() >= 0.
+type slots struct {
+	run        []*messages.Work  // run[i] is the work executor i runs; nil = free
+	queue      []*messages.Work  // accepted beyond the free slots, FIFO
+	unacked    map[string][]byte // work id -> result, WorkIsDone sent, no Ack yet
+	maxUnacked int
+}
+
+// offerResult says what the shell does with an offered Work.
+type offerResult int
+
+const (
+	// offerStart: run the work on the returned slot.
+	offerStart offerResult = iota + 1
+	// offerQueued: every slot is busy; the work waits in the local queue.
+	offerQueued
+	// offerRunning: the id is already running or queued here; ignore it.
+	offerRunning
+	// offerDone: the id completed here and awaits its Ack; re-send WorkIsDone.
+	offerDone
+)
+
+func newSlots(window, maxUnacked int) *slots {
+	return &slots{
+		run:        make([]*messages.Work, window),
+		unacked:    make(map[string][]byte),
+		maxUnacked: maxUnacked,
+	}
+}
+
+// busy returns how many slots run work.
+func (s *slots) busy() int {
+	n := 0
+	for _, w := range s.run {
+		if w != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// capacity is how many more jobs the worker can take now: free slots minus
+// local queue, limited by the room left for unacknowledged results.
+func (s *slots) capacity() int {
+	c := len(s.run) - s.busy() - len(s.queue)
+	if room := s.maxUnacked - len(s.unacked) - s.busy() - len(s.queue); room < c {
+		c = room
+	}
+	return max(c, 0)
+}
+
+// find returns where a work id is: the slot running it (>= 0), -1 if queued,
+// -2 if unknown.
+func (s *slots) find(id string) int {
+	for i, w := range s.run {
+		if w != nil && w.GetWorkId() == id {
+			return i
+		}
+	}
+	for _, w := range s.queue {
+		if w.GetWorkId() == id {
+			return -1
+		}
+	}
+	return -2
+}
+
+// offer takes a Work from the master.
+func (s *slots) offer(w *messages.Work) (offerResult, int) {
+	id := w.GetWorkId()
+	if _, ok := s.unacked[id]; ok {
+		return offerDone, -1
+	}
+	if s.find(id) != -2 {
+		return offerRunning, -1
+	}
+	for i, r := range s.run {
+		if r == nil {
+			s.run[i] = w
+			return offerStart, i
+		}
+	}
+	s.queue = append(s.queue, w)
+	return offerQueued, -1
+}
+
+// free empties slot i and, if work is queued, starts the next one there; it
+// returns that work or nil.
+func (s *slots) free(i int) *messages.Work {
+	s.run[i] = nil
+	if len(s.queue) == 0 {
+		return nil
+	}
+	next := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	s.run[i] = next
+	return next
+}
+
+// running returns the work in slot i, or nil.
+func (s *slots) running(i int) *messages.Work {
+	if i < 0 || i >= len(s.run) {
+		return nil
+	}
+	return s.run[i]
+}
+
+// complete records the result of the work in slot i. It reports false (and
+// changes nothing) when slot i does not run workID: a stale report. next is
+// the queued work now started in slot i, if any.
+func (s *slots) complete(i int, workID string, result []byte) (next *messages.Work, ok bool) {
+	if w := s.running(i); w == nil || w.GetWorkId() != workID {
+		return nil, false
+	}
+	s.unacked[workID] = result
+	return s.free(i), true
+}
+
+// fail drops the work of slot i (the executor failed). It returns the failed
+// work (nil if the slot was free or runs another id than workID, when workID
+// is not "") and the queued work now started in slot i.
+func (s *slots) fail(i int, workID string) (failed, next *messages.Work) {
+	w := s.running(i)
+	if w == nil || (workID != "" && w.GetWorkId() != workID) {
+		return nil, nil
+	}
+	return w, s.free(i)
+}
+
+// ack forgets an acknowledged result; it reports whether one was waiting.
+func (s *slots) ack(workID string) bool {
+	if _, ok := s.unacked[workID]; !ok {
+		return false
+	}
+	delete(s.unacked, workID)
+	return true
+}
+
+// result returns the unacknowledged result of workID.
+func (s *slots) result(workID string) ([]byte, bool) {
+	r, ok := s.unacked[workID]
+	return r, ok
+}
+
+// drain empties every slot and the queue and returns their work: what the
+// worker hands back when it stops.
+func (s *slots) drain() []*messages.Work {
+	var out []*messages.Work
+	for i, w := range s.run {
+		if w != nil {
+			out = append(out, w)
+			s.run[i] = nil
+		}
+	}
+	out = append(out, s.queue...)
+	s.queue = nil
+	return out
+}

@@ -1,0 +1,384 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Props returns the props of a Worker that pulls work from master and runs
+// it with the job functions of reg. Spawn it once per worker (a node runs K
+// of them); each instance gets its own random id unless WithWorkerID is used.
+// It fails when master is empty, reg is nil or an option is out of range.
+func Props(master MasterRef, reg *Registry, opts ...Option) (*actor.Props, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := master.Validate(); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		return nil, fmt.Errorf("%w: nil registry; use NewRegistry and RegisterBuiltins", ErrInvalidOption)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.maxUnacked == 0 {
+		cfg.maxUnacked = max(DefaultMaxUnacked, 2*cfg.window)
+	}
+	cfg.clock = clock.OrReal(cfg.clock)
+	return actor.PropsFromProducer(func() actor.Actor {
+		id := cfg.workerID
+		if id == "" {
+			id = newWorkerID()
+		}
+		return &workerActor{cfg: cfg, master: master, reg: reg, id: id}
+	}), nil
+}
+
+// Timer messages and piped results (all sent to the worker itself).
+type (
+	registerTick struct{}
+	resendTick   struct{ workID string }
+	resolved     struct {
+		pid *actor.PID
+		err error
+	}
+)
+
+// workerActor is the Worker shell. Every field is owned by the actor's
+// goroutine, except wg, which the resolver goroutines signal.
+type workerActor struct {
+	cfg    config
+	master MasterRef
+	reg    *Registry
+	id     string
+	log    *slog.Logger
+
+	sys  *actor.ActorSystem
+	self *actor.PID
+	// ctx is the worker's lifetime context, cancelled when it stops; jobs
+	// and resolver calls derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // resolver goroutines in flight
+
+	masterPID *actor.PID // current master; nil while unknown
+	resolving bool
+
+	execs  []*actor.PID
+	slotOf map[string]int // executor PID id -> slot
+	st     *slots
+	seq    int
+
+	registerTimer clock.Timer
+	resendTimers  map[string]clock.Timer
+	outbox        []*messages.WorkFailed // failures waiting for a master
+	stopped       bool
+}
+
+var _ actor.SupervisorStrategy = (*workerActor)(nil)
+
+// Receive handles the worker's messages.
+func (w *workerActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		w.start(c)
+	case *registerTick:
+		w.armRegister()
+		w.register()
+	case *resolved:
+		w.onResolved(c, m)
+	case *actor.Terminated:
+		if w.master.IsResolver() && w.masterPID != nil && m.GetWho().Equal(w.masterPID) {
+			w.log.Info("master terminated, resolving again", "master", w.masterPID.String())
+			w.masterPID = nil
+			w.resolve()
+		}
+	case *messages.WorkIsReady:
+		if n := w.st.capacity(); n > 0 {
+			w.requestWork(n)
+		}
+	case *messages.Work:
+		w.onWork(m)
+	case *execResult:
+		w.onResult(m)
+	case *messages.Ack:
+		w.onAck(m.GetWorkId())
+	case *resendTick:
+		w.onResend(m.workID)
+	case *actor.Stopping, *actor.Restarting:
+		w.shutdown()
+	case *actor.Stopped:
+		w.wg.Wait()
+	}
+}
+
+func (w *workerActor) start(c actor.Context) {
+	w.sys, w.self = c.ActorSystem(), c.Self()
+	w.log = w.cfg.logger
+	if w.log == nil {
+		w.log = c.Logger()
+	}
+	w.log = w.log.With("component", "worker", "worker_id", w.id)
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.st = newSlots(w.cfg.window, w.cfg.maxUnacked)
+	w.resendTimers = make(map[string]clock.Timer)
+	w.slotOf = make(map[string]int, w.cfg.window)
+	w.execs = make([]*actor.PID, w.cfg.window)
+	for i := range w.execs {
+		pid := c.Spawn(executorProps(i, w.reg, w.ctx))
+		w.execs[i] = pid
+		w.slotOf[pid.GetId()] = i
+	}
+	w.log.Info("Worker started", "window", w.cfg.window, "job_types", w.reg.Types())
+	w.armRegister()
+	w.register()
+}
+
+func (w *workerActor) armRegister() {
+	if w.stopped {
+		return
+	}
+	sys, self := w.sys, w.self
+	w.registerTimer = w.cfg.clock.AfterFunc(w.cfg.registerInterval, func() { sys.Root.Send(self, &registerTick{}) })
+}
+
+// register sends RegisterWorker, resolving the master first when it is found
+// through a resolver (the answer arrives as a resolved message).
+func (w *workerActor) register() {
+	if w.master.IsResolver() {
+		w.resolve()
+		return
+	}
+	if w.masterPID == nil {
+		w.masterPID, _ = w.master.Resolve(w.ctx) // fixed PID: never blocks
+	}
+	w.sendRegister()
+}
+
+func (w *workerActor) sendRegister() {
+	w.tell(&messages.RegisterWorker{WorkerId: w.id, Worker: w.self, JobTypes: w.reg.Types()})
+}
+
+// resolve calls the resolver off the actor goroutine; one call at a time.
+func (w *workerActor) resolve() {
+	if w.resolving || w.stopped {
+		return
+	}
+	w.resolving = true
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.resolveTimeout)
+	sys, self, ref := w.sys, w.self, w.master
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer cancel()
+		pid, err := ref.Resolve(ctx)
+		sys.Root.Send(self, &resolved{pid: pid, err: err})
+	}()
+}
+
+func (w *workerActor) onResolved(c actor.Context, m *resolved) {
+	w.resolving = false
+	if w.stopped {
+		return
+	}
+	if m.err != nil {
+		w.log.Warn("cannot find the master; retrying at the next register tick", "error", m.err)
+		return
+	}
+	changed := w.masterPID == nil || !w.masterPID.Equal(m.pid)
+	if changed {
+		if w.masterPID != nil {
+			c.Unwatch(w.masterPID)
+		}
+		w.masterPID = m.pid
+		c.Watch(m.pid)
+		w.log.Info("master found", "master", m.pid.String())
+	}
+	w.sendRegister()
+	if !changed {
+		return
+	}
+	// A new master: hand it what the old one may have missed.
+	out := w.outbox
+	w.outbox = nil
+	for _, f := range out {
+		w.tell(f)
+	}
+	for id, res := range w.st.unacked {
+		w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
+	}
+	if n := w.st.capacity(); n > 0 {
+		w.requestWork(n)
+	}
+}
+
+// tell sends msg to the master with the worker as sender; WorkFailed waits
+// in the outbox while no master is known, other messages are re-created
+// when one is found.
+func (w *workerActor) tell(msg any) {
+	if w.masterPID == nil {
+		if f, ok := msg.(*messages.WorkFailed); ok {
+			w.outbox = append(w.outbox, f)
+		}
+		return
+	}
+	w.sys.Root.RequestWithCustomSender(w.masterPID, msg, w.self)
+}
+
+func (w *workerActor) requestWork(n int) {
+	w.tell(&messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n)})
+}
+
+func (w *workerActor) onWork(m *messages.Work) {
+	w.seq++
+	if w.cfg.onWork != nil {
+		w.cfg.onWork(w.seq, m)
+	}
+	if _, ok := w.reg.Lookup(m.GetJobType()); !ok {
+		w.fail(m, w.reg.unknownTypeError(m.GetJobType()))
+		return
+	}
+	if dl := m.GetDeadlineUnixNano(); dl > 0 && !w.cfg.clock.Now().Before(time.Unix(0, dl)) {
+		w.fail(m, fmt.Errorf("%w (deadline %s)", ErrDeadlinePassed, time.Unix(0, dl).UTC().Format(time.RFC3339Nano)))
+		return
+	}
+	switch res, slot := w.st.offer(m); res {
+	case offerStart:
+		w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
+		w.sys.Root.Send(w.execs[slot], &doWork{work: m})
+	case offerQueued:
+		w.log.Debug("Got work beyond the window; queued", "work_id", m.GetWorkId())
+	case offerRunning:
+		w.log.Debug("Got work already running here; ignored", "work_id", m.GetWorkId())
+	case offerDone:
+		res, _ := w.st.result(m.GetWorkId())
+		w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: m.GetWorkId(), Result: res})
+	}
+}
+
+func (w *workerActor) fail(m *messages.Work, err error) {
+	w.log.Warn("Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
+	w.tell(&messages.WorkFailed{WorkerId: w.id, WorkId: m.GetWorkId(), Error: err.Error()})
+}
+
+func (w *workerActor) onResult(m *execResult) {
+	if m.err != nil {
+		failed, next := w.st.fail(m.slot, m.workID)
+		if failed == nil {
+			return // stale: the slot was handed back already
+		}
+		w.fail(failed, m.err)
+		w.startNext(m.slot, next)
+		w.maybeRequest()
+		return
+	}
+	next, ok := w.st.complete(m.slot, m.workID, m.result)
+	if !ok {
+		return
+	}
+	w.log.Debug("Work is complete", "work_id", m.workID, "result", string(m.result))
+	w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: m.workID, Result: m.result})
+	w.armResend(m.workID)
+	w.startNext(m.slot, next)
+	w.maybeRequest()
+}
+
+func (w *workerActor) startNext(slot int, next *messages.Work) {
+	if next != nil && !w.stopped {
+		w.sys.Root.Send(w.execs[slot], &doWork{work: next})
+	}
+}
+
+func (w *workerActor) maybeRequest() {
+	if n := w.st.capacity(); n > 0 && !w.stopped {
+		w.requestWork(n)
+	}
+}
+
+func (w *workerActor) armResend(id string) {
+	sys, self := w.sys, w.self
+	w.resendTimers[id] = w.cfg.clock.AfterFunc(w.cfg.resendInterval, func() { sys.Root.Send(self, &resendTick{workID: id}) })
+}
+
+func (w *workerActor) onAck(id string) {
+	before := w.st.capacity()
+	if !w.st.ack(id) {
+		return
+	}
+	if t, ok := w.resendTimers[id]; ok {
+		t.Stop()
+		delete(w.resendTimers, id)
+	}
+	if before == 0 {
+		w.maybeRequest()
+	}
+}
+
+func (w *workerActor) onResend(id string) {
+	res, ok := w.st.result(id)
+	if !ok || w.stopped {
+		return
+	}
+	w.log.Info("No ack from master, resending work result", "work_id", id)
+	w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
+	w.armResend(id)
+	if w.master.IsResolver() {
+		w.resolve()
+	}
+}
+
+// HandleFailure is the worker's supervisor strategy for its WorkExecutors:
+// the failed job is reported as WorkFailed (with the panic value and stack)
+// and the executor is restarted.
+func (w *workerActor) HandleFailure(_ *actor.ActorSystem, supervisor actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	slot, ok := w.slotOf[child.GetId()]
+	supervisor.RestartChildren(child)
+	if !ok {
+		return
+	}
+	failed, next := w.st.fail(slot, "")
+	if failed != nil {
+		err, isErr := reason.(error)
+		if !isErr {
+			err = &PanicError{Value: reason}
+		}
+		w.fail(failed, err)
+	}
+	w.startNext(slot, next)
+	w.maybeRequest()
+}
+
+// shutdown hands running and queued work back to the master (WorkFailed,
+// so it is re-queued at once rather than after the work timeout), sends the
+// unacknowledged results one last time, deregisters and cancels the jobs.
+func (w *workerActor) shutdown() {
+	if w.stopped || w.st == nil {
+		return
+	}
+	w.stopped = true
+	w.cancel()
+	if w.registerTimer != nil {
+		w.registerTimer.Stop()
+	}
+	for _, t := range w.resendTimers {
+		t.Stop()
+	}
+	for _, m := range w.st.drain() {
+		w.fail(m, ErrWorkerStopping)
+	}
+	for id, res := range w.st.unacked {
+		w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
+	}
+	w.tell(&messages.DeregisterWorker{WorkerId: w.id})
+	w.log.Info("Worker stopped")
+}

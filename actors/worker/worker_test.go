@@ -1,0 +1,346 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// testBundle is what setup returns besides the worker's PID.
+type testBundle struct {
+	sys    *actor.ActorSystem
+	master *testkit.Probe
+	clk    *clock.Manual
+	reg    *worker.Registry
+	// release unblocks "block" jobs; started receives their work ids.
+	release chan struct{}
+	started chan string
+	// ctxErrs receives the ctx error a "block" job saw when cancelled.
+	ctxErrs chan error
+	// stop stops the worker and waits until it has stopped; idempotent.
+	stop func()
+}
+
+// testRegistry has jobs for every behaviour the tests need.
+func testRegistry(t *testing.T, b *testBundle) *worker.Registry {
+	t.Helper()
+	reg := worker.NewRegistry()
+	require.NoError(t, reg.Register("echo", func(_ context.Context, p []byte) ([]byte, error) { return p, nil }))
+	require.NoError(t, reg.Register("fail", func(_ context.Context, p []byte) ([]byte, error) {
+		return nil, fmt.Errorf("bad input %s", p)
+	}))
+	require.NoError(t, reg.Register("panic", func(_ context.Context, p []byte) ([]byte, error) {
+		panic("boom " + string(p))
+	}))
+	require.NoError(t, reg.Register("block", func(ctx context.Context, p []byte) ([]byte, error) {
+		b.started <- string(p)
+		select {
+		case <-b.release:
+			return p, nil
+		case <-ctx.Done():
+			b.ctxErrs <- ctx.Err()
+			return nil, ctx.Err()
+		}
+	}))
+	return reg
+}
+
+func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
+	t.Helper()
+	b := &testBundle{
+		release: make(chan struct{}),
+		started: make(chan string, 16),
+		ctxErrs: make(chan error, 16),
+	}
+	b.sys = testkit.NewSystem(t)
+	b.master = testkit.NewProbe(t, b.sys)
+	b.clk = clock.NewManual(epoch)
+	b.reg = testRegistry(t, b)
+	all := append([]worker.Option{worker.WithClock(b.clk), worker.WithWorkerID("w1")}, opts...)
+	props, err := worker.Props(worker.MasterPID(b.master.PID()), b.reg, all...)
+	require.NoError(t, err)
+	pid := b.sys.Root.Spawn(props)
+	var once sync.Once
+	b.stop = func() { once.Do(func() { require.NoError(t, b.sys.Root.StopFuture(pid).Wait()) }) }
+	t.Cleanup(b.stop)
+	reg := testkit.ExpectMsgType[*messages.RegisterWorker](b.master, testkit.Timeout())
+	require.Equal(t, "w1", reg.GetWorkerId())
+	require.True(t, pid.Equal(reg.GetWorker()))
+	require.Equal(t, []string{"block", "echo", "fail", "panic"}, reg.GetJobTypes())
+	return pid, b
+}
+
+// waitTimers blocks until the manual clock has n timers armed.
+func waitTimers(t *testing.T, clk *clock.Manual, n int) {
+	t.Helper()
+	done := make(chan struct{})
+	stop := time.AfterFunc(testkit.Timeout(), func() { close(done) })
+	defer stop.Stop()
+	require.True(t, clk.WaitForPending(done, n), "timeout waiting for %d armed timers (have %d)", n, clk.Pending())
+}
+
+func work(id, jobType, payload string) *messages.Work {
+	return &messages.Work{WorkId: id, JobType: jobType, Payload: []byte(payload), Attempt: 1}
+}
+
+func TestWorker(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RegistersAtStartAndEveryInterval", func(t *testing.T) {
+		t.Parallel()
+		_, b := setup(t, worker.WithRegisterInterval(7*time.Second))
+		for range 3 {
+			waitTimers(t, b.clk, 1)
+			b.clk.Advance(6 * time.Second)
+			b.master.ExpectNoMsg(20 * time.Millisecond)
+			b.clk.Advance(time.Second)
+			testkit.ExpectMsgType[*messages.RegisterWorker](b.master, testkit.Timeout())
+		}
+	})
+
+	t.Run("WorkIsReadyAsksForWork", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, &messages.WorkIsReady{})
+		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+		require.Equal(t, "w1", req.GetWorkerId())
+		require.Equal(t, int32(1), req.GetCapacity())
+		require.True(t, pid.Equal(req.GetWorker()))
+	})
+
+	t.Run("RunsWorkAndResendsDoneUntilAck", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, worker.WithResendInterval(5*time.Second), worker.WithRegisterInterval(time.Hour))
+		b.master.Send(pid, work("a", "echo", "49"))
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
+		require.True(t, pid.Equal(b.master.LastSender()), "WorkIsDone is sent by the worker, so the Ack finds it")
+		// It keeps pulling while the completion is made durable.
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1}, testkit.Timeout())
+		waitTimers(t, b.clk, 2) // register + resend
+		b.clk.Advance(5 * time.Second)
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
+		b.clk.Advance(5 * time.Second)
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
+		b.master.Reply(&messages.Ack{WorkId: "a"})
+		// Wait for the ack to disarm the resend timer: only the register timer is left.
+		require.Eventually(t, func() bool { return b.clk.Pending() == 1 }, testkit.Timeout(), time.Millisecond)
+		b.clk.Advance(5 * time.Second)
+		b.master.ExpectNoMsg(50 * time.Millisecond)
+	})
+
+	t.Run("DuplicateWorkOfAnUnackedResultResendsDone", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, work("a", "echo", "1"))
+		testkit.ExpectMsgType[*messages.WorkIsDone](b.master, testkit.Timeout())
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+		b.master.Send(pid, work("a", "echo", "1"))
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("1")}, testkit.Timeout())
+		b.master.ExpectNoMsg(50 * time.Millisecond)
+	})
+
+	t.Run("ExecutorPanicReportsWorkFailedAndWorkerKeepsServing", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, work("p", "panic", "x"))
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Equal(t, "p", f.GetWorkId())
+		require.Contains(t, f.GetError(), "worker: job panicked: boom x")
+		require.Contains(t, f.GetError(), "goroutine", "the trimmed stack is included")
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+		for i := range 3 {
+			id := fmt.Sprint("after-", i)
+			b.master.Send(pid, work(id, "echo", id))
+			b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: id, Result: []byte(id)}, testkit.Timeout())
+			testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+			b.master.Reply(&messages.Ack{WorkId: id})
+		}
+	})
+
+	t.Run("JobErrorReportsWorkFailed", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, work("f", "fail", "7"))
+		b.master.ExpectMsg(&messages.WorkFailed{WorkerId: "w1", WorkId: "f", Error: "bad input 7"}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1}, testkit.Timeout())
+	})
+
+	t.Run("UnknownJobTypeReportsAClearError", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, work("u", "cube", "3"))
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Equal(t, `worker: unknown job type: "cube": this worker runs block, echo, fail, panic`, f.GetError())
+	})
+
+	t.Run("DeadlinePassedIsNotStarted", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		w := work("d", "block", "d")
+		w.DeadlineUnixNano = epoch.Add(-time.Second).UnixNano()
+		b.master.Send(pid, w)
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Contains(t, f.GetError(), worker.ErrDeadlinePassed.Error())
+		require.Empty(t, b.started, "the job must not start")
+	})
+
+	t.Run("WindowRunsNJobsAtOnceAndAsksForFreeSlots", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, worker.WithWindow(3))
+		b.master.Send(pid, &messages.WorkIsReady{})
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 3}, testkit.Timeout())
+		for i := range 4 { // one more than the window: queued locally
+			b.master.Send(pid, work(fmt.Sprint(i), "block", fmt.Sprint(i)))
+		}
+		got := map[string]bool{}
+		for range 3 {
+			select {
+			case id := <-b.started:
+				got[id] = true
+			case <-time.After(testkit.Timeout()):
+				t.Fatal("jobs did not start")
+			}
+		}
+		require.Equal(t, map[string]bool{"0": true, "1": true, "2": true}, got, "three run at once")
+		b.master.Send(pid, &messages.WorkIsReady{})
+		b.master.ExpectNoMsg(50 * time.Millisecond) // no free slot: no request
+		close(b.release)
+		done := map[string]bool{}
+		for len(done) < 4 {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkIsDone:
+				done[m.GetWorkId()] = true
+				b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
+			case *messages.WorkerRequestsWork:
+				require.LessOrEqual(t, m.GetCapacity(), int32(3))
+			default:
+				t.Fatalf("unexpected %T", m)
+			}
+		}
+	})
+
+	t.Run("StopHandsRunningWorkBackAndCancelsTheJob", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, work("r", "block", "r"))
+		<-b.started
+		b.stop()
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Equal(t, "r", f.GetWorkId())
+		require.Equal(t, worker.ErrWorkerStopping.Error(), f.GetError())
+		b.master.ExpectMsg(&messages.DeregisterWorker{WorkerId: "w1"}, testkit.Timeout())
+		require.ErrorIs(t, <-b.ctxErrs, context.Canceled)
+	})
+
+	t.Run("CrashOnNthWorkViaHook", func(t *testing.T) {
+		t.Parallel()
+		// The flaky worker of the Akka DistributedWorkerSpec dies on its 5th
+		// job: the hook panics, the worker actor crashes and its supervisor
+		// (the root guardian here: restart) brings up a fresh instance.
+		pid, b := setup(t, worker.WithOnWork(func(seq int, _ *messages.Work) {
+			if seq == 2 {
+				panic("worker dies on its 2nd job")
+			}
+		}))
+		b.master.Send(pid, work("1", "echo", "1"))
+		testkit.ExpectMsgType[*messages.WorkIsDone](b.master, testkit.Timeout())
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+		b.master.Send(pid, work("2", "echo", "2"))
+		// The dying instance sends its unacked result once more and deregisters;
+		// the restarted one registers again.
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "1", Result: []byte("1")}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.DeregisterWorker{WorkerId: "w1"}, testkit.Timeout())
+		testkit.ExpectMsgType[*messages.RegisterWorker](b.master, testkit.Timeout())
+	})
+}
+
+func TestWorkerResolver(t *testing.T) {
+	t.Parallel()
+	sys := testkit.NewSystem(t)
+	m1, m2 := testkit.NewProbe(t, sys), testkit.NewProbe(t, sys)
+	clk := clock.NewManual(epoch)
+	var current atomic.Pointer[actor.PID]
+	current.Store(m1.PID())
+	var calls atomic.Int32
+	resolver := worker.MasterResolver(func(ctx context.Context) (*actor.PID, error) {
+		calls.Add(1)
+		if pid := current.Load(); pid != nil {
+			return pid, nil
+		}
+		return nil, errors.New("no master yet")
+	})
+	props, err := worker.Props(resolver, worker.NewRegistry(), worker.WithClock(clk), worker.WithWorkerID("w"))
+	require.NoError(t, err)
+	pid := sys.Root.Spawn(props)
+	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+
+	testkit.ExpectMsgType[*messages.RegisterWorker](m1, testkit.Timeout())
+	// A new master asks for work at once when the worker has free slots.
+	testkit.ExpectMsgType[*messages.WorkerRequestsWork](m1, testkit.Timeout())
+
+	// The master moves: the next register tick re-resolves and registers there.
+	current.Store(m2.PID())
+	waitTimers(t, clk, 1)
+	clk.Advance(worker.DefaultRegisterInterval)
+	testkit.ExpectMsgType[*messages.RegisterWorker](m2, testkit.Timeout())
+	testkit.ExpectMsgType[*messages.WorkerRequestsWork](m2, testkit.Timeout())
+	m1.ExpectNoMsg(20 * time.Millisecond)
+
+	// The master dies: the worker watches it and resolves again at once.
+	m3 := testkit.NewProbe(t, sys)
+	current.Store(m3.PID())
+	require.NoError(t, sys.Root.StopFuture(m2.PID()).Wait())
+	testkit.ExpectMsgType[*messages.RegisterWorker](m3, testkit.Timeout())
+	require.GreaterOrEqual(t, calls.Load(), int32(3))
+}
+
+func TestProps(t *testing.T) {
+	t.Parallel()
+	sys := testkit.NewSystem(t)
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	ok := worker.MasterPID(pid)
+	reg := worker.NewRegistry()
+	tests := []struct {
+		name   string
+		master worker.MasterRef
+		reg    *worker.Registry
+		opts   []worker.Option
+		want   string
+	}{
+		{name: "EmptyMaster", master: worker.MasterRef{}, reg: reg, want: "empty MasterRef"},
+		{name: "NilRegistry", master: ok, want: "nil registry"},
+		{name: "Window", master: ok, reg: reg, opts: []worker.Option{worker.WithWindow(0)}, want: "window 0"},
+		{name: "RegisterInterval", master: ok, reg: reg, opts: []worker.Option{worker.WithRegisterInterval(0)}, want: "register interval"},
+		{name: "ResendInterval", master: ok, reg: reg, opts: []worker.Option{worker.WithResendInterval(-1)}, want: "resend interval"},
+		{name: "ResolveTimeout", master: ok, reg: reg, opts: []worker.Option{worker.WithResolveTimeout(0)}, want: "resolve timeout"},
+		{name: "MaxUnacked", master: ok, reg: reg, opts: []worker.Option{worker.WithMaxUnacked(-1)}, want: "max unacked"},
+		{name: "Valid", master: ok, reg: reg, opts: []worker.Option{worker.WithWindow(8), worker.WithMaxUnacked(4), worker.WithLogger(nil)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := worker.Props(tt.master, tt.reg, tt.opts...)
+			if tt.want == "" {
+				require.NoError(t, err)
+				require.NotNil(t, p)
+				return
+			}
+			require.ErrorIs(t, err, worker.ErrInvalidOption)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}

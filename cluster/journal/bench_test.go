@@ -1,0 +1,150 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/foreman-actors/foreman/cluster/journal"
+)
+
+// benchEvent is about the size of a WorkAccepted event.
+func benchEvent(seq int64) []journal.Event {
+	return []journal.Event{{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("work-%012d/square/payload-0123456789", seq))}}
+}
+
+// BenchmarkSQLiteAppend measures durable single-event appends per second
+// (fsync on) with N concurrent appenders, each waiting for its own ack on
+// its own stream, with group commit and with one transaction per append.
+func BenchmarkSQLiteAppend(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts []journal.Option
+	}{
+		{"commit=group", nil},
+		{"commit=per-append", []journal.Option{journal.WithMaxBatch(1)}},
+	} {
+		for _, n := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("%s/appenders=%d", mode.name, n), func(b *testing.B) {
+				j, err := journal.OpenSQLite(filepath.Join(b.TempDir(), "bench.db"), mode.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer j.Close()
+				benchAppenders(b, j, n)
+			})
+		}
+	}
+}
+
+func benchAppenders(b *testing.B, j journal.Journal, n int) {
+	ctx := context.Background()
+	epochs := make([]int64, n)
+	for i := range n {
+		var err error
+		if epochs[i], _, err = j.AcquireEpoch(ctx, fmt.Sprintf("bench-%d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([][]time.Duration, n)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := range n {
+		per := b.N / n
+		if i < b.N%n {
+			per++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream := fmt.Sprintf("bench-%d", i)
+			ls := make([]time.Duration, 0, per)
+			for k := 1; k <= per; k++ {
+				t0 := time.Now()
+				if err := j.Append(ctx, stream, epochs[i], benchEvent(int64(k))); err != nil {
+					b.Error(err)
+					return
+				}
+				ls = append(ls, time.Since(t0))
+			}
+			lat[i] = ls
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportLatency(b, slices.Concat(lat...), elapsed)
+}
+
+// BenchmarkSQLiteAppendAsync is the master's pattern: one stream, one
+// caller issuing AppendAsync with up to window appends outstanding.
+func BenchmarkSQLiteAppendAsync(b *testing.B) {
+	for _, window := range []int{1, 8, 64, 1024} {
+		b.Run(fmt.Sprintf("window=%d", window), func(b *testing.B) {
+			j, err := journal.OpenSQLite(filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			benchAsync(b, j, window)
+		})
+	}
+}
+
+func benchAsync(b *testing.B, j journal.Journal, window int) {
+	ctx := context.Background()
+	epoch, _, err := j.AcquireEpoch(ctx, "master")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sem := make(chan struct{}, window)
+	lat := make([]time.Duration, b.N)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for k := range b.N {
+		sem <- struct{}{}
+		wg.Add(1)
+		t0 := time.Now()
+		j.AppendAsync("master", epoch, benchEvent(int64(k+1)), func(err error) {
+			lat[k] = time.Since(t0)
+			if err != nil {
+				b.Error(err)
+			}
+			<-sem
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportLatency(b, lat, elapsed)
+}
+
+func reportLatency(b *testing.B, lat []time.Duration, elapsed time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "appends/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkMemoryAppend is the in-memory journal, for scale.
+func BenchmarkMemoryAppend(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) {
+			j := journal.NewMemory()
+			defer j.Close()
+			benchAppenders(b, j, n)
+		})
+	}
+}

@@ -1,0 +1,438 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// backend is what a disk store provides to the group-commit engine: one
+// writer transaction at a time, and reads.
+type backend interface {
+	// begin starts a write transaction that excludes every other writer of
+	// the store (other processes included) until commit or rollback.
+	begin(ctx context.Context) (txn, error)
+	// load calls fn for events of stream with seq >= fromSeq, in order.
+	load(ctx context.Context, stream string, fromSeq int64, fn func(record) error) error
+	// loadSnapshot returns the stored snapshot of stream, if any.
+	loadSnapshot(ctx context.Context, stream string) (record, bool, error)
+	close() error
+}
+
+// txn is one write transaction.
+type txn interface {
+	// state returns the stream's current epoch and last seq (0, 0 if the
+	// stream is unknown), locking it against other writers where needed.
+	state(stream string) (epoch, lastSeq int64, err error)
+	// putState stores the stream's epoch and last seq.
+	putState(stream string, epoch, lastSeq int64) error
+	insertEvents(stream string, recs []record) error
+	saveSnapshot(stream string, rec record) error
+	deleteEvents(stream string, toSeq int64) error
+	commit() error
+	rollback() error
+}
+
+type opKind uint8
+
+const (
+	opAppend opKind = iota + 1
+	opAcquire
+	opSnapshot
+	opDelete
+	opFail // a request that failed before it was queued; kept for ordering
+)
+
+// op is one queued write.
+type op struct {
+	kind   opKind
+	ctx    context.Context // nil for AppendAsync
+	stream string
+	epoch  int64
+	recs   []record // opAppend
+	snap   record   // opSnapshot
+	toSeq  int64    // opDelete
+	failed error    // opFail
+
+	// Outcome, set by the writer before done runs.
+	err      error
+	outEpoch int64
+	outLast  int64
+	done     func(*op)
+}
+
+// engine is the group-commit writer shared by the disk backends: one
+// goroutine takes every queued write, runs them in one transaction and
+// completes each with its own outcome.
+type engine struct {
+	name     string // what the store is, for errors
+	log      *slog.Logger
+	maxBatch int
+	be       backend
+
+	mu      sync.Mutex
+	queue   []*op
+	closed  bool
+	reads   sync.WaitGroup
+	wake    chan struct{}
+	stopped chan struct{}
+	comp    *completer
+}
+
+func newEngine(name string, cfg config, be backend) *engine {
+	e := &engine{
+		name:     name,
+		log:      cfg.logger,
+		maxBatch: cfg.maxBatch,
+		be:       be,
+		wake:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+		comp:     newCompleter(),
+	}
+	go e.run()
+	return e
+}
+
+// submit queues o, or completes it with ErrClosed.
+func (e *engine) submit(o *op) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		o.err = ErrClosed
+		e.comp.push(func() { o.done(o) })
+		return
+	}
+	e.queue = append(e.queue, o)
+	n := len(e.queue)
+	e.mu.Unlock()
+	if n == 1 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// call submits o and waits for its outcome or for ctx.
+func (e *engine) call(ctx context.Context, o *op) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ch := make(chan struct{})
+	o.ctx = ctx
+	o.done = func(*op) { close(ch) }
+	e.submit(o)
+	select {
+	case <-ch:
+		return o.err
+	case <-ctx.Done():
+		// The write may still be committed: the caller cannot know.
+		return ctx.Err()
+	}
+}
+
+// take returns the next batch: everything queued, up to maxBatch events,
+// waiting while nothing is. It returns nil once closed and drained.
+func (e *engine) take() []*op {
+	e.mu.Lock()
+	for len(e.queue) == 0 {
+		if e.closed {
+			e.mu.Unlock()
+			return nil
+		}
+		e.mu.Unlock()
+		<-e.wake
+		e.mu.Lock()
+	}
+	n, events := 0, 0
+	for n < len(e.queue) {
+		k := max(1, len(e.queue[n].recs))
+		if n > 0 && events+k > e.maxBatch {
+			break
+		}
+		events += k
+		n++
+	}
+	batch := e.queue[:n:n]
+	if n == len(e.queue) {
+		e.queue = nil
+	} else {
+		e.queue = e.queue[n:]
+	}
+	e.mu.Unlock()
+	return batch
+}
+
+func (e *engine) run() {
+	defer close(e.stopped)
+	for {
+		batch := e.take()
+		if batch == nil {
+			return
+		}
+		e.commit(batch)
+		e.comp.push(func() {
+			for _, o := range batch {
+				o.done(o)
+			}
+		})
+	}
+}
+
+// streamState is a stream's position as seen inside one transaction.
+type streamState struct {
+	epoch, last int64
+	dirty       bool
+}
+
+// errBatch marks an error of the store itself (not of one request) that
+// aborted a whole transaction.
+type errBatch struct{ err error }
+
+func (e errBatch) Error() string { return e.err.Error() }
+func (e errBatch) Unwrap() error { return e.err }
+
+// commit runs batch in one transaction. A request that is fenced, conflicts
+// or is invalid fails alone; a store error fails the transaction, and then
+// every request of a multi-request batch is retried in a transaction of its
+// own so a request that provokes it fails alone too.
+func (e *engine) commit(batch []*op) {
+	live := batch[:0:0]
+	for _, o := range batch {
+		o.err = nil
+		if o.kind == opFail {
+			o.err = o.failed
+			continue
+		}
+		if o.ctx != nil && o.ctx.Err() != nil {
+			o.err = o.ctx.Err() // abandoned before it was written
+			continue
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := e.tryCommit(live)
+	if err == nil {
+		return
+	}
+	if len(live) > 1 {
+		e.log.Warn("journal batch failed; retrying its requests one by one", "store", e.name, "requests", len(live), "error", err)
+		for _, o := range live {
+			e.commit([]*op{o})
+		}
+		return
+	}
+	e.log.Error("journal write failed", "store", e.name, "stream", live[0].stream, "error", err)
+	live[0].err = fmt.Errorf("journal: write to %s failed: %w", e.name, err)
+}
+
+// tryCommit runs ops in one transaction. On a store error it rolls back and
+// returns the error (the ops' outcomes are then meaningless).
+func (e *engine) tryCommit(ops []*op) (err error) {
+	tx, err := e.be.begin(context.Background())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if rbErr := tx.rollback(); rbErr != nil {
+				e.log.Warn("journal rollback failed", "store", e.name, "error", rbErr)
+			}
+		}
+	}()
+	states := make(map[string]*streamState, 4)
+	get := func(stream string) (*streamState, error) {
+		if st, ok := states[stream]; ok {
+			return st, nil
+		}
+		ep, last, err := tx.state(stream)
+		if err != nil {
+			return nil, err
+		}
+		st := &streamState{epoch: ep, last: last}
+		states[stream] = st
+		return st, nil
+	}
+	for _, o := range ops {
+		st, err := get(o.stream)
+		if err != nil {
+			return err
+		}
+		if o.kind == opAcquire {
+			st.epoch++
+			st.dirty = true
+			o.outEpoch, o.outLast = st.epoch, st.last
+			continue
+		}
+		if o.epoch != st.epoch {
+			o.err = fenced(o.stream, o.epoch, st.epoch)
+			continue
+		}
+		switch o.kind {
+		case opAppend:
+			if len(o.recs) == 0 {
+				continue
+			}
+			if o.recs[0].seq != st.last+1 {
+				o.err = conflict(o.stream, o.recs[0].seq, st.last)
+				continue
+			}
+			if err := tx.insertEvents(o.stream, o.recs); err != nil {
+				return err
+			}
+			st.last = o.recs[len(o.recs)-1].seq
+			st.dirty = true
+		case opSnapshot:
+			if o.err = checkSnapSeq(o.stream, o.snap.seq, st.last); o.err != nil {
+				continue
+			}
+			if err := tx.saveSnapshot(o.stream, o.snap); err != nil {
+				return err
+			}
+		case opDelete:
+			if err := tx.deleteEvents(o.stream, o.toSeq); err != nil {
+				return err
+			}
+		}
+	}
+	for stream, st := range states {
+		if st.dirty {
+			if err := tx.putState(stream, st.epoch, st.last); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.commit()
+}
+
+// beginRead registers a read, or fails if the journal is closed.
+func (e *engine) beginRead() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	e.reads.Add(1)
+	return nil
+}
+
+// AcquireEpoch implements Journal.
+func (e *engine) AcquireEpoch(ctx context.Context, stream string) (epoch, lastSeq int64, err error) {
+	if err := checkStream(stream); err != nil {
+		return 0, 0, err
+	}
+	o := &op{kind: opAcquire, stream: stream}
+	if err := e.call(ctx, o); err != nil {
+		return 0, 0, err
+	}
+	return o.outEpoch, o.outLast, nil
+}
+
+// Append implements Journal.
+func (e *engine) Append(ctx context.Context, stream string, epoch int64, events []Event) error {
+	recs, err := encodeEvents(stream, events)
+	if err != nil {
+		return err
+	}
+	return e.call(ctx, &op{kind: opAppend, stream: stream, epoch: epoch, recs: recs})
+}
+
+// AppendAsync implements Journal.
+func (e *engine) AppendAsync(stream string, epoch int64, events []Event, done func(error)) {
+	o := &op{kind: opAppend, stream: stream, epoch: epoch, done: func(o *op) { done(o.err) }}
+	recs, err := encodeEvents(stream, events)
+	if err != nil {
+		// Fail through the queue, so callbacks keep call order.
+		o.kind, o.failed = opFail, err
+	}
+	o.recs = recs
+	e.submit(o)
+}
+
+// Load implements Journal.
+func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func(Event) error) error {
+	if err := checkStream(stream); err != nil {
+		return err
+	}
+	if err := e.beginRead(); err != nil {
+		return err
+	}
+	defer e.reads.Done()
+	return e.be.load(ctx, stream, fromSeq, func(r record) error {
+		msg, err := decode(stream, r.seq, r.name, r.data)
+		if err != nil {
+			return err
+		}
+		return fn(Event{Seq: r.seq, Msg: msg})
+	})
+}
+
+// SaveSnapshot implements Journal.
+func (e *engine) SaveSnapshot(ctx context.Context, stream string, epoch int64, snap Snapshot) error {
+	if err := checkStream(stream); err != nil {
+		return err
+	}
+	rec, err := encode(stream, snap.Seq, snap.Msg)
+	if err != nil {
+		return err
+	}
+	return e.call(ctx, &op{kind: opSnapshot, stream: stream, epoch: epoch, snap: rec})
+}
+
+// LoadSnapshot implements Journal.
+func (e *engine) LoadSnapshot(ctx context.Context, stream string) (Snapshot, bool, error) {
+	if err := checkStream(stream); err != nil {
+		return Snapshot{}, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Snapshot{}, false, err
+	}
+	if err := e.beginRead(); err != nil {
+		return Snapshot{}, false, err
+	}
+	defer e.reads.Done()
+	rec, ok, err := e.be.loadSnapshot(ctx, stream)
+	if err != nil || !ok {
+		return Snapshot{}, false, err
+	}
+	msg, err := decode(stream, rec.seq, rec.name, rec.data)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	return Snapshot{Seq: rec.seq, Msg: msg}, true, nil
+}
+
+// DeleteEvents implements Journal.
+func (e *engine) DeleteEvents(ctx context.Context, stream string, epoch int64, toSeq int64) error {
+	if err := checkStream(stream); err != nil {
+		return err
+	}
+	return e.call(ctx, &op{kind: opDelete, stream: stream, epoch: epoch, toSeq: toSeq})
+}
+
+// Close implements Journal: queued writes are committed, reads in progress
+// finish, then the store is released.
+func (e *engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	e.closed = true
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	<-e.stopped
+	e.comp.close()
+	e.reads.Wait()
+	if err := e.be.close(); err != nil {
+		return fmt.Errorf("journal: close %s: %w", e.name, err)
+	}
+	e.log.Info("journal closed", "store", e.name)
+	return nil
+}

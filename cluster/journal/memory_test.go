@@ -1,0 +1,13 @@
+package journal_test
+
+import (
+	"testing"
+
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	t.Parallel()
+	journaltest.Run(t, func(t *testing.T) journal.Journal { return journal.NewMemory() })
+}

@@ -1,0 +1,318 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgSchema creates the tables; pgSchemaLock serialises it between processes
+// (concurrent CREATE TABLE IF NOT EXISTS can otherwise collide).
+const (
+	pgSchemaLock = 0x666f72656d616e // "foreman"
+	pgSchema     = `
+CREATE TABLE IF NOT EXISTS foreman_epochs (
+	stream   TEXT   NOT NULL PRIMARY KEY,
+	epoch    BIGINT NOT NULL,
+	last_seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS foreman_events (
+	stream TEXT   NOT NULL,
+	seq    BIGINT NOT NULL,
+	type   TEXT   NOT NULL,
+	data   BYTEA  NOT NULL,
+	PRIMARY KEY (stream, seq)
+);
+CREATE TABLE IF NOT EXISTS foreman_snapshots (
+	stream TEXT   NOT NULL PRIMARY KEY,
+	seq    BIGINT NOT NULL,
+	type   TEXT   NOT NULL,
+	data   BYTEA  NOT NULL
+);`
+)
+
+const (
+	// pgState locks the stream's row (creating it) and returns its
+	// position: ON CONFLICT DO UPDATE takes the row lock, so a concurrent
+	// writer in another process waits for this transaction.
+	pgState = `INSERT INTO foreman_epochs (stream, epoch, last_seq) VALUES ($1, 0, 0)
+ON CONFLICT (stream) DO UPDATE SET stream = excluded.stream RETURNING epoch, last_seq`
+	pgPutState = `UPDATE foreman_epochs SET epoch = $2, last_seq = $3 WHERE stream = $1`
+	pgInsert   = `INSERT INTO foreman_events (stream, seq, type, data)
+SELECT $1, s, t, d FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(s, t, d)`
+	pgSnapshot = `INSERT INTO foreman_snapshots (stream, seq, type, data) VALUES ($1, $2, $3, $4)
+ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, type = excluded.type, data = excluded.data
+WHERE excluded.seq >= foreman_snapshots.seq`
+	pgDelete   = `DELETE FROM foreman_events WHERE stream = $1 AND seq <= $2`
+	pgLoad     = `SELECT seq, type, data FROM foreman_events WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
+	pgLoadSnap = `SELECT seq, type, data FROM foreman_snapshots WHERE stream = $1`
+)
+
+// Postgres is the Journal on PostgreSQL, for backends on several hosts. It
+// has the semantics of SQLite: a single writer connection group-commits
+// every queued write in one transaction; fencing holds across processes
+// because each transaction locks the stream's epoch row before checking it.
+// Durability is PostgreSQL's (synchronous_commit on by default).
+//
+// Use OpenPostgres; the zero value is not usable.
+type Postgres struct {
+	*engine
+}
+
+var _ Journal = (*Postgres)(nil)
+
+// OpenPostgres connects to the database at dsn (a PostgreSQL URL or
+// key=value string, as pgx accepts) and creates the journal's tables
+// (foreman_epochs, foreman_events, foreman_snapshots) if they are missing.
+func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: PostgreSQL DSN: %v (want postgres://user@host:port/db or key=value pairs)", ErrInvalid, err)
+	}
+	name := fmt.Sprintf("postgres://%s@%s:%d/%s", pcfg.User, pcfg.Host, pcfg.Port, pcfg.Database)
+	be := &pgBackend{name: name, cfg: pcfg, readers: make(chan *pgx.Conn, cfg.readConns)}
+	be.writer, err = pgx.ConnectConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("journal: cannot open %s: %w (is the server running and the DSN right?)", name, err)
+	}
+	if err := be.initSchema(ctx); err != nil {
+		_ = be.close()
+		return nil, fmt.Errorf("journal: cannot open %s: create tables: %w (the user needs CREATE on the database)", name, err)
+	}
+	for range cfg.readConns {
+		be.readers <- nil // connected lazily
+	}
+	cfg.logger.Info("journal opened", "store", name, "backend", "postgres")
+	return &Postgres{engine: newEngine(name, cfg, be)}, nil
+}
+
+type pgBackend struct {
+	name    string
+	cfg     *pgx.ConnConfig
+	writer  *pgx.Conn
+	readers chan *pgx.Conn // a pool; nil entries are not yet connected
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func (b *pgBackend) initSchema(ctx context.Context) error {
+	tx, err := b.writer.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgSchemaLock)); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, pgSchema); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (b *pgBackend) close() error {
+	ctx := context.Background()
+	var errs []error
+	if b.writer != nil {
+		errs = append(errs, b.writer.Close(ctx))
+	}
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	for {
+		select {
+		case c := <-b.readers:
+			if c != nil {
+				errs = append(errs, c.Close(ctx))
+			}
+		default:
+			return errors.Join(errs...)
+		}
+	}
+}
+
+func (b *pgBackend) begin(ctx context.Context) (txn, error) {
+	tx, err := b.writer.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pgTxn{tx: tx}, nil
+}
+
+// pgTxn buffers inserted events per stream and sends them in one statement
+// per stream, so a batch costs a few round trips whatever its size.
+type pgTxn struct {
+	tx      pgx.Tx
+	pending []pendingRows
+}
+
+type pendingRows struct {
+	stream string
+	seqs   []int64
+	types  []string
+	data   [][]byte
+}
+
+func (t *pgTxn) state(stream string) (epoch, lastSeq int64, err error) {
+	err = t.tx.QueryRow(bg, pgState, stream).Scan(&epoch, &lastSeq)
+	return epoch, lastSeq, err
+}
+
+func (t *pgTxn) putState(stream string, epoch, lastSeq int64) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(bg, pgPutState, stream, epoch, lastSeq)
+	return err
+}
+
+func (t *pgTxn) insertEvents(stream string, recs []record) error {
+	var p *pendingRows
+	for i := range t.pending {
+		if t.pending[i].stream == stream {
+			p = &t.pending[i]
+		}
+	}
+	if p == nil {
+		t.pending = append(t.pending, pendingRows{stream: stream})
+		p = &t.pending[len(t.pending)-1]
+	}
+	for _, r := range recs {
+		p.seqs = append(p.seqs, r.seq)
+		p.types = append(p.types, r.name)
+		p.data = append(p.data, r.data)
+	}
+	return nil
+}
+
+func (t *pgTxn) flush() error {
+	for _, p := range t.pending {
+		if _, err := t.tx.Exec(bg, pgInsert, p.stream, p.seqs, p.types, p.data); err != nil {
+			return err
+		}
+	}
+	t.pending = t.pending[:0]
+	return nil
+}
+
+func (t *pgTxn) saveSnapshot(stream string, r record) error {
+	_, err := t.tx.Exec(bg, pgSnapshot, stream, r.seq, r.name, r.data)
+	return err
+}
+
+func (t *pgTxn) deleteEvents(stream string, toSeq int64) error {
+	// Events appended earlier in this batch must exist before the delete.
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(bg, pgDelete, stream, toSeq)
+	return err
+}
+
+func (t *pgTxn) commit() error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return t.tx.Commit(bg)
+}
+
+func (t *pgTxn) rollback() error { return t.tx.Rollback(bg) }
+
+// reader borrows a read connection; put it back with release.
+func (b *pgBackend) reader(ctx context.Context) (*pgx.Conn, error) {
+	var c *pgx.Conn
+	select {
+	case c = <-b.readers:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c != nil && !c.IsClosed() {
+		return c, nil
+	}
+	c, err := pgx.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		b.readers <- nil
+		return nil, fmt.Errorf("journal: connect to %s: %w", b.name, err)
+	}
+	return c, nil
+}
+
+func (b *pgBackend) release(c *pgx.Conn) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		_ = c.Close(context.Background())
+		return
+	}
+	b.readers <- c
+}
+
+func (b *pgBackend) load(ctx context.Context, stream string, fromSeq int64, fn func(record) error) error {
+	next := fromSeq
+	for {
+		page, err := b.loadPage(ctx, stream, next)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < loadPage {
+			return nil
+		}
+		next = page[len(page)-1].seq + 1
+	}
+}
+
+func (b *pgBackend) loadPage(ctx context.Context, stream string, from int64) ([]record, error) {
+	c, err := b.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.release(c)
+	rows, err := c.Query(ctx, pgLoad, stream, from, loadPage)
+	if err != nil {
+		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.name, err)
+	}
+	defer rows.Close()
+	var page []record
+	for rows.Next() {
+		var r record
+		if err := rows.Scan(&r.seq, &r.name, &r.data); err != nil {
+			return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.name, err)
+		}
+		page = append(page, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.name, err)
+	}
+	return page, nil
+}
+
+func (b *pgBackend) loadSnapshot(ctx context.Context, stream string) (record, bool, error) {
+	c, err := b.reader(ctx)
+	if err != nil {
+		return record{}, false, err
+	}
+	defer b.release(c)
+	var r record
+	err = c.QueryRow(ctx, pgLoadSnap, stream).Scan(&r.seq, &r.name, &r.data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("journal: load snapshot of %q from %s: %w", stream, b.name, err)
+	}
+	return r, true, nil
+}

@@ -1,0 +1,433 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteSchemaVersion is stored in PRAGMA user_version.
+const sqliteSchemaVersion = 1
+
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS epochs (
+	stream   TEXT    NOT NULL PRIMARY KEY,
+	epoch    INTEGER NOT NULL,
+	last_seq INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+	stream TEXT    NOT NULL,
+	seq    INTEGER NOT NULL,
+	type   TEXT    NOT NULL,
+	data   BLOB    NOT NULL,
+	PRIMARY KEY (stream, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+	stream TEXT    NOT NULL PRIMARY KEY,
+	seq    INTEGER NOT NULL,
+	type   TEXT    NOT NULL,
+	data   BLOB    NOT NULL
+) WITHOUT ROWID;
+`
+
+// loadPage is how many rows one read query fetches; rows are released
+// before the caller's function runs, so it may call back into the journal.
+const loadPage = 512
+
+// SQLite is the embedded, durable Journal: one SQLite file in WAL mode with
+// synchronous=FULL, so an acknowledged append survives a crash or power
+// loss. One writer goroutine group-commits every queued write in a single
+// IMMEDIATE transaction (one fsync). Several processes on one host may open
+// the same file: each write transaction holds SQLite's write lock and
+// re-reads the stream's epoch inside it, so fencing holds across processes.
+//
+// Use OpenSQLite; the zero value is not usable.
+type SQLite struct {
+	*engine
+	path string
+}
+
+var _ Journal = (*SQLite)(nil)
+
+// OpenSQLite opens (creating if needed) the journal file at path. The
+// directory must exist and be writable (SQLite also creates path-wal and
+// path-shm beside the file). An error names the file and says what to do.
+func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: empty SQLite journal path (pass a file in the node's data directory)", ErrInvalid)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal: cannot open %s: %w", path, err)
+	}
+	if err := checkFile(abs); err != nil {
+		return nil, err
+	}
+	be, err := openSQLiteBackend(abs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.logger.Info("journal opened", "store", abs, "backend", "sqlite")
+	return &SQLite{engine: newEngine(abs, cfg, be), path: abs}, nil
+}
+
+// Path returns the absolute path of the journal file.
+func (s *SQLite) Path() string { return s.path }
+
+// checkFile turns the common reasons a journal file cannot be opened into
+// errors a person can act on, before SQLite reports them tersely.
+func checkFile(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("journal: cannot open %s: directory %s does not exist (create it or choose another data directory)", path, dir)
+	case err != nil:
+		return fmt.Errorf("journal: cannot open %s: %w (check the data directory's permissions)", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("journal: cannot open %s: %s is not a directory (choose another data directory)", path, dir)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("journal: cannot open %s: it is a directory (pass a file path inside the data directory)", path)
+	}
+	// SQLite writes path-wal and path-shm beside the file, so the directory
+	// must be writable even when the file exists.
+	probe, err := os.CreateTemp(dir, ".journal-probe-*")
+	if err != nil {
+		return fmt.Errorf("journal: cannot open %s: directory %s is not writable by this user: %w (fix its permissions or choose another data directory)", path, dir, err)
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name())
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: cannot open %s for writing: %w (fix the file's permissions or choose another data directory)", path, err)
+	}
+	return f.Close()
+}
+
+// sqliteBackend is the SQLite store: one connection for the writer, a pool
+// for reads.
+type sqliteBackend struct {
+	path   string
+	wdb    *sql.DB
+	wconn  *sql.Conn
+	rdb    *sql.DB
+	stmts  map[string]*sql.Stmt
+	rstmts map[string]*sql.Stmt
+
+	// The checkpointer copies the WAL into the database file on its own
+	// connection, so the writer never pays for it in a commit.
+	commits   int
+	ckptKick  chan struct{}
+	ckptStop  chan struct{}
+	ckptDone  chan struct{}
+	ckptConn  *sql.Conn
+	ckptError func(error)
+}
+
+// checkpointEvery is how many commits pass between two checkpoint requests.
+const checkpointEvery = 64
+
+const (
+	qState     = `SELECT epoch, last_seq FROM epochs WHERE stream = ?`
+	qPutState  = `INSERT INTO epochs (stream, epoch, last_seq) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`
+	qInsert    = `INSERT INTO events (stream, seq, type, data) VALUES (?, ?, ?, ?)`
+	qSnapshot  = `INSERT INTO snapshots (stream, seq, type, data) VALUES (?, ?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, type = excluded.type, data = excluded.data WHERE excluded.seq >= snapshots.seq`
+	qDelete    = `DELETE FROM events WHERE stream = ? AND seq <= ?`
+	qLoad      = `SELECT seq, type, data FROM events WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	qLoadSnap  = `SELECT seq, type, data FROM snapshots WHERE stream = ?`
+	qBegin     = `BEGIN IMMEDIATE`
+	qCommit    = `COMMIT`
+	qRollback  = `ROLLBACK`
+	qUserVer   = `PRAGMA user_version`
+	qJournalMd = `PRAGMA journal_mode`
+)
+
+func sqliteDSN(path string, busy time.Duration) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busy.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
+	dsn := sqliteDSN(path, cfg.busyTimeout)
+	b := &sqliteBackend{path: path, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}}
+	defer func() {
+		if err != nil {
+			_ = b.close()
+		}
+	}()
+	b.wdb, err = sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	b.wdb.SetMaxOpenConns(1)
+	ctx := context.Background()
+	b.wconn, err = b.wdb.Conn(ctx)
+	if err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	if err := b.initSchema(ctx); err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	for _, q := range []string{qState, qPutState, qInsert, qSnapshot, qDelete} {
+		if b.stmts[q], err = b.wconn.PrepareContext(ctx, q); err != nil {
+			return nil, sqliteOpenError(path, cfg, err)
+		}
+	}
+	b.rdb, err = sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	b.rdb.SetMaxOpenConns(cfg.readConns + 1)
+	b.rdb.SetMaxIdleConns(cfg.readConns + 1)
+	for _, q := range []string{qLoad, qLoadSnap} {
+		if b.rstmts[q], err = b.rdb.PrepareContext(ctx, q); err != nil {
+			return nil, sqliteOpenError(path, cfg, err)
+		}
+	}
+	if b.ckptConn, err = b.rdb.Conn(ctx); err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	// The writer no longer checkpoints when it commits; the checkpointer
+	// goroutine does.
+	if _, err := b.wconn.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	b.ckptKick, b.ckptStop, b.ckptDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	b.ckptError = func(err error) { cfg.logger.Warn("journal checkpoint failed", "store", path, "error", err) }
+	go b.checkpointer()
+	return b, nil
+}
+
+// checkpointer runs a PASSIVE checkpoint whenever the writer asks: it never
+// waits for locks, so it does not delay commits, readers or other processes.
+func (b *sqliteBackend) checkpointer() {
+	defer close(b.ckptDone)
+	for {
+		select {
+		case <-b.ckptStop:
+			return
+		case <-b.ckptKick:
+		}
+		if _, err := b.ckptConn.ExecContext(bg, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			b.ckptError(err)
+		}
+	}
+}
+
+// initSchema creates the tables and checks the schema version.
+func (b *sqliteBackend) initSchema(ctx context.Context) (err error) {
+	var mode string
+	if err := b.wconn.QueryRowContext(ctx, qJournalMd).Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, not wal (is the file system one that supports shared memory?)", mode)
+	}
+	if _, err := b.wconn.ExecContext(ctx, qBegin); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = b.wconn.ExecContext(ctx, qRollback)
+		}
+	}()
+	var ver int
+	if err := b.wconn.QueryRowContext(ctx, qUserVer).Scan(&ver); err != nil {
+		return err
+	}
+	if ver > sqliteSchemaVersion {
+		return fmt.Errorf("schema version %d was written by a newer Foreman (this one knows %d): upgrade Foreman", ver, sqliteSchemaVersion)
+	}
+	if ver == 0 {
+		var n int
+		if err := b.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('epochs', 'events', 'snapshots')`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("the file is a SQLite database of another program (%d foreign tables): choose another path", n)
+		}
+	}
+	if _, err := b.wconn.ExecContext(ctx, sqliteSchema); err != nil {
+		return err
+	}
+	if _, err := b.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", sqliteSchemaVersion)); err != nil {
+		return err
+	}
+	_, err = b.wconn.ExecContext(ctx, qCommit)
+	return err
+}
+
+// sqliteOpenError explains why SQLite refused the file.
+func sqliteOpenError(path string, cfg config, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("journal: cannot open %s: it is not a SQLite journal or it is corrupt (%w): move it aside to start empty, or restore it from a backup", path, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("journal: cannot open %s: locked by another process for longer than the busy timeout %v (%w): stop the process holding it, or raise WithBusyTimeout", path, cfg.busyTimeout, err)
+		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH:
+			return fmt.Errorf("journal: cannot open %s: %w (check that the file and its directory are writable by this user)", path, err)
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+			return fmt.Errorf("journal: cannot open %s: %w (check the disk: free space, errors)", path, err)
+		}
+	}
+	return fmt.Errorf("journal: cannot open %s: %w", path, err)
+}
+
+func (b *sqliteBackend) close() error {
+	var errs []error
+	if b.ckptStop != nil {
+		close(b.ckptStop)
+		<-b.ckptDone
+	}
+	if b.ckptConn != nil {
+		errs = append(errs, b.ckptConn.Close())
+	}
+	for _, s := range b.stmts {
+		errs = append(errs, s.Close())
+	}
+	for _, s := range b.rstmts {
+		errs = append(errs, s.Close())
+	}
+	if b.wconn != nil {
+		errs = append(errs, b.wconn.Close())
+	}
+	if b.rdb != nil {
+		errs = append(errs, b.rdb.Close())
+	}
+	if b.wdb != nil {
+		errs = append(errs, b.wdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (b *sqliteBackend) begin(ctx context.Context) (txn, error) {
+	if _, err := b.wconn.ExecContext(ctx, qBegin); err != nil {
+		return nil, err
+	}
+	return sqliteTxn{b: b}, nil
+}
+
+type sqliteTxn struct{ b *sqliteBackend }
+
+var bg = context.Background()
+
+func (t sqliteTxn) state(stream string) (epoch, lastSeq int64, err error) {
+	err = t.b.stmts[qState].QueryRowContext(bg, stream).Scan(&epoch, &lastSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	return epoch, lastSeq, err
+}
+
+func (t sqliteTxn) putState(stream string, epoch, lastSeq int64) error {
+	_, err := t.b.stmts[qPutState].ExecContext(bg, stream, epoch, lastSeq)
+	return err
+}
+
+func (t sqliteTxn) insertEvents(stream string, recs []record) error {
+	st := t.b.stmts[qInsert]
+	for _, r := range recs {
+		if _, err := st.ExecContext(bg, stream, r.seq, r.name, r.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t sqliteTxn) saveSnapshot(stream string, r record) error {
+	_, err := t.b.stmts[qSnapshot].ExecContext(bg, stream, r.seq, r.name, r.data)
+	return err
+}
+
+func (t sqliteTxn) deleteEvents(stream string, toSeq int64) error {
+	_, err := t.b.stmts[qDelete].ExecContext(bg, stream, toSeq)
+	return err
+}
+
+func (t sqliteTxn) commit() error {
+	if _, err := t.b.wconn.ExecContext(bg, qCommit); err != nil {
+		return err
+	}
+	if t.b.commits++; t.b.commits%checkpointEvery == 0 {
+		select {
+		case t.b.ckptKick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func (t sqliteTxn) rollback() error {
+	_, err := t.b.wconn.ExecContext(bg, qRollback)
+	return err
+}
+
+func (b *sqliteBackend) load(ctx context.Context, stream string, fromSeq int64, fn func(record) error) error {
+	next := fromSeq
+	for {
+		page, err := b.loadPage(ctx, stream, next)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < loadPage {
+			return nil
+		}
+		next = page[len(page)-1].seq + 1
+	}
+}
+
+func (b *sqliteBackend) loadPage(ctx context.Context, stream string, from int64) ([]record, error) {
+	rows, err := b.rstmts[qLoad].QueryContext(ctx, stream, from, loadPage)
+	if err != nil {
+		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, err)
+	}
+	defer rows.Close()
+	var page []record
+	for rows.Next() {
+		var r record
+		if err := rows.Scan(&r.seq, &r.name, &r.data); err != nil {
+			return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, err)
+		}
+		page = append(page, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, err)
+	}
+	return page, nil
+}
+
+func (b *sqliteBackend) loadSnapshot(ctx context.Context, stream string) (record, bool, error) {
+	var r record
+	err := b.rstmts[qLoadSnap].QueryRowContext(ctx, stream).Scan(&r.seq, &r.name, &r.data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("journal: load snapshot of %q from %s: %w", stream, b.path, err)
+	}
+	return r, true, nil
+}

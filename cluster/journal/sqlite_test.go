@@ -1,0 +1,28 @@
+package journal_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
+)
+
+func TestSQLiteConformance(t *testing.T) {
+	t.Parallel()
+	journaltest.Run(t, func(t *testing.T) journal.Journal {
+		j, err := journal.OpenSQLite(filepath.Join(t.TempDir(), "journal.db"))
+		require.NoError(t, err)
+		return j
+	})
+}
+
+func TestSQLiteReopen(t *testing.T) {
+	t.Parallel()
+	journaltest.RunReopen(t, func(t *testing.T) func() (journal.Journal, error) {
+		path := filepath.Join(t.TempDir(), "journal.db")
+		return func() (journal.Journal, error) { return journal.OpenSQLite(path) }
+	})
+}

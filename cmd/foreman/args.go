@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/foreman-actors/foreman/cluster/node"
+)
+
+// errUsage marks a command line that cannot be run; main exits 2 on it.
+var errUsage = errors.New("usage error")
+
+// nodeArgs is the parsed command line of a node: `foreman [PORT] [flags]`.
+type nodeArgs struct {
+	port     int
+	role     node.Role
+	seeds    []string
+	workers  int
+	data     string
+	http     string
+	jobs     int
+	delay    time.Duration
+	delaySet bool
+	logLevel string
+}
+
+// splitPort takes the optional leading port argument off args: the flag
+// package stops at the first non-flag, so `foreman 2551 --seeds x` needs it.
+func splitPort(args []string) (portArg string, rest []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
+	a := nodeArgs{role: node.RoleAll}
+	portArg, rest := splitPort(args)
+	if portArg != "" {
+		port, role, err := node.ParsePort(portArg)
+		if err != nil {
+			return a, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		a.port, a.role = port, role
+	}
+	fs := flag.NewFlagSet("foreman", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.String("seeds", "127.0.0.1:2551,127.0.0.1:2552", "backend nodes to join, `host:port,...`")
+	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes)")
+	fs.StringVar(&a.data, "data", "./foreman-data", "directory of the journal (backend and all-in-one nodes)")
+	fs.StringVar(&a.http, "http", "", "HTTP API address of a frontend node (default 127.0.0.1:PORT+5000)")
+	fs.IntVar(&a.jobs, "jobs", 0, "submit this many jobs as fast as they are acked, then exit once all results are consumed (0: simulated clients, run until stopped)")
+	fs.Func("delay", "simulated work time of the square job, a duration like 1.5s (default: random 1-2 s; 0 for none)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration (examples: 0, 250ms, 1.5s): %w", err)
+		}
+		if d < 0 {
+			return errors.New("must not be negative")
+		}
+		a.delay, a.delaySet = d, true
+		return nil
+	})
+	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return a, err
+		}
+		return a, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return a, fmt.Errorf("%w: unexpected argument %q; expected %s", errUsage, fs.Arg(0), node.PortHelp)
+	}
+	if a.workers < 0 {
+		return a, fmt.Errorf("%w: --workers %d: must be 0 or more", errUsage, a.workers)
+	}
+	if a.jobs < 0 {
+		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)
+	}
+	if _, err := parseLevel(a.logLevel); err != nil {
+		return a, fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	for _, s := range strings.Split(*seeds, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, ":") {
+			return a, fmt.Errorf("%w: --seeds: %q is not host:port", errUsage, s)
+		}
+		a.seeds = append(a.seeds, s)
+	}
+	return a, nil
+}
