@@ -24,9 +24,10 @@ const (
 	// DefaultLearningRate is the weight of a new measurement in the
 	// exponential moving average of a level's throughput (alpha).
 	DefaultLearningRate = 0.2
-	// DefaultExplorationRate is the probability of trying a random
-	// neighbouring level at a decision (epsilon). The seed policy decides on
-	// every completion, the default policy once per sample window.
+	// DefaultExplorationRate is the seed policy's probability of trying a
+	// random neighbouring level at a decision (epsilon); it decides on every
+	// completion and every arrival. The default policy does not explore at
+	// random: it re-measures neighbours whose estimate went stale.
 	DefaultExplorationRate = 0.1
 	// DefaultInitialLimit is the level a tuner starts at (the seed starts at 1).
 	DefaultInitialLimit = 1
@@ -65,9 +66,9 @@ type Config struct {
 	// LearningRate is alpha in (0, 1]: the weight of a new measurement in a
 	// level's moving average.
 	LearningRate float64
-	// ExplorationRate is epsilon in [0, 1): the probability of moving to a
-	// random neighbour instead of the best one. Use a negative value for 0
-	// (no exploration), since 0 means "default".
+	// ExplorationRate (seed policy) is epsilon in [0, 1): the probability of
+	// moving to a random neighbour instead of the best one. Use a negative
+	// value for 0 (no exploration), since 0 means "default".
 	ExplorationRate float64
 	// InitialLimit is the level to start at, in [MinLimit, MaxLimit].
 	InitialLimit int

@@ -16,8 +16,8 @@ const stepFraction = 0.05
 
 // HillClimb is the default policy: a hill climber on measured throughput that
 // does not drift upwards. It keeps the seed's ideas (a moving average per
-// level, learning rate alpha, moves to a better neighbour, exploration with
-// probability epsilon) and fixes what made the seed drift:
+// level with learning rate alpha, moves to a better neighbour, exploration)
+// and fixes what made the seed drift:
 //
 //   - Throughput is measured, not inferred: completions per second over a
 //     sample window (SampleInterval, jittered by ±Jitter so that windows do
@@ -35,6 +35,8 @@ const stepFraction = 0.05
 //     above CPUSaturation, when observations carry CPU).
 //   - Stale estimates decay: an estimate not refreshed for StaleAfter is
 //     forgotten, so a neighbour is measured again rather than trusted forever.
+//     That re-measuring is its exploration; it does not jump at random
+//     (ExplorationRate is the seed policy's).
 //
 // It starts with a slow start (doubling while the score improves), then
 // climbs one step (5% of the level, at least 1) at a time, probing an unknown

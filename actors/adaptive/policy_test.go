@@ -350,7 +350,7 @@ func TestVegas(t *testing.T) {
 		v, err := adaptive.NewVegas(cfg)
 		require.NoError(t, err)
 		now := observe(v, epoch, 21, 100*time.Millisecond, 5) // no-load 100 ms, limit 16
-		observe(v, now, 21, 400*time.Millisecond, 5)            // queue 16*(1-1/4) = 12 > beta 7.2
+		observe(v, now, 21, 400*time.Millisecond, 5)          // queue 16*(1-1/4) = 12 > beta 7.2
 		require.Equal(t, 15, v.Limit())
 	})
 

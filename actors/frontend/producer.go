@@ -128,7 +128,11 @@ func (p *producer) fill(c actor.Context) {
 		}
 		w := &messages.Work{WorkId: id, JobType: p.cfg.jobType, Payload: p.cfg.payload(p.n)}
 		p.outstanding[id] = w
-		p.log.Info("Produced work", "n", p.n, "work_id", id)
+		if p.cfg.jobs > 0 {
+			p.log.Debug("Produced work", "n", p.n, "work_id", id)
+		} else {
+			p.log.Info("Produced work", "n", p.n, "work_id", id)
+		}
 		c.Request(p.frontend, w)
 	}
 }

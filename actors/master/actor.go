@@ -173,7 +173,7 @@ func (a *masterActor) onStarted(c actor.Context) {
 	if a.log == nil {
 		a.log = a.sys.Logger()
 	}
-	a.log = a.log.With("component", "master", "stream", a.cfg.stream, "pid", a.self.String())
+	a.log = a.log.With("component", "master", "stream", a.cfg.stream, "pid", a.self.GetAddress()+"/"+a.self.GetId())
 	a.publisher = a.cfg.publisher
 	if a.publisher == nil {
 		es := a.sys.EventStream
@@ -340,7 +340,7 @@ func (a *masterActor) perform(c actor.Context, eff effect) {
 		return
 	}
 	if eff.to != nil {
-		c.Send(eff.to, eff.msg)
+		c.Request(eff.to, eff.msg) // the master as sender, for workers
 	}
 }
 
@@ -503,10 +503,14 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 	if pid == nil {
 		pid = c.Sender()
 	}
+	if pid == nil {
+		a.log.Warn("RegisterWorker without a worker PID or sender; ignored", "worker_id", m.GetWorkerId())
+		return
+	}
 	now := a.clock.Now()
 	w, isNew := a.workers.register(m.GetWorkerId(), pid, m.GetJobTypes(), now)
 	if isNew {
-		a.log.Info("worker registered", "worker_id", w.id, "worker", pid.String())
+		a.log.Info("worker registered", "worker_id", w.id, "worker", pid.GetAddress()+"/"+pid.GetId())
 	}
 	if !a.recovered {
 		return
@@ -568,8 +572,13 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 			}
 		}
 		a.emit(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: w.id, AtUnixNano: now.UnixNano()})
-		c.Request(w.pid, &messages.Work{WorkId: work.GetWorkId(), JobType: work.GetJobType(), Payload: work.GetPayload(),
-			Attempt: a.state.Attempts(work.GetWorkId()), DeadlineUnixNano: work.GetDeadlineUnixNano()})
+		out := &messages.Work{WorkId: work.GetWorkId(), JobType: work.GetJobType(), Payload: work.GetPayload(),
+			Attempt: a.state.Attempts(work.GetWorkId()), DeadlineUnixNano: work.GetDeadlineUnixNano()}
+		if a.cfg.awaitStarted {
+			a.later(c, effect{to: w.pid, msg: out})
+		} else {
+			c.Request(w.pid, out)
+		}
 		given++
 	}
 	a.workers.setWanting(w, given < n)
@@ -686,7 +695,7 @@ func (a *masterActor) onGetWorkStatus(c actor.Context, m *messages.GetWorkStatus
 }
 
 func (a *masterActor) onGetMasterStatus(c actor.Context) {
-	st := &messages.MasterStatus{Address: a.self.String()}
+	st := &messages.MasterStatus{Address: a.self.GetAddress()}
 	if a.state != nil {
 		cnt := a.state.Counts()
 		st.Pending, st.InProgress, st.Done, st.Dead, st.AcceptedTotal =

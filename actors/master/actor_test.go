@@ -472,3 +472,40 @@ func (f *fakeLimiter) Reserve(time.Time) (bool, time.Duration) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestMasterAwaitStarted(t *testing.T) {
+	t.Parallel()
+
+	t.Run("HandsOutOnlyDurableStarts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithAwaitStarted(true))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		b.j.failing.Store(true)
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.ExpectNoMsg(100 * time.Millisecond)
+	})
+
+	t.Run("HandsOutOnceDurable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithAwaitStarted(true))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		w := testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
+		require.Equal(t, "a", w.GetWorkId())
+	})
+
+	t.Run("WithoutAwaitHandsOutBeforeDurable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		b.j.failing.Store(true)
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
+	})
+}

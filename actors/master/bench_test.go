@@ -116,18 +116,33 @@ func BenchmarkMasterEndToEnd(b *testing.B) {
 	if testing.Short() {
 		b.Skip("benchmark uses a real SQLite file with fsync")
 	}
-	cases := []struct{ submitters, window, workers, capacity int }{
-		{1, 1, 1, 1},     // light load: latency
-		{64, 1, 8, 32},   // the 64 concurrent submitters
-		{64, 8, 8, 64},   // frontends with a window each
-		{256, 4, 16, 64}, // heavy
+	cases := []struct {
+		journal                               string
+		submitters, window, workers, capacity int
+		await                                 bool
+	}{
+		{"sqlite", 1, 1, 1, 1, false},     // light load: latency
+		{"sqlite", 64, 1, 8, 32, false},   // the 64 concurrent submitters
+		{"sqlite", 64, 8, 8, 64, false},   // frontends with a window each
+		{"sqlite", 64, 8, 8, 64, true},    // the same, awaiting WorkStarted
+		{"sqlite", 256, 4, 16, 64, false}, // heavy
+		{"memory", 64, 8, 8, 64, false},   // the master's own cost, no disk
 	}
 	for _, tc := range cases {
-		name := fmt.Sprintf("submitters=%d/window=%d/workers=%d/capacity=%d", tc.submitters, tc.window, tc.workers, tc.capacity)
+		name := fmt.Sprintf("journal=%s/submitters=%d/window=%d/workers=%d/capacity=%d/await=%t",
+			tc.journal, tc.submitters, tc.window, tc.workers, tc.capacity, tc.await)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			j, err := journal.OpenSQLite(filepath.Join(b.TempDir(), "journal.db"))
-			require.NoError(b, err)
+			var j journal.Journal
+			var err error
+			if tc.journal == "memory" {
+				j = journal.NewMemory()
+			} else {
+				var sj *journal.SQLite
+				sj, err = journal.OpenSQLite(filepath.Join(b.TempDir(), "journal.db"))
+				require.NoError(b, err)
+				j = sj
+			}
 			defer func() { _ = j.Close() }()
 			sys := testkit.NewSystem(b, testkit.WithDiscardLogs())
 			run := &benchRun{total: b.N, sentAt: make([]atomic.Int64, b.N), finished: make(chan struct{})}
@@ -138,7 +153,8 @@ func BenchmarkMasterEndToEnd(b *testing.B) {
 					close(run.finished)
 				}
 			})
-			m := sys.Root.Spawn(master.Props(j, master.WithPublisher(pub), master.WithLogger(discardLogger())))
+			m := sys.Root.Spawn(master.Props(j, master.WithPublisher(pub), master.WithLogger(discardLogger()),
+				master.WithAwaitStarted(tc.await)))
 			_, err = sys.Root.RequestFuture(m, &messages.GetMasterStatus{}, time.Minute).Result()
 			require.NoError(b, err)
 			for i := range tc.workers {

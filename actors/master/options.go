@@ -85,6 +85,7 @@ type config struct {
 	publisher       Publisher    // nil: the actor system's EventStream
 	limiters        map[string]DispatchLimiter
 	journalTimeout  time.Duration
+	awaitStarted    bool
 }
 
 func defaultConfig() config {
@@ -214,3 +215,9 @@ func WithDispatchLimiter(jobType string, l DispatchLimiter) Option {
 // WithJournalTimeout bounds each blocking journal call made during recovery
 // and snapshots (default DefaultJournalTimeout).
 func WithJournalTimeout(d time.Duration) Option { return func(c *config) { c.journalTimeout = d } }
+
+// WithAwaitStarted makes the master send a Work to its worker only once the
+// WorkStarted event is durable, as the classic sample does (default false:
+// hand out at once, since recovery returns in-progress work to pending and a
+// lost WorkStarted only means the work runs again; see BENCH.md).
+func WithAwaitStarted(await bool) Option { return func(c *config) { c.awaitStarted = await } }

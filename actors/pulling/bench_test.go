@@ -28,10 +28,12 @@ func BenchmarkState(b *testing.B) {
 				ids[i] = pulling.WorkerID(fmt.Sprintf("w%d", i))
 				s.Register(ids[i], 1, now)
 			}
-			if _, err := s.StartEpic(-1, now); err != nil {
-				b.Fatal(err)
+			eff, err := s.StartEpic(-1, now)
+			if err != nil || eff.Fetch == 0 {
+				b.Fatal(err, eff)
 			}
 			batch := make([]int, pulling.DefaultBatchSize)
+			s.Fetched(1, batch, nil, now)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				w := ids[i%workers]
@@ -46,9 +48,10 @@ func BenchmarkState(b *testing.B) {
 					}
 					break
 				}
-				if st := s.Stats(); st.InFlight != 0 {
-					b.Fatalf("in flight %d", st.InFlight)
-				}
+			}
+			b.StopTimer()
+			if st := s.Stats(); st.Confirmed != uint64(b.N) || st.InFlight != 0 {
+				b.Fatalf("stats %+v after %d items", st, b.N)
 			}
 		})
 	}

@@ -13,7 +13,8 @@ import (
 
 // StartEpic asks a master to run Epic. The master answers the sender with
 // [*EpicStarted] or, while another Epic runs, with [*CurrentlyBusy]; when
-// the Epic ends it sends [*EpicDone] to the same sender. StartEpic is a
+// the Epic ends it sends [*EpicDone] to the same sender. Send it with
+// Request (so the master knows the sender) or use [Run]. StartEpic is a
 // local message: the Epic lives in the master's process.
 type StartEpic[T any] struct {
 	Epic Epic[T]

@@ -162,7 +162,8 @@ type State[T any] struct {
 	retry   []ItemID             // to hand out again; stale ids are skipped
 	items   map[ItemID]*entry[T] // handed out, not confirmed
 	workers map[WorkerID]*workerState
-	order   []WorkerID // registration order, for round robin
+	order   []WorkerID     // registration order, for round robin
+	states  []*workerState // states[i] is workers[order[i]]
 	rr      int
 
 	stats Stats
@@ -214,8 +215,10 @@ func (s *State[T]) Register(w WorkerID, window int, now time.Time) Effects[T] {
 	if ws, ok := s.workers[w]; ok {
 		ws.window = window
 	} else {
-		s.workers[w] = &workerState{window: window, held: make(map[ItemID]struct{})}
+		ws := &workerState{window: window, held: make(map[ItemID]struct{})}
+		s.workers[w] = ws
 		s.order = append(s.order, w)
+		s.states = append(s.states, ws)
 	}
 	var eff Effects[T]
 	s.step(now, &eff)
@@ -235,6 +238,7 @@ func (s *State[T]) WorkerGone(w WorkerID, now time.Time) Effects[T] {
 	delete(s.workers, w)
 	if i := slices.Index(s.order, w); i >= 0 {
 		s.order = slices.Delete(s.order, i, i+1)
+		s.states = slices.Delete(s.states, i, i+1)
 	}
 	s.step(now, &eff)
 	return eff
@@ -440,10 +444,8 @@ func (s *State[T]) available() bool {
 func (s *State[T]) hungry() (WorkerID, *workerState, bool) {
 	for range s.order {
 		s.rr = (s.rr + 1) % len(s.order)
-		w := s.order[s.rr]
-		ws := s.workers[w]
-		if ws.demand > 0 && len(ws.held) < ws.window {
-			return w, ws, true
+		if ws := s.states[s.rr]; ws.demand > 0 && len(ws.held) < ws.window {
+			return s.order[s.rr], ws, true
 		}
 	}
 	return "", nil, false

@@ -152,4 +152,3 @@ func BenchmarkAccuracy(b *testing.B) {
 		})
 	}
 }
-

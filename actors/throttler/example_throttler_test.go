@@ -67,3 +67,9 @@ func ExampleLimiter() {
 	// at 20s: granted false, wait 40s
 	// at 1m0s: granted true, wait 0s
 }
+
+// Rate helpers and the interval between evenly paced deliveries.
+func ExampleRate() {
+	fmt.Println(throttler.PerMinute(10), throttler.PerMinute(10).Interval())
+	// Output: 10/1m0s 6s
+}

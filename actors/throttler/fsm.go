@@ -115,14 +115,14 @@ type FSM[T comparable, M any] struct {
 	maxQueue int
 	overflow Overflow
 
-	rate     Rate
-	state    State
-	target   T
-	used     int      // ModeTimer: deliveries in this timer period; vouchers left = rate.Calls - used
-	started  time.Time // ModeTimer: start of this timer period
-	queue    ring[M]  // messages waiting for delivery, oldest first
-	limiter  *Limiter // strict modes
-	wakeAt   time.Time
+	rate    Rate
+	state   State
+	target  T
+	used    int       // ModeTimer: deliveries in this timer period; vouchers left = rate.Calls - used
+	started time.Time // ModeTimer: start of this timer period
+	queue   ring[M]   // messages waiting for delivery, oldest first
+	limiter *Limiter  // strict modes
+	wakeAt  time.Time // strict modes: when the armed one-shot timer fires
 
 	delivered, rejected, dropped uint64
 

@@ -32,11 +32,18 @@ func copyInts(s []int) []int {
 // Setups that put a 3/s timer-mode FSM in each shape the seed's transitions
 // start from.
 var setups = map[string]func(f *fsm){
-	"IdleNoTarget":          func(*fsm) {},
-	"IdleNoTargetQueued":    func(f *fsm) { f.Enqueue(1, t0); f.Enqueue(2, t0) },
-	"IdleTarget":            func(f *fsm) { f.SetTarget("a", t0) },
-	"ActiveVouchersLeft":    func(f *fsm) { f.SetTarget("a", t0); f.Enqueue(1, t0) },
-	"ActiveNoVouchersQueue": func(f *fsm) { f.SetTarget("a", t0); f.Enqueue(1, t0); f.Enqueue(2, t0); f.Enqueue(3, t0); f.Enqueue(4, t0); f.Enqueue(5, t0) },
+	"IdleNoTarget":       func(*fsm) {},
+	"IdleNoTargetQueued": func(f *fsm) { f.Enqueue(1, t0); f.Enqueue(2, t0) },
+	"IdleTarget":         func(f *fsm) { f.SetTarget("a", t0) },
+	"ActiveVouchersLeft": func(f *fsm) { f.SetTarget("a", t0); f.Enqueue(1, t0) },
+	"ActiveNoVouchersQueue": func(f *fsm) {
+		f.SetTarget("a", t0)
+		f.Enqueue(1, t0)
+		f.Enqueue(2, t0)
+		f.Enqueue(3, t0)
+		f.Enqueue(4, t0)
+		f.Enqueue(5, t0)
+	},
 	"ActiveNoVouchersEmpty": func(f *fsm) { f.SetTarget("a", t0); f.Enqueue(1, t0); f.Enqueue(2, t0); f.Enqueue(3, t0) },
 }
 

@@ -523,3 +523,36 @@ func TestHundredJobs(t *testing.T) {
 	require.LessOrEqual(t, s.CancelledWhileRunning, uint64(12))
 	require.LessOrEqual(t, s.WastedTime, s.BusyTime)
 }
+
+// TestStopWhileCallersArrive races Stop against callers: every Do returns
+// (a result or ErrClosed), Stop returns, and nothing is left behind.
+func TestStopWhileCallersArrive(t *testing.T) {
+	t.Parallel()
+	sys := testkit.NewSystem(t)
+	a, err := waiter.New(sys, func(_ context.Context, n int) (int, error) { return n, nil }, waiter.WithConcurrency(2))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var ok, closed atomic.Int64
+	for i := range 200 {
+		wg.Go(func() {
+			v, err := a.Do(context.Background(), i)
+			switch {
+			case err == nil && v == i:
+				ok.Add(1)
+			case errors.Is(err, waiter.ErrClosed):
+				closed.Add(1)
+			default:
+				t.Errorf("Do(%d) = %d, %v", i, v, err)
+			}
+		})
+		if i == 100 {
+			wg.Go(func() { stop(t, a) })
+		}
+	}
+	wg.Wait()
+	stop(t, a)
+	s := a.Stats()
+	require.Equal(t, int64(200), ok.Load()+closed.Load())
+	require.Equal(t, uint64(ok.Load()), s.Completed, "every accepted job ran before Stop returned")
+	require.Equal(t, s.Submitted, s.Completed)
+}

@@ -48,7 +48,9 @@ var (
 	ErrInvalidOption = errors.New("waiter: invalid option")
 	// ErrNotInterested is returned by AskStillInterested when the waiter
 	// could not be asked (gone, unreachable, or no answer in time); like the
-	// seed's Worker, treat it as "not interested".
+	// seed's Worker, treat it as "not interested". Do returns it in the rare
+	// case that a Worker got no answer from the call's own waiter within
+	// WithAskTimeout and skipped the job.
 	ErrNotInterested = errors.New("waiter: no answer from the waiter")
 )
 

@@ -195,12 +195,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 	}
 	elapsed := time.Since(start)
-	if os.Getenv("THR_DEBUG") != "" {
-		for _, a := range srv.times() {
-			fmt.Fprintln(out, a.Sub(start))
-		}
-	}
-	report(out, cfg, srv.times(), elapsed)
+	report(out, cfg, start, srv.times(), elapsed)
 	return nil
 }
 
@@ -211,17 +206,17 @@ func deadlineOf(ctx context.Context) time.Time {
 	return time.Now().Add(time.Minute)
 }
 
-// report prints the requests the server saw per period (counted from the
-// first request) and in its busiest window of length per.
-func report(out io.Writer, cfg config, arrivals []time.Time, elapsed time.Duration) {
+// report prints the requests the server saw per period (counted from start,
+// when the requests were handed to the throttler) and in its busiest window
+// of length per.
+func report(out io.Writer, cfg config, start time.Time, arrivals []time.Time, elapsed time.Duration) {
 	if len(arrivals) == 0 {
 		return
 	}
-	first := arrivals[0]
 	counts := map[int]int{}
 	last := 0
 	for _, a := range arrivals {
-		p := int(a.Sub(first) / cfg.per)
+		p := int(a.Sub(start) / cfg.per)
 		counts[p]++
 		last = max(last, p)
 	}
@@ -241,9 +236,9 @@ func report(out io.Writer, cfg config, arrivals []time.Time, elapsed time.Durati
 	verdict := "within the limit"
 	switch {
 	case busiest > cfg.rate && cfg.mode == throttler.ModeTimer:
-		verdict = "OVER the limit: the timer mode only bounds its own periods (seed 002); try -mode sliding_window"
+		verdict = "OVER the limit: the timer mode bounds only its own periods, and request latency moves start times (seed 002's caveats); try -mode sliding_window"
 	case busiest > cfg.rate:
-		verdict = "OVER the limit: request latency moved the start times the throttler spaced (seed 002's first caveat)"
+		verdict = "OVER the limit: request latency moved the start times that the throttler spaced (seed 002's first caveat)"
 	}
 	fmt.Fprintf(out, "busiest window of %s at the server: %d requests (limit %d): %s\n", cfg.per, busiest, cfg.rate, verdict)
 	if last > 0 {

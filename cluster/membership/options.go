@@ -1,0 +1,275 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+)
+
+// Defaults of the options.
+const (
+	// DefaultBindHost is the interface the membership HTTP server listens on.
+	// Loopback by default: listen on another interface only when told to.
+	DefaultBindHost = "127.0.0.1"
+	// DefaultPortOffset is added to a node's remote port to get the port of
+	// its membership HTTP endpoint (2551 -> 6551).
+	DefaultPortOffset = 4000
+	// DefaultRefresh is the interval between two probe rounds.
+	DefaultRefresh = 200 * time.Millisecond
+	// DefaultTimeout bounds one probe (connect, request and answer).
+	DefaultTimeout = 300 * time.Millisecond
+	// DefaultFailures is the number of consecutive failed probes of a
+	// member, by this node, after which this node declares it down.
+	DefaultFailures = 2
+	// DefaultEjectAfter is the number of consecutive probe rounds in which
+	// no reachable peer lists this member before OnEjected is called.
+	DefaultEjectAfter = 5
+	// DefaultClientTTL is, in probe rounds, how long a member keeps
+	// reporting a cluster client after that client last polled it.
+	DefaultClientTTL = 5
+	// MaxResponseBytes bounds a /members answer that a probe reads.
+	MaxResponseBytes = 1 << 20
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them.
+var (
+	// ErrInvalidOption reports an option value that cannot work.
+	ErrInvalidOption = errors.New("membership: invalid option")
+	// ErrStart reports that the provider could not start (HTTP port in use,
+	// node address unknown, started twice).
+	ErrStart = errors.New("membership: cannot start")
+	// ErrProbe reports a failed probe of a peer (unreachable, timeout, bad
+	// answer, another cluster).
+	ErrProbe = errors.New("membership: probe failed")
+)
+
+// Option configures a [Provider].
+type Option func(*config)
+
+type config struct {
+	seeds      []string // node addresses host:port (remote port)
+	seedHTTP   []string // membership endpoints given directly
+	bindHost   string
+	httpAddr   string
+	portOffset int
+	refresh    time.Duration
+	timeout    time.Duration
+	failures   int
+	ejectAfter int
+	clientTTL  int
+	onEjected  func()
+	logger     *slog.Logger
+	clock      clock.Clock
+	errs       []error
+}
+
+func defaultConfig() config {
+	return config{
+		bindHost:   DefaultBindHost,
+		portOffset: DefaultPortOffset,
+		refresh:    DefaultRefresh,
+		timeout:    DefaultTimeout,
+		failures:   DefaultFailures,
+		ejectAfter: DefaultEjectAfter,
+		clientTTL:  DefaultClientTTL,
+	}
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
+}
+
+// WithSeeds sets the seed nodes by their remote address host:port (as
+// given to remote.Configure, e.g. "127.0.0.1:2551"). Their membership
+// endpoint is host:(port + port offset). A new node needs only the seeds:
+// it learns every other member from their answers. A seed may be down, and
+// a node may list itself.
+func WithSeeds(addrs ...string) Option {
+	return func(c *config) {
+		for _, a := range addrs {
+			if _, _, err := splitHostPort(a); err != nil {
+				c.fail("seed %q: %v; give seeds as host:port of the node's remote port, e.g. 127.0.0.1:2551", a, err)
+				continue
+			}
+			c.seeds = append(c.seeds, a)
+		}
+	}
+}
+
+// WithSeedHTTP adds seeds by the address of their membership HTTP endpoint
+// (host:port), for nodes whose endpoint does not follow the port offset
+// (see [WithHTTPAddr]), such as test nodes on free ports.
+func WithSeedHTTP(addrs ...string) Option {
+	return func(c *config) {
+		for _, a := range addrs {
+			if _, _, err := splitHostPort(a); err != nil {
+				c.fail("seed endpoint %q: %v; want host:port", a, err)
+				continue
+			}
+			c.seedHTTP = append(c.seedHTTP, a)
+		}
+	}
+}
+
+// WithBindHost sets the interface the membership HTTP server listens on
+// (default [DefaultBindHost], loopback). The endpoint's port is the remote
+// port plus the port offset.
+func WithBindHost(host string) Option {
+	return func(c *config) {
+		if host == "" {
+			c.fail("bind host is empty; want an IP or host name such as 127.0.0.1")
+			return
+		}
+		c.bindHost = host
+	}
+}
+
+// WithHTTPAddr sets the full listen address of the membership endpoint
+// (host:port; port 0 picks a free port), replacing bind host and port
+// offset. Others learn the actual address from this node's answers.
+func WithHTTPAddr(addr string) Option {
+	return func(c *config) {
+		if _, _, err := splitHostPort(addr); err != nil {
+			c.fail("HTTP address %q: %v; want host:port such as 127.0.0.1:6551", addr, err)
+			return
+		}
+		c.httpAddr = addr
+	}
+}
+
+// WithPortOffset sets what is added to a remote port to get the membership
+// endpoint's port (default [DefaultPortOffset]). All nodes must agree.
+func WithPortOffset(n int) Option {
+	return func(c *config) {
+		if n <= 0 || n > 65535 {
+			c.fail("port offset %d: want 1..65535", n)
+			return
+		}
+		c.portOffset = n
+	}
+}
+
+// WithRefresh sets the interval between probe rounds (default
+// [DefaultRefresh]). Detection of a dead member takes about
+// failures x refresh.
+func WithRefresh(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond {
+			c.fail("refresh %v: want at least 1ms", d)
+			return
+		}
+		c.refresh = d
+	}
+}
+
+// WithTimeout sets how long one probe may take (default [DefaultTimeout]).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond {
+			c.fail("probe timeout %v: want at least 1ms", d)
+			return
+		}
+		c.timeout = d
+	}
+}
+
+// WithFailures sets how many consecutive probes of a member by this node
+// must fail before this node declares it down (default [DefaultFailures]).
+func WithFailures(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("failures %d: want at least 1", n)
+			return
+		}
+		c.failures = n
+	}
+}
+
+// WithEjectAfter sets the self-ejection check: when, for k probe rounds in
+// a row, peers answered and none of them listed this member, the member
+// has been ejected by the cluster (its id is blocked for good) and
+// OnEjected is called (default [DefaultEjectAfter]).
+func WithEjectAfter(k int) Option {
+	return func(c *config) {
+		if k < 1 {
+			c.fail("eject after %d rounds: want at least 1", k)
+			return
+		}
+		c.ejectAfter = k
+	}
+}
+
+// WithOnEjected sets the function called, once, when this member finds
+// that the cluster ejected it (see [WithEjectAfter]). A member ejected once
+// can never rejoin under its id: the process should leave and restart. f
+// runs on its own goroutine and may call Shutdown.
+func WithOnEjected(f func()) Option {
+	return func(c *config) { c.onEjected = f }
+}
+
+// WithClientTTL sets, in probe rounds, how long a member keeps reporting a
+// cluster client (a node started with StartClient) after its last poll
+// (default [DefaultClientTTL]).
+func WithClientTTL(rounds int) Option {
+	return func(c *config) {
+		if rounds < 1 {
+			c.fail("client TTL %d rounds: want at least 1", rounds)
+			return
+		}
+		c.clientTTL = rounds
+	}
+}
+
+// WithLogger sets the logger (default: the actor system's logger).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithClock sets the clock that paces probe rounds and ages clients
+// (default the real clock).
+func WithClock(cl clock.Clock) Option {
+	return func(c *config) { c.clock = cl }
+}
+
+func (c *config) validate() error {
+	if len(c.errs) > 0 {
+		return errors.Join(c.errs...)
+	}
+	return nil
+}
+
+// splitHostPort parses host:port with a numeric port in 0..65535.
+func splitHostPort(addr string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	if host == "" {
+		return "", 0, errors.New("missing host")
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number in 0..65535", ps)
+	}
+	return host, port, nil
+}
+
+// offsetAddr returns host:(port+offset) for a node address.
+func offsetAddr(node string, offset int) (string, error) {
+	host, port, err := splitHostPort(node)
+	if err != nil {
+		return "", err
+	}
+	if port == 0 {
+		return "", errors.New("port 0 has no membership endpoint")
+	}
+	if port+offset > 65535 {
+		return "", fmt.Errorf("port %d + offset %d exceeds 65535; use WithHTTPAddr or a smaller offset", port, offset)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port+offset)), nil
+}

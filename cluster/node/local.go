@@ -1,0 +1,238 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/journal"
+)
+
+// JournalFile is the name of the SQLite journal inside a node's data
+// directory.
+const JournalFile = "journal.db"
+
+// DefaultWorkers is the number of workers a node runs unless told otherwise.
+const DefaultWorkers = 2
+
+// ErrInvalidConfig means a node option was given an unusable value.
+var ErrInvalidConfig = errors.New("node: invalid configuration")
+
+// LocalOption configures StartLocal.
+type LocalOption func(*localConfig)
+
+type localConfig struct {
+	dataDir       string
+	journal       journal.Journal
+	workers       int
+	registry      *worker.Registry
+	logger        *slog.Logger
+	masterOpts    []master.Option
+	workerOpts    []worker.Option
+	frontendOpts  []frontend.Option
+	actorSysOpts  []actor.ConfigOption
+	system        *actor.ActorSystem
+	stopTimeout   time.Duration
+	squareDelayLo time.Duration
+	squareDelayHi time.Duration
+	squareDelay   bool
+}
+
+// WithDataDir sets the directory of the SQLite journal (created if missing).
+func WithDataDir(dir string) LocalOption { return func(c *localConfig) { c.dataDir = dir } }
+
+// WithJournal uses j instead of a SQLite journal in the data directory; the
+// node does not close it.
+func WithJournal(j journal.Journal) LocalOption { return func(c *localConfig) { c.journal = j } }
+
+// WithWorkers sets how many workers the node runs (default DefaultWorkers;
+// 0 runs none).
+func WithWorkers(k int) LocalOption { return func(c *localConfig) { c.workers = k } }
+
+// WithRegistry sets the job functions the workers run (default: the built-in
+// square, factorize and sleep jobs).
+func WithRegistry(r *worker.Registry) LocalOption { return func(c *localConfig) { c.registry = r } }
+
+// WithSquareDelay sets the built-in square job's simulated work time, uniform
+// in [lo, hi] (default 1-2 s as in the Akka sample). Ignored with
+// WithRegistry.
+func WithSquareDelay(lo, hi time.Duration) LocalOption {
+	return func(c *localConfig) { c.squareDelayLo, c.squareDelayHi, c.squareDelay = lo, hi, true }
+}
+
+// WithLogger sets the logger of the node and of its actor system.
+func WithLogger(l *slog.Logger) LocalOption { return func(c *localConfig) { c.logger = l } }
+
+// WithMasterOptions passes options to the master (timeouts, attempts, ...).
+func WithMasterOptions(opts ...master.Option) LocalOption {
+	return func(c *localConfig) { c.masterOpts = append(c.masterOpts, opts...) }
+}
+
+// WithWorkerOptions passes options to every worker.
+func WithWorkerOptions(opts ...worker.Option) LocalOption {
+	return func(c *localConfig) { c.workerOpts = append(c.workerOpts, opts...) }
+}
+
+// WithFrontendOptions passes options to the node's frontend client.
+func WithFrontendOptions(opts ...frontend.Option) LocalOption {
+	return func(c *localConfig) { c.frontendOpts = append(c.frontendOpts, opts...) }
+}
+
+// WithActorSystem runs the node's actors in sys instead of a new actor
+// system; the node then does not shut sys down.
+func WithActorSystem(sys *actor.ActorSystem) LocalOption {
+	return func(c *localConfig) { c.system = sys }
+}
+
+// Local is a backend, a frontend and workers in one process on one actor
+// system: `foreman` with no port, and the way to embed Foreman in a Go
+// program without a cluster.
+type Local struct {
+	sys       *actor.ActorSystem
+	ownSystem bool
+	jrnl      journal.Journal
+	ownJrnl   bool
+	master    *actor.PID
+	workers   []*actor.PID
+	client    *frontend.Client
+	log       *slog.Logger
+}
+
+// StartLocal opens the journal, starts the master (which recovers from the
+// journal before it answers) and the workers, and returns once they are
+// spawned.
+func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
+	cfg := localConfig{dataDir: "foreman-data", workers: DefaultWorkers, stopTimeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.workers < 0 {
+		return nil, fmt.Errorf("%w: workers %d must be 0 or more", ErrInvalidConfig, cfg.workers)
+	}
+	log := cfg.logger
+	if log == nil {
+		log = slog.Default()
+	}
+	n := &Local{log: log.With("component", "node")}
+
+	if cfg.journal != nil {
+		n.jrnl = cfg.journal
+	} else {
+		if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("node: cannot create data directory %s: %w (pass --data DIR with a writable directory)", cfg.dataDir, err)
+		}
+		j, err := journal.OpenSQLite(filepath.Join(cfg.dataDir, JournalFile), journal.WithLogger(log))
+		if err != nil {
+			return nil, err
+		}
+		n.jrnl, n.ownJrnl = j, true
+	}
+
+	reg := cfg.registry
+	if reg == nil {
+		reg = worker.NewRegistry()
+		var bopts []worker.BuiltinOption
+		if cfg.squareDelay {
+			bopts = append(bopts, worker.WithSquareDelay(cfg.squareDelayLo, cfg.squareDelayHi))
+		}
+		if err := worker.RegisterBuiltins(reg, bopts...); err != nil {
+			n.closeJournal()
+			return nil, err
+		}
+	}
+
+	if cfg.system != nil {
+		n.sys = cfg.system
+	} else {
+		sysOpts := append([]actor.ConfigOption{actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
+			return log.With("lib", "protoactor")
+		})}, cfg.actorSysOpts...)
+		n.sys, n.ownSystem = actor.NewActorSystem(sysOpts...), true
+	}
+
+	mprops, err := master.NewProps(n.jrnl, append([]master.Option{master.WithLogger(log)}, cfg.masterOpts...)...)
+	if err != nil {
+		n.shutdown()
+		return nil, err
+	}
+	n.master, err = n.sys.Root.SpawnNamed(mprops, "master")
+	if err != nil {
+		n.shutdown()
+		return nil, fmt.Errorf("node: spawn master: %w", err)
+	}
+	for i := 0; i < cfg.workers; i++ {
+		wprops, err := worker.Props(worker.MasterPID(n.master), reg, append([]worker.Option{worker.WithLogger(log)}, cfg.workerOpts...)...)
+		if err != nil {
+			n.shutdown()
+			return nil, err
+		}
+		n.workers = append(n.workers, n.sys.Root.Spawn(wprops))
+	}
+	n.client, err = frontend.NewClient(n.sys, frontend.MasterPID(n.master), append([]frontend.Option{frontend.WithLogger(log)}, cfg.frontendOpts...)...)
+	if err != nil {
+		n.shutdown()
+		return nil, err
+	}
+	n.log.Info("node started", "role", RoleAll.String(), "workers", cfg.workers, "data", cfg.dataDir)
+	return n, nil
+}
+
+// System returns the node's actor system.
+func (n *Local) System() *actor.ActorSystem { return n.sys }
+
+// Master returns the PID of the master.
+func (n *Local) Master() *actor.PID { return n.master }
+
+// Client returns the frontend client that submits work and reads status.
+func (n *Local) Client() *frontend.Client { return n.client }
+
+// Journal returns the node's journal.
+func (n *Local) Journal() journal.Journal { return n.jrnl }
+
+// Stop shuts the node down in order: workers first (running work finishes
+// or is handed back to the master), then the master (its pending journal
+// writes complete), then the journal and the actor system. It honours ctx's
+// deadline for each step.
+func (n *Local) Stop(ctx context.Context) error {
+	var errs []error
+	for _, w := range n.workers {
+		if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
+		}
+	}
+	if n.master != nil {
+		if err := n.sys.Root.PoisonFuture(n.master).Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("node: stop master: %w", err))
+		}
+	}
+	n.shutdown()
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	n.log.Info("node stopped")
+	return errors.Join(errs...)
+}
+
+func (n *Local) shutdown() {
+	if n.ownSystem {
+		n.sys.Shutdown()
+	}
+	n.closeJournal()
+}
+
+func (n *Local) closeJournal() {
+	if n.ownJrnl {
+		if err := n.jrnl.Close(); err != nil {
+			n.log.Error("closing the journal failed", "error", err)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+// Command foreman runs a Foreman node, or talks to one.
+//
+//	foreman                 backend, frontend and worker in one process
+//	foreman 2551            a backend node (2000-2999; 2551 and 2552 are the default seeds)
+//	foreman 3001            a frontend node (3000-3999) with the HTTP API on port+5000
+//	foreman 0               a worker node on a free port
+//	foreman bench           measure end-to-end throughput and latency in one process
+//	foreman submit|status   clients of a frontend's HTTP API
+//
+// Run `foreman -h` or `foreman bench -h` for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code (0 success,
+// 1 failure, 2 bad command line).
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) > 0 {
+		switch args[0] {
+		case "bench":
+			return runBench(ctx, args[1:], stdout, stderr)
+		case "submit":
+			return runSubmit(args[1:], stdout, stderr)
+		case "status":
+			return runStatus(args[1:], stdout, stderr)
+		case "help":
+			args = []string{"-h"}
+		}
+	}
+	a, err := parseNodeArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 2
+	}
+	return runNode(ctx, a, stdout, stderr)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not a level: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	l, _ := parseLevel(level)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

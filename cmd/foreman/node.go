@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// runNode runs a node until ctx ends (Ctrl-C, SIGTERM) or, with --jobs N,
+// until N results are consumed.
+func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
+	log := newLogger(stderr, a.logLevel)
+	if a.role != node.RoleAll {
+		return runClusterNode(ctx, a, stdout, stderr, log)
+	}
+	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithWorkers(a.workers), node.WithLogger(log)}
+	if a.delaySet {
+		opts = append(opts, node.WithSquareDelay(a.delay, a.delay))
+	}
+	n, err := node.StartLocal(ctx, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	stopNode := func() int {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.Stop(sctx); err != nil {
+			fmt.Fprintf(stderr, "foreman: stopping: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	sys := n.System()
+
+	// Results: the consumer logs `Consumed result`; with --jobs N we count
+	// the results of this run's own work ids.
+	runID := newRunID()
+	var (
+		mu       sync.Mutex
+		consumed = map[string]bool{}
+		allDone  = make(chan struct{})
+	)
+	onResult := func(r *messages.WorkResult) {
+		if a.jobs == 0 || !strings.HasPrefix(r.GetWorkId(), runID) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if consumed[r.GetWorkId()] {
+			return
+		}
+		consumed[r.GetWorkId()] = true
+		if len(consumed) == a.jobs {
+			close(allDone)
+		}
+	}
+	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(onResult), frontend.WithDedupe(1<<16))
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	consumer := sys.Root.Spawn(cprops)
+
+	fprops, err := frontend.Props(frontend.MasterPID(n.Master()), frontend.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	front := sys.Root.Spawn(fprops)
+	popts := []frontend.Option{
+		frontend.WithLogger(log),
+		frontend.WithWorkID(func(i int) string { return runID + strconv.Itoa(i) }),
+	}
+	if a.jobs > 0 {
+		popts = append(popts, frontend.WithJobs(a.jobs), frontend.WithConcurrency(256))
+	}
+	pprops, err := frontend.ProducerProps(front, popts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	producer := sys.Root.Spawn(pprops)
+	stopClients := func() {
+		for _, pid := range []*actor.PID{producer, front, consumer} {
+			_ = sys.Root.StopFuture(pid).Wait()
+		}
+	}
+
+	if a.jobs == 0 {
+		<-ctx.Done()
+		log.Info("shutting down")
+		stopClients()
+		return stopNode()
+	}
+	select {
+	case <-allDone:
+		stopClients()
+		code := stopNode()
+		fmt.Fprintf(stdout, "consumed %d results\n", a.jobs)
+		return code
+	case <-ctx.Done():
+		log.Info("shutting down before all results were consumed")
+		stopClients()
+		stopNode()
+		return 1
+	}
+}
+
+// newRunID returns a prefix unique to this run for the producer's work ids.
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:]) + "-"
+}
