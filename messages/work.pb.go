@@ -163,8 +163,12 @@ type Work struct {
 	// Optional deadline of the submitting caller, Unix nanoseconds; 0 = none.
 	// Work whose caller's deadline passed is not started (seed 003).
 	DeadlineUnixNano int64 `protobuf:"varint,5,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Optional WorkWaiter of the submitting caller (seed 003, actors/waiter):
+	// a worker asks it AreYouStillInterested before starting and skips the
+	// work when the caller has gone.
+	Waiter        *actor.PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Work) Reset() {
@@ -230,6 +234,13 @@ func (x *Work) GetDeadlineUnixNano() int64 {
 		return x.DeadlineUnixNano
 	}
 	return 0
+}
+
+func (x *Work) GetWaiter() *actor.PID {
+	if x != nil {
+		return x.Waiter
+	}
+	return nil
 }
 
 // Ack acknowledges a Work (once WorkAccepted is durable) or a WorkIsDone.
@@ -1002,13 +1013,15 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\x1a\vactor.proto\"\x9c\x01\n" +
+	"work.proto\x12\x10foreman.messages\x1a\vactor.proto\"\xc0\x01\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12,\n" +
-	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\"\x1e\n" +
+	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12\"\n" +
+	"\x06waiter\x18\x06 \x01(\v2\n" +
+	".actor.PIDR\x06waiter\"\x1e\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\"q\n" +
 	"\fWorkRejected\x12\x17\n" +
@@ -1114,15 +1127,16 @@ var file_work_proto_goTypes = []any{
 	(*actor.PID)(nil),          // 16: actor.PID
 }
 var file_work_proto_depIdxs = []int32{
-	0,  // 0: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
-	16, // 1: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
-	16, // 2: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
-	1,  // 3: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
-	4,  // [4:4] is the sub-list for method output_type
-	4,  // [4:4] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	16, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
+	0,  // 1: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
+	16, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
+	16, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
+	1,  // 4: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_work_proto_init() }

@@ -57,12 +57,20 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("adaptive: acquire: %w", err)
 	}
-	w := &waiter{ready: make(chan Ticket, 1)}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if st := l.core.Stats(); st.Queue == 0 && st.InFlight < st.Limit {
+		// Fast path: a slot is free and nobody is ahead, so the push starts
+		// this caller at once; no waiter or channel is needed.
+		_, started := l.core.Push(l.opts.clock.Now(), nil)
+		t := started[0].Ticket
+		l.mu.Unlock()
+		return &Permit{lim: l, ticket: t}, nil
+	}
+	w := &waiter{ready: make(chan Ticket, 1)}
 	seq, started := l.core.Push(l.opts.clock.Now(), w)
 	grant(started)
 	l.mu.Unlock()
@@ -134,6 +142,8 @@ func (l *Limiter) abandon(t Ticket) {
 	grant(l.core.Abort(l.opts.clock.Now(), t))
 }
 
+// grant hands each started waiter its ticket. Only waiters that queued are
+// started here (the fast path never leaves a nil waiter in the queue).
 func grant(started []Start[*waiter]) {
 	for _, s := range started {
 		s.Job.ready <- s.Ticket

@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -45,10 +46,11 @@ func BenchmarkSQLiteAppend(b *testing.B) {
 
 func benchAppenders(b *testing.B, j journal.Journal, n int) {
 	ctx := context.Background()
+	run := time.Now().UnixNano() // fresh streams in a database that persists
 	epochs := make([]int64, n)
 	for i := range n {
 		var err error
-		if epochs[i], _, err = j.AcquireEpoch(ctx, fmt.Sprintf("bench-%d", i)); err != nil {
+		if epochs[i], _, err = j.AcquireEpoch(ctx, fmt.Sprintf("bench-%d-%d", run, i)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -64,7 +66,7 @@ func benchAppenders(b *testing.B, j journal.Journal, n int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stream := fmt.Sprintf("bench-%d", i)
+			stream := fmt.Sprintf("bench-%d-%d", run, i)
 			ls := make([]time.Duration, 0, per)
 			for k := 1; k <= per; k++ {
 				t0 := time.Now()
@@ -100,7 +102,8 @@ func BenchmarkSQLiteAppendAsync(b *testing.B) {
 
 func benchAsync(b *testing.B, j journal.Journal, window int) {
 	ctx := context.Background()
-	epoch, _, err := j.AcquireEpoch(ctx, "master")
+	stream := fmt.Sprintf("master-%d", time.Now().UnixNano())
+	epoch, _, err := j.AcquireEpoch(ctx, stream)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func benchAsync(b *testing.B, j journal.Journal, window int) {
 		sem <- struct{}{}
 		wg.Add(1)
 		t0 := time.Now()
-		j.AppendAsync("master", epoch, benchEvent(int64(k+1)), func(err error) {
+		j.AppendAsync(stream, epoch, benchEvent(int64(k+1)), func(err error) {
 			lat[k] = time.Since(t0)
 			if err != nil {
 				b.Error(err)
@@ -145,6 +148,35 @@ func BenchmarkMemoryAppend(b *testing.B) {
 			j := journal.NewMemory()
 			defer j.Close()
 			benchAppenders(b, j, n)
+		})
+	}
+}
+
+// BenchmarkPostgresAppend runs when FOREMAN_TEST_POSTGRES_DSN is set.
+func BenchmarkPostgresAppend(b *testing.B) {
+	dsn := os.Getenv("FOREMAN_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		b.Skip("FOREMAN_TEST_POSTGRES_DSN is not set")
+	}
+	open := func(b *testing.B) journal.Journal {
+		j, err := journal.OpenPostgres(context.Background(), dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return j
+	}
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) {
+			j := open(b)
+			defer j.Close()
+			benchAppenders(b, j, n)
+		})
+	}
+	for _, window := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("async/window=%d", window), func(b *testing.B) {
+			j := open(b)
+			defer j.Close()
+			benchAsync(b, j, window)
 		})
 	}
 }

@@ -214,27 +214,31 @@ func (e *engine) commit(batch []*op) {
 	if len(live) == 0 {
 		return
 	}
-	err := e.tryCommit(live)
+	began, err := e.tryCommit(live)
 	if err == nil {
 		return
 	}
-	if len(live) > 1 {
+	if began && len(live) > 1 {
 		e.log.Warn("journal batch failed; retrying its requests one by one", "store", e.name, "requests", len(live), "error", err)
 		for _, o := range live {
 			e.commit([]*op{o})
 		}
 		return
 	}
-	e.log.Error("journal write failed", "store", e.name, "stream", live[0].stream, "error", err)
-	live[0].err = fmt.Errorf("journal: write to %s failed: %w", e.name, err)
+	e.log.Error("journal write failed", "store", e.name, "requests", len(live), "error", err)
+	for _, o := range live {
+		o.err = fmt.Errorf("journal: write to %s failed: %w", e.name, err)
+	}
 }
 
 // tryCommit runs ops in one transaction. On a store error it rolls back and
-// returns the error (the ops' outcomes are then meaningless).
-func (e *engine) tryCommit(ops []*op) (err error) {
+// returns the error (the ops' outcomes are then meaningless); began tells
+// whether the transaction had started (if not, as when another process holds
+// the lock past the busy timeout, retrying request by request is no use).
+func (e *engine) tryCommit(ops []*op) (began bool, err error) {
 	tx, err := e.be.begin(context.Background())
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		if err != nil {
@@ -259,7 +263,7 @@ func (e *engine) tryCommit(ops []*op) (err error) {
 	for _, o := range ops {
 		st, err := get(o.stream)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if o.kind == opAcquire {
 			st.epoch++
@@ -281,7 +285,7 @@ func (e *engine) tryCommit(ops []*op) (err error) {
 				continue
 			}
 			if err := tx.insertEvents(o.stream, o.recs); err != nil {
-				return err
+				return true, err
 			}
 			st.last = o.recs[len(o.recs)-1].seq
 			st.dirty = true
@@ -290,22 +294,22 @@ func (e *engine) tryCommit(ops []*op) (err error) {
 				continue
 			}
 			if err := tx.saveSnapshot(o.stream, o.snap); err != nil {
-				return err
+				return true, err
 			}
 		case opDelete:
 			if err := tx.deleteEvents(o.stream, o.toSeq); err != nil {
-				return err
+				return true, err
 			}
 		}
 	}
 	for stream, st := range states {
 		if st.dirty {
 			if err := tx.putState(stream, st.epoch, st.last); err != nil {
-				return err
+				return true, err
 			}
 		}
 	}
-	return tx.commit()
+	return true, tx.commit()
 }
 
 // beginRead registers a read, or fails if the journal is closed.

@@ -140,6 +140,15 @@ func (b *pgBackend) close() error {
 }
 
 func (b *pgBackend) begin(ctx context.Context) (txn, error) {
+	if b.writer.IsClosed() {
+		// The connection broke (server restart, network): the failed batch
+		// was reported; reconnect for this one.
+		c, err := pgx.ConnectConfig(ctx, b.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("reconnect: %w", err)
+		}
+		b.writer = c
+	}
 	tx, err := b.writer.Begin(ctx)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,6 @@
+package membership
+
+// SetStartedHook sets a function that start calls right after the cluster
+// has started remoting and the membership endpoint listens (tests use it
+// to serialise remote starts of several members in one process).
+func SetStartedHook(p *Provider, f func()) { p.startedHook = f }

@@ -1,0 +1,212 @@
+package membership_test
+
+import (
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/cluster/membership"
+)
+
+// echoKind is the grain kind registered on test members: it answers a
+// StringValue with the address of the member hosting it.
+const echoKind = "echo"
+
+func echoProps() *actor.Props {
+	return actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*wrapperspb.StringValue); ok {
+			c.Respond(wrapperspb.String(c.ActorSystem().Address()))
+		}
+	})
+}
+
+// node is one cluster node of a test.
+type node struct {
+	sys     *actor.ActorSystem
+	c       *cluster.Cluster
+	p       *membership.Provider
+	member  bool
+	mu      sync.Mutex
+	stopped bool
+}
+
+// spec describes a node to start.
+type spec struct {
+	member bool
+	seeds  []string // membership endpoints (WithSeedHTTP)
+	opts   []membership.Option
+}
+
+// startMu serialises remote starts across the test process; see
+// testkit.StartRemote for why (Remote.Start replaces gRPC's global logger).
+var startMu sync.Mutex
+
+// startNodes starts the nodes in order, each knowing the seeds in its spec
+// plus, when seedFirst is set, the first node's endpoint. Remote starts are
+// serialised, the rest of the starts (StartMember sleeps 1 s) overlap.
+func startNodes(t *testing.T, seedFirst bool, specs ...spec) []*node {
+	t.Helper()
+	nodes := make([]*node, len(specs))
+	var done sync.WaitGroup
+	var first string
+	for i, s := range specs {
+		seeds := slices.Clone(s.seeds)
+		if seedFirst && i > 0 {
+			seeds = append(seeds, first)
+		}
+		n := newNode(t, s, seeds)
+		nodes[i] = n
+		startMu.Lock()
+		ioBarrier(t)
+		started := make(chan struct{})
+		membership.SetStartedHook(n.p, func() {
+			ioBarrier(t) // the new gRPC logger write happens before later socket reads
+			close(started)
+		})
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			if n.member {
+				n.c.StartMember()
+			} else {
+				n.c.StartClient()
+			}
+		}()
+		select {
+		case <-started:
+		case <-time.After(2 * testkit.Timeout()):
+			startMu.Unlock()
+			t.Fatalf("node %d did not start within %v", i, 2*testkit.Timeout())
+		}
+		startMu.Unlock()
+		if i == 0 {
+			first = n.p.HTTPAddr()
+		}
+	}
+	done.Wait()
+	return nodes
+}
+
+func newNode(t *testing.T, s spec, seeds []string) *node {
+	t.Helper()
+	sys := testkit.NewSystem(t)
+	opts := append([]membership.Option{
+		membership.WithHTTPAddr("127.0.0.1:0"),
+		membership.WithSeedHTTP(seeds...),
+	}, s.opts...)
+	p, err := membership.New(opts...)
+	require.NoError(t, err)
+	var kinds []*cluster.Kind
+	if s.member {
+		kinds = append(kinds, cluster.NewKind(echoKind, echoProps()))
+	}
+	cfg := cluster.Configure("membership-test", p, disthash.New(),
+		remote.Configure("127.0.0.1", 0), cluster.WithKinds(kinds...),
+		cluster.WithRequestTimeout(time.Second))
+	n := &node{sys: sys, c: cluster.New(sys, cfg), p: p, member: s.member}
+	t.Cleanup(func() { n.stop(false) })
+	return n
+}
+
+// stop stops the node: graceful runs the provider's graceful leave; not
+// graceful looks like a crash to the others (endpoint and remote gone at
+// once). It does not call cluster.Shutdown, which sleeps 2 s when graceful
+// and races inside protoactor (Remote.Shutdown(true)).
+func (n *node) stop(graceful bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return
+	}
+	n.stopped = true
+	_ = n.p.Shutdown(graceful)
+	if n.member {
+		n.c.Gossip.Shutdown()
+	}
+	n.c.Remote.Shutdown(false)
+	for _, id := range []string{"EndpointSupervisor", "activator"} {
+		_ = n.sys.Root.StopFuture(actor.NewPID(n.sys.Address(), id)).Wait()
+	}
+	testkit.StopAll(n.sys)
+	n.sys.Shutdown()
+}
+
+// ids returns the ids of the members n's provider believes alive.
+func (n *node) ids() []string {
+	var out []string
+	for _, m := range n.p.Members() {
+		out = append(out, m.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// idsOf returns the sorted member ids of nodes.
+func idsOf(nodes ...*node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.sys.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitView waits until every node in watchers sees exactly want, and
+// returns how long it took.
+func waitView(t *testing.T, within time.Duration, want []string, watchers ...*node) time.Duration {
+	t.Helper()
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		for _, w := range watchers {
+			if !slices.Equal(w.ids(), want) {
+				return false
+			}
+		}
+		return true
+	}, within, 5*time.Millisecond, "views did not converge to %v", want)
+	return time.Since(start)
+}
+
+// ask sends a StringValue to the echo grain id from n and returns the
+// answering member's address.
+func (n *node) ask(id string, timeout time.Duration) (string, error) {
+	res, err := n.c.Request(id, echoKind, wrapperspb.String("hello"),
+		cluster.WithTimeout(timeout), cluster.WithRetryCount(2))
+	if err != nil {
+		return "", err
+	}
+	s, ok := res.(*wrapperspb.StringValue)
+	if !ok {
+		return "", os.ErrInvalid
+	}
+	return s.GetValue(), nil
+}
+
+// ioBarrier writes and reads one byte through a pipe: under the race
+// detector it orders this goroutine's past before later socket reads of
+// other goroutines, and their earlier socket writes before what follows
+// (testkit.StartRemote uses the same trick).
+func ioBarrier(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		panic(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.Write([]byte{0}); err != nil {
+		panic(err)
+	}
+	if _, err := r.Read(make([]byte, 1)); err != nil {
+		panic(err)
+	}
+}
