@@ -75,6 +75,7 @@ type JobCompleted struct {
 
 // jobDone is the message a job's goroutine sends back to the scheduler.
 type jobDone struct {
+	owner *Scheduler // the incarnation that started the job
 	start Start[Job]
 	err   error
 }
@@ -96,9 +97,9 @@ type Scheduler struct {
 	logger    *slog.Logger
 	self      *actor.PID
 	root      *actor.RootContext
-	ctx       context.Context // cancelled when the actor stops; passed to jobs
+	ctx       context.Context //nolint:containedctx // the actor's lifetime: cancelled when it stops, passed to jobs
 	cancel    context.CancelFunc
-	jobs      sync.WaitGroup // running job goroutines
+	jobs      sync.WaitGroup // running job goroutines; Done is called by them, Wait by the actor
 	failed    uint64
 	lastLimit int
 }
@@ -130,7 +131,9 @@ func (s *Scheduler) Receive(c actor.Context) {
 	case Batch:
 		s.push(c, m.Jobs)
 	case *jobDone:
-		s.done(c, m)
+		if m.owner == s { // a job of a previous incarnation says nothing to this one
+			s.done(c, m)
+		}
 	case *GetStatus, GetStatus:
 		c.Respond(s.status())
 	}
@@ -195,7 +198,7 @@ func (s *Scheduler) run(started []Start[Job]) {
 		go func() {
 			defer s.jobs.Done()
 			err := runJob(ctx, st.Job)
-			root.Send(self, &jobDone{start: st, err: err})
+			root.Send(self, &jobDone{owner: s, start: st, err: err})
 		}()
 	}
 }

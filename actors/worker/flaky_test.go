@@ -46,6 +46,7 @@ func TestFlakyWorkerOfTheAkkaSpec(t *testing.T) {
 	self.Store(pid)
 	master.Watch(pid)
 	testkit.ExpectMsgType[*messages.RegisterWorker](master, testkit.Timeout())
+	testkit.ExpectMsgType[*messages.WorkerRequestsWork](master, testkit.Timeout())
 
 	for i := 1; i <= 4; i++ {
 		id := fmt.Sprint(i)

@@ -142,6 +142,11 @@ func (w *workerActor) start(c actor.Context) {
 	w.log.Info("Worker started", "window", w.cfg.window, "job_types", w.reg.Types())
 	w.armRegister()
 	w.register()
+	if !w.master.IsResolver() {
+		// Ask at once rather than wait for WorkIsReady: work may be pending
+		// already. (With a resolver this happens when the master is found.)
+		w.maybeRequest()
+	}
 }
 
 func (w *workerActor) armRegister() {

@@ -81,6 +81,9 @@ func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
 	require.Equal(t, "w1", reg.GetWorkerId())
 	require.True(t, pid.Equal(reg.GetWorker()))
 	require.Equal(t, []string{"block", "echo", "fail", "panic"}, reg.GetJobTypes())
+	// It asks for work at once: work may be pending already.
+	req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+	require.GreaterOrEqual(t, req.GetCapacity(), int32(1))
 	return pid, b
 }
 

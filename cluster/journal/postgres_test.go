@@ -3,8 +3,10 @@ package journal_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/cluster/journal"
@@ -63,4 +65,47 @@ func TestOpenPostgresErrors(t *testing.T) {
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestPostgresReconnects: when the server drops the journal's connections,
+// the write in flight fails and later writes reconnect.
+func TestPostgresReconnects(t *testing.T) {
+	t.Parallel()
+	dsn := postgresDSN(t)
+	ctx := context.Background()
+	app := strings.ReplaceAll(journaltest.Stream(t, "app"), "/", "-")
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	j, err := journal.OpenPostgres(ctx, dsn+sep+"application_name="+app)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	stream := journaltest.Stream(t, "s")
+	epoch, _, err := j.AcquireEpoch(ctx, stream)
+	require.NoError(t, err)
+	require.NoError(t, j.Append(ctx, stream, epoch, journaltest.Evs(1, 1)))
+
+	admin, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(ctx) })
+	var killed int
+	require.NoError(t, admin.QueryRow(ctx,
+		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&killed))
+	require.Positive(t, killed)
+
+	// The first write may fail on the dead connection; one of the next
+	// few must succeed on a new one.
+	var errs []error
+	for seq := int64(2); ; {
+		err := j.Append(ctx, stream, epoch, journaltest.Evs(seq, seq))
+		if err == nil {
+			break
+		}
+		errs = append(errs, err)
+		require.Less(t, len(errs), 3, "writes keep failing after the connection was dropped: %v", errs)
+	}
+	var got int
+	require.NoError(t, j.Load(ctx, stream, 0, func(journal.Event) error { got++; return nil }))
+	require.Equal(t, 2, got)
 }

@@ -255,3 +255,38 @@ func TestSQLiteSecondProcess(t *testing.T) {
 	require.Equal(t, int64(7), last)
 	require.NoError(t, j.Append(ctx, stream, epoch2, journaltest.Evs(8, 8)))
 }
+
+// TestSQLiteWriteWhileLocked: a write that cannot get the lock within the
+// busy timeout fails with an error saying so, and the journal works again
+// once the lock is released.
+func TestSQLiteWriteWhileLocked(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	ctx := context.Background()
+	j, err := journal.OpenSQLite(path, journal.WithBusyTimeout(50*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	epoch, _, err := j.AcquireEpoch(ctx, "s")
+	require.NoError(t, err)
+
+	other, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	conn, err := other.Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+	require.NoError(t, err)
+
+	err = j.Append(ctx, "s", epoch, journaltest.Evs(1, 2))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "journal.db")
+	require.Contains(t, err.Error(), "locked")
+
+	_, err = conn.ExecContext(ctx, `ROLLBACK`)
+	require.NoError(t, err)
+	require.NoError(t, j.Append(ctx, "s", epoch, journaltest.Evs(1, 2)))
+	var n int
+	require.NoError(t, j.Load(ctx, "s", 0, func(journal.Event) error { n++; return nil }))
+	require.Equal(t, 2, n)
+}

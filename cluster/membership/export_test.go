@@ -4,3 +4,7 @@ package membership
 // has started remoting and the membership endpoint listens (tests use it
 // to serialise remote starts of several members in one process).
 func SetStartedHook(p *Provider, f func()) { p.startedHook = f }
+
+// SetFailServing makes the member's endpoint answer 500 (a member that is
+// alive but cannot be probed: frozen, overloaded, partitioned).
+func SetFailServing(p *Provider, fail bool) { p.failServing.Store(fail) }

@@ -137,8 +137,7 @@ func (n *node) stop(graceful bool) {
 	for _, id := range []string{"EndpointSupervisor", "activator"} {
 		_ = n.sys.Root.StopFuture(actor.NewPID(n.sys.Address(), id)).Wait()
 	}
-	testkit.StopAll(n.sys)
-	n.sys.Shutdown()
+	// testkit.NewSystem's clean-up stops the actors and the system.
 }
 
 // ids returns the ids of the members n's provider believes alive.

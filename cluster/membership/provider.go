@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -52,6 +53,7 @@ type Provider struct {
 
 	// hooks for tests (export_test.go)
 	startedHook func()
+	failServing atomic.Bool
 }
 
 var _ cluster.ClusterProvider = (*Provider)(nil)
@@ -376,6 +378,10 @@ func (p *Provider) clusterName() string { return p.c.Config.Name }
 
 // serveMembers answers GET /members.
 func (p *Provider) serveMembers(w http.ResponseWriter, r *http.Request) {
+	if p.failServing.Load() {
+		http.Error(w, "membership: fault injected by a test", http.StatusInternalServerError)
+		return
+	}
 	from := Node{ID: r.Header.Get(HeaderID), HTTP: r.Header.Get(HeaderHTTP)}
 	if h, port, err := splitHostPort(r.Header.Get(HeaderAddr)); err == nil {
 		from.Host, from.Port = h, port

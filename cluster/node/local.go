@@ -159,7 +159,10 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		n.sys, n.ownSystem = actor.NewActorSystem(sysOpts...), true
 	}
 
-	mprops, err := master.NewProps(n.jrnl, append([]master.Option{master.WithLogger(log)}, cfg.masterOpts...)...)
+	// The workers of a local node are all known, so the master can refuse
+	// a job type none of them runs instead of queueing it forever.
+	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...)}, cfg.masterOpts...)
+	mprops, err := master.NewProps(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()
 		return nil, err

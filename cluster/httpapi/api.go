@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"encoding/json"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Paths of the HTTP API.
+const (
+	// PathWork is where work is submitted (POST) and, with "/{id}" appended,
+	// read back (GET).
+	PathWork = "/work"
+	// PathStatus answers the cluster overview (GET).
+	PathStatus = "/status"
+	// PathHealthz answers 200 while the server runs (GET).
+	PathHealthz = "/healthz"
+)
+
+// Work statuses as the API names them (GET /work/{id}).
+const (
+	// StatusAccepted: durable and waiting for a worker.
+	StatusAccepted = "accepted"
+	// StatusRunning: handed to a worker.
+	StatusRunning = "running"
+	// StatusDone: completed; the result is set.
+	StatusDone = "done"
+	// StatusFailed: failed at least once, waiting for its next attempt.
+	StatusFailed = "failed"
+	// StatusDead: out of attempts (re-submit the same id to run it again).
+	StatusDead = "dead"
+)
+
+// Member roles as /status reports them (the same words as node.Role).
+const (
+	// RoleAll: backend, frontend and workers in one process.
+	RoleAll = "all"
+	// RoleBackend: may host the master.
+	RoleBackend = "backend"
+	// RoleFrontend: serves this HTTP API.
+	RoleFrontend = "frontend"
+	// RoleWorker: runs workers.
+	RoleWorker = "worker"
+)
+
+// SubmitRequest is the body of POST /work.
+type SubmitRequest struct {
+	// ID is the work id; empty lets the server generate one. Submitting
+	// the same id again is acknowledged again and the job runs once.
+	ID string `json:"id,omitempty"`
+	// Type selects the job function on the workers (e.g. "square").
+	Type string `json:"type"`
+	// Payload is the job input, any JSON value (e.g. 7); it may be absent.
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// SubmitResponse is the body of a 201 answer to POST /work: the work is
+// durable.
+type SubmitResponse struct {
+	// ID is the work id (the generated one when the request had none).
+	ID string `json:"id"`
+}
+
+// WorkInfo is the body of GET /work/{id}.
+type WorkInfo struct {
+	// ID is the work id.
+	ID string `json:"id"`
+	// Status is one of StatusAccepted, StatusRunning, StatusDone,
+	// StatusFailed, StatusDead.
+	Status string `json:"status"`
+	// Type is the job type.
+	Type string `json:"type,omitempty"`
+	// Result is the job's result: the raw JSON when the worker produced
+	// JSON, a JSON string otherwise, null while there is none.
+	Result json.RawMessage `json:"result"`
+	// Attempts counts the hand-outs to workers so far.
+	Attempts int32 `json:"attempts"`
+	// LastError is the error of the latest failed attempt, if any.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// StatusInfo is the body of GET /status: the members of the cluster, where
+// the master runs, its queue and its workers. A cluster-backed [Backend]
+// fills Members from the membership; the all-in-one node reports itself.
+type StatusInfo struct {
+	// Members are the nodes of the cluster, in a stable order.
+	Members []Member `json:"members"`
+	// Master says where the master runs and whether it answered.
+	Master MasterInfo `json:"master"`
+	// Queue counts the master's work (valid when Master.Reachable).
+	Queue QueueInfo `json:"queue"`
+	// Workers counts the workers registered with the master.
+	Workers WorkersInfo `json:"workers"`
+}
+
+// Member is one node of the cluster.
+type Member struct {
+	// ID identifies the node (its actor system id or cluster member id).
+	ID string `json:"id"`
+	// Address is the node's actor system address (host:port; "nonhost"
+	// for an all-in-one node without remoting).
+	Address string `json:"address"`
+	// Roles are the node's roles: RoleAll, RoleBackend, RoleFrontend,
+	// RoleWorker.
+	Roles []string `json:"roles"`
+	// HTTP is the node's HTTP API address, when it serves one.
+	HTTP string `json:"http,omitempty"`
+	// Self marks the node that answered this request.
+	Self bool `json:"self,omitempty"`
+	// Master marks the node that hosts the master.
+	Master bool `json:"master,omitempty"`
+}
+
+// MasterInfo says where the master runs.
+type MasterInfo struct {
+	// Reachable reports whether the master answered the status request.
+	Reachable bool `json:"reachable"`
+	// Address is the actor system address of the master's node.
+	Address string `json:"address,omitempty"`
+	// Member is the ID of the member that hosts the master, when known.
+	Member string `json:"member,omitempty"`
+	// Error says why the master did not answer (when not Reachable).
+	Error string `json:"error,omitempty"`
+}
+
+// QueueInfo counts the master's work.
+type QueueInfo struct {
+	// Pending is the queue length: accepted or failed work waiting for a
+	// worker.
+	Pending int64 `json:"pending"`
+	// InProgress is work handed to workers and not yet done.
+	InProgress int64 `json:"in_progress"`
+	// Done is completed work the master still remembers.
+	Done int64 `json:"done"`
+	// Dead is work out of attempts.
+	Dead int64 `json:"dead"`
+	// AcceptedTotal counts every work accepted since the journal began.
+	AcceptedTotal int64 `json:"accepted_total"`
+}
+
+// WorkersInfo counts the workers registered with the master.
+type WorkersInfo struct {
+	// Idle workers run no work.
+	Idle int64 `json:"idle"`
+	// Busy workers run at least one work.
+	Busy int64 `json:"busy"`
+}
+
+// errorBody is the body of every error answer: {"error": "..."}.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// statusName maps the master's WorkStatus to the API's word; ok is false for
+// WORK_STATUS_UNKNOWN (and values this version does not know).
+func statusName(s messages.WorkStatus) (name string, ok bool) {
+	switch s {
+	case messages.WorkStatus_WORK_STATUS_ACCEPTED:
+		return StatusAccepted, true
+	case messages.WorkStatus_WORK_STATUS_RUNNING:
+		return StatusRunning, true
+	case messages.WorkStatus_WORK_STATUS_DONE:
+		return StatusDone, true
+	case messages.WorkStatus_WORK_STATUS_FAILED:
+		return StatusFailed, true
+	case messages.WorkStatus_WORK_STATUS_DEAD:
+		return StatusDead, true
+	default:
+		return "", false
+	}
+}
+
+// WorkInfoFromReply converts the master's answer into the API's view; ok is
+// false when the master does not know the work.
+func WorkInfoFromReply(r *messages.WorkStatusReply) (info WorkInfo, ok bool) {
+	name, ok := statusName(r.GetStatus())
+	if !ok {
+		return WorkInfo{ID: r.GetWorkId()}, false
+	}
+	return WorkInfo{
+		ID:        r.GetWorkId(),
+		Status:    name,
+		Type:      r.GetJobType(),
+		Result:    resultJSON(r.GetResult()),
+		Attempts:  r.GetAttempts(),
+		LastError: r.GetLastError(),
+	}, true
+}
+
+// resultJSON renders a job result as JSON: itself when it is valid JSON, a
+// JSON string of it otherwise, null when empty. The output is always valid
+// JSON.
+func resultJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	s, _ := json.Marshal(string(b)) // cannot fail for a string
+	return s
+}

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Backend is what the HTTP server needs from the cluster. The server does not
+// know how the master is reached: [ActorBackend] asks it through a
+// frontend.Client (fixed PID or cluster resolver); tests or other transports
+// may plug in their own.
+//
+// Errors should wrap ErrInvalid, ErrTooLarge, ErrNotFound or ErrUnavailable
+// so the server can pick the status code; anything else is a 500.
+// Implementations must be safe for concurrent use.
+type Backend interface {
+	// Submit returns nil once w is durable (acknowledged by the master). It
+	// retries until ctx ends; a work id already accepted is acknowledged
+	// again and does not run twice.
+	Submit(ctx context.Context, w *messages.Work) error
+	// WorkStatus asks the master about one work. An unknown id is a reply
+	// with WORK_STATUS_UNKNOWN or an error wrapping ErrNotFound.
+	WorkStatus(ctx context.Context, id string) (*messages.WorkStatusReply, error)
+	// Status returns the cluster overview. A master that does not answer
+	// is reported in StatusInfo.Master, not as an error, so the members
+	// are still shown.
+	Status(ctx context.Context) (*StatusInfo, error)
+}
+
+// MembersFunc lists the cluster's members for /status. A cluster-backed node
+// reads its membership; [LocalMembers] reports an all-in-one process.
+type MembersFunc func(ctx context.Context) ([]Member, error)
+
+// LocalMembers reports one member: this process, with its actor system's id
+// and address, marked Self, with the given roles (default RoleAll).
+func LocalMembers(sys *actor.ActorSystem, roles ...string) MembersFunc {
+	if len(roles) == 0 {
+		roles = []string{RoleAll}
+	}
+	roles = slices.Clone(roles)
+	return func(context.Context) ([]Member, error) {
+		return []Member{{ID: sys.ID, Address: sys.Address(), Roles: slices.Clone(roles), Self: true}}, nil
+	}
+}
+
+// ActorBackend implements Backend over the real actors: a frontend.Client
+// reaching the master (by PID or through the cluster) and a MembersFunc.
+type ActorBackend struct {
+	client  *frontend.Client
+	members MembersFunc
+}
+
+var _ Backend = (*ActorBackend)(nil)
+
+// NewActorBackend returns a Backend that submits and queries through client
+// and lists members with members (nil: no members).
+func NewActorBackend(client *frontend.Client, members MembersFunc) (*ActorBackend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil frontend client", ErrInvalidOption)
+	}
+	if members == nil {
+		members = func(context.Context) ([]Member, error) { return nil, nil }
+	}
+	return &ActorBackend{client: client, members: members}, nil
+}
+
+// Submit sends w until the master acknowledges it; see Backend.Submit. The
+// master's rejections map to ErrTooLarge or ErrInvalid; a master that did
+// not acknowledge before ctx ended maps to ErrUnavailable.
+func (b *ActorBackend) Submit(ctx context.Context, w *messages.Work) error {
+	err := b.client.Submit(ctx, w)
+	if err == nil {
+		return nil
+	}
+	var rej *frontend.RejectedError
+	switch {
+	case errors.As(err, &rej):
+		switch rej.Code {
+		case messages.RejectCode_REJECT_CODE_TOO_LARGE:
+			return fmt.Errorf("%w: %s", ErrTooLarge, rej.Reason)
+		case messages.RejectCode_REJECT_CODE_UNAVAILABLE:
+			return fmt.Errorf("%w: %s", ErrUnavailable, rej.Reason)
+		default:
+			return fmt.Errorf("%w: %s", ErrInvalid, rej.Reason)
+		}
+	case errors.Is(err, frontend.ErrInvalidWork):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case ctx.Err() != nil, errors.Is(err, frontend.ErrTimeout), errors.Is(err, frontend.ErrNoMaster):
+		return fmt.Errorf("%w: the master did not acknowledge work %q in time; retry with the same id (%w)", ErrUnavailable, w.GetWorkId(), err)
+	default:
+		return fmt.Errorf("%w: %w", ErrServer, err)
+	}
+}
+
+// WorkStatus asks the master about one work; see Backend.WorkStatus.
+func (b *ActorBackend) WorkStatus(ctx context.Context, id string) (*messages.WorkStatusReply, error) {
+	r, err := b.client.WorkStatus(ctx, id)
+	if err != nil {
+		return nil, b.queryErr(ctx, err)
+	}
+	return r, nil
+}
+
+// Status lists the members and asks the master for its counts; see
+// Backend.Status. The member whose Address is the master's is marked Master.
+func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
+	members, err := b.members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listing members: %w", ErrUnavailable, err)
+	}
+	info := &StatusInfo{Members: members}
+	if info.Members == nil {
+		info.Members = []Member{}
+	}
+	ms, err := b.client.MasterStatus(ctx)
+	if err != nil {
+		info.Master.Error = b.queryErr(ctx, err).Error()
+		return info, nil
+	}
+	info.Master = MasterInfo{Reachable: true, Address: ms.GetAddress()}
+	info.Queue = QueueInfo{
+		Pending:       ms.GetPending(),
+		InProgress:    ms.GetInProgress(),
+		Done:          ms.GetDone(),
+		Dead:          ms.GetDead(),
+		AcceptedTotal: ms.GetAcceptedTotal(),
+	}
+	info.Workers = WorkersInfo{Idle: ms.GetIdleWorkers(), Busy: ms.GetBusyWorkers()}
+	for i := range info.Members {
+		if info.Members[i].Address == info.Master.Address {
+			info.Members[i].Master = true
+			if info.Master.Member == "" {
+				info.Master.Member = info.Members[i].ID
+			}
+		}
+	}
+	return info, nil
+}
+
+// queryErr maps a failed one-shot query to the API's errors.
+func (b *ActorBackend) queryErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, frontend.ErrTimeout) || errors.Is(err, frontend.ErrNoMaster) {
+		return fmt.Errorf("%w: the master did not answer in time (%w)", ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: %w", ErrServer, err)
+}

@@ -1,0 +1,117 @@
+package membership_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/cluster/membership"
+)
+
+// The cluster tests start real protoactor clusters on loopback. They do not
+// run in parallel with each other (remote starts are serialised and busy
+// remotes must not see a new one start unordered), and each keeps its
+// bounds generous: the machine is shared.
+
+// TestClusterCrashFailover: three members and a client converge from the
+// seed alone; a grain answers the client; the member hosting it stops
+// abruptly and is dropped by every other node, and the grain answers from
+// another member; a member that cannot be probed any more is declared down
+// by the others and finds out that it was ejected.
+func TestClusterCrashFailover(t *testing.T) {
+	ejected := make(chan string, 4)
+	memberSpec := func(i int) spec {
+		return spec{member: true, opts: []membership.Option{membership.WithOnEjected(func() {
+			ejected <- string(rune('0' + i))
+		})}}
+	}
+	nodes := startNodes(t, true, memberSpec(0), memberSpec(1), memberSpec(2), spec{member: false})
+	members, client := nodes[:3], nodes[3]
+
+	d := waitView(t, testkit.Timeout(), idsOf(members...), nodes...)
+	t.Logf("converged %v after the last start returned", d)
+
+	addr, err := client.ask("g1", 2*time.Second)
+	require.NoError(t, err, "grain request from the client")
+	var owner *node
+	var survivors []*node
+	for _, m := range members {
+		if m.sys.Address() == addr {
+			owner = m
+		} else {
+			survivors = append(survivors, m)
+		}
+	}
+	require.NotNil(t, owner, "the grain answered from %s, which is no member", addr)
+
+	// Members helper: members with roles, then the client itself.
+	got := membership.Members(client.c)
+	require.Len(t, got, 4)
+	require.True(t, got[3].Client && got[3].Self, "the client lists itself last: %+v", got)
+	for _, m := range got[:3] {
+		require.False(t, m.Client)
+		require.Contains(t, m.Kinds, echoKind)
+		require.Equal(t, membership.RoleBackend, m.Role, "a member hosting kinds on a free port")
+	}
+	require.Eventually(t, func() bool { // members report the client that polls them
+		ms := membership.Members(members[0].c)
+		return len(ms) == 4 && ms[3].ID == client.sys.ID && ms[3].Role == membership.RoleWorker
+	}, testkit.Timeout(), 5*time.Millisecond)
+
+	// Crash: endpoint and remote gone at once, no leave.
+	owner.stop(false)
+	d = waitView(t, 3*testkit.Timeout(), idsOf(survivors...), append(slices.Clone(survivors), client)...)
+	t.Logf("crashed member dropped by every node after %v (defaults: refresh %v, failures %d)",
+		d, membership.DefaultRefresh, membership.DefaultFailures)
+
+	var again string
+	require.Eventually(t, func() bool {
+		again, err = client.ask("g1", time.Second)
+		return err == nil
+	}, 5*testkit.Timeout(), 10*time.Millisecond, "the grain never answered after the crash: %v", err)
+	require.NotEqual(t, addr, again, "the grain answered from the crashed member")
+
+	// A member that cannot be probed (frozen, overloaded) is declared down
+	// by the others, keeps seeing them, and learns that it was ejected.
+	frozen, other := survivors[1], survivors[0]
+	membership.SetFailServing(frozen.p, true)
+	waitView(t, 3*testkit.Timeout(), idsOf(other), other)
+	select {
+	case <-ejected:
+	case <-time.After(3 * testkit.Timeout()):
+		t.Fatal("the ejected member was not told")
+	}
+	require.Empty(t, ejected, "only the ejected member is told, once")
+}
+
+// TestClusterGracefulLeaveAndJoin: with a failure threshold far too high to
+// matter, a member that leaves gracefully is still dropped at once; a new
+// member that knows only the seed is learned by every node.
+func TestClusterGracefulLeaveAndJoin(t *testing.T) {
+	slow := []membership.Option{membership.WithFailures(1000)}
+	nodes := startNodes(t, true,
+		spec{member: true, opts: slow}, spec{member: true, opts: slow}, spec{member: true, opts: slow},
+		spec{member: false, opts: slow})
+	members, client := nodes[:3], nodes[3]
+	waitView(t, testkit.Timeout(), idsOf(members...), nodes...)
+
+	start := time.Now()
+	members[2].stop(true)
+	leave := time.Since(start)
+	d := waitView(t, testkit.Timeout(), idsOf(members[:2]...), members[0], members[1])
+	t.Logf("graceful leave took %v, dropped by the members %v after it returned", leave, d)
+	// The client is not waited for; it sees the 503 at its next poll.
+	waitView(t, testkit.Timeout(), idsOf(members[:2]...), client)
+
+	// The seed is the only endpoint the new member knows.
+	joined := startNodes(t, false, spec{member: true, opts: slow, seeds: []string{members[0].p.HTTPAddr()}})[0]
+	want := idsOf(members[0], members[1], joined)
+	d = waitView(t, testkit.Timeout(), want, members[0], members[1], joined, client)
+	t.Logf("new member learned by all %v after its start returned", d)
+	addr, err := client.ask("g2", 2*time.Second)
+	require.NoError(t, err)
+	require.Contains(t, []string{members[0].sys.Address(), members[1].sys.Address(), joined.sys.Address()}, addr)
+}
