@@ -76,7 +76,9 @@ func TestWorkersOnTwoMembersOneStops(t *testing.T) {
 	testkit.StartRemote(t, sysA)
 
 	codec := pulling.WithCodec(pulling.JSONCodec[int]())
-	master := spawnMaster[int](t, sysA, codec, pulling.WithBatchSize(100))
+	// The ack timeout is far beyond the test's bound: re-delivery must come
+	// from watching B's workers, not from timeouts.
+	master := spawnMaster[int](t, sysA, codec, pulling.WithBatchSize(100), pulling.WithAckTimeout(10*time.Minute))
 
 	const n = 3000
 	var seen processed

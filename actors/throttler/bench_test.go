@@ -1,6 +1,7 @@
 package throttler_test
 
 import (
+	"cmp"
 	"sync"
 	"testing"
 	"time"
@@ -107,24 +108,26 @@ func BenchmarkActor(b *testing.B) {
 }
 
 // BenchmarkAccuracy measures, on the wall clock, the rate achieved under a
-// backlog over 10 periods of 100 calls per 200ms, as the error against the
+// backlog over 10 periods of 100 calls per 200ms (or per 1s), as the error against the
 // configured rate in percent (rate_err_%; negative = slower).
 func BenchmarkAccuracy(b *testing.B) {
 	if testing.Short() {
 		b.Skip("accuracy benchmarks skipped in -short mode")
 	}
-	rate := throttler.Rate{Calls: 100, Per: 200 * time.Millisecond}
 	const periods = 10
 	for _, tc := range []struct {
 		name string
+		per  time.Duration // default 200ms
 		opts []throttler.Option
 	}{
 		{name: "mode=timer", opts: []throttler.Option{throttler.WithMode(throttler.ModeTimer)}},
 		{name: "mode=sliding_window", opts: []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}},
+		{name: "mode=sliding_window/per=1s", per: time.Second, opts: []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}},
 		{name: "mode=token_bucket/burst=1", opts: []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket)}},
 		{name: "mode=token_bucket/burst=10", opts: []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(10)}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
+			rate := throttler.Rate{Calls: 100, Per: cmp.Or(tc.per, 200*time.Millisecond)}
 			var errSum float64
 			for range b.N {
 				sys := testkit.NewSystem(b)

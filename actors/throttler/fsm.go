@@ -282,9 +282,10 @@ func (f *FSM[T, M]) Tick(now time.Time) Effects[T, M] {
 // In ModeTimer the current period is cut short and a period of the new
 // length starts now (an Active throttler restarts its timer); the
 // deliveries already made in the cut period count against the new period's
-// Calls, so the two together deliver at most max(old used, new Calls). In strict modes the history of deliveries
-// is kept, so windows that start after the change hold at most the new
-// Calls (see Limiter.SetRate).
+// Calls, so the two together deliver at most max(already delivered, new
+// Calls). In strict modes the history of deliveries is kept, so windows
+// that start after the change hold at most the new Calls (see
+// Limiter.SetRate).
 func (f *FSM[T, M]) SetRate(r Rate, now time.Time) (Effects[T, M], error) {
 	if f.mode.strict() {
 		if err := f.limiter.SetRate(r); err != nil {

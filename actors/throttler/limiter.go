@@ -28,8 +28,10 @@ type Limiter struct {
 	head int
 	// tat is the token bucket's theoretical arrival time (GCRA): the time at
 	// which the bucket would be empty again.
-	tat  time.Time
-	last time.Time // time of the latest grant
+	tat       time.Time
+	interval  time.Duration // rate.Interval(), cached
+	tolerance time.Duration // (Burst()-1) * interval, cached
+	last      time.Time     // time of the latest grant
 }
 
 // NewLimiter returns a strict limiter for rate. Options: WithMode
@@ -93,6 +95,8 @@ func (l *Limiter) SetRate(rate Rate) error {
 		l.tat = l.last.Add(owed * rate.Interval())
 	}
 	l.rate = rate
+	l.interval = rate.Interval()
+	l.tolerance = time.Duration(l.Burst()-1) * l.interval
 	return nil
 }
 
@@ -123,8 +127,7 @@ func (l *Limiter) Delay(now time.Time) time.Duration {
 		}
 	}
 	if l.mode == ModeTokenBucket && !l.tat.IsZero() {
-		tolerance := time.Duration(l.Burst()-1) * l.rate.Interval()
-		if w := l.tat.Add(-tolerance).Sub(now); w > wait {
+		if w := l.tat.Add(-l.tolerance).Sub(now); w > wait {
 			wait = w
 		}
 	}
@@ -164,6 +167,6 @@ func (l *Limiter) record(now time.Time) {
 		if l.tat.Before(now) {
 			l.tat = now
 		}
-		l.tat = l.tat.Add(l.rate.Interval())
+		l.tat = l.tat.Add(l.interval)
 	}
 }

@@ -154,6 +154,13 @@ func (s *slots) result(workID string) ([]byte, bool) {
 	return r, ok
 }
 
+// takeQueue empties the local queue and returns it.
+func (s *slots) takeQueue() []*messages.Work {
+	q := s.queue
+	s.queue = nil
+	return q
+}
+
 // drain empties every slot and the queue and returns their work: what the
 // worker hands back when it stops.
 func (s *slots) drain() []*messages.Work {

@@ -83,6 +83,23 @@ type workerActor struct {
 	resendTimers  map[string]clock.Timer
 	outbox        []*messages.WorkFailed // failures waiting for a master
 	stopped       bool
+	drainers      []*actor.PID // senders of Drain, answered with Drained
+	draining      bool
+	deregistered  bool
+}
+
+// Drain asks a worker to finish gracefully: it stops asking for work, hands
+// back work that has not started (WorkFailed with ErrWorkerStopping), lets
+// running jobs finish, waits for the Acks of their results, deregisters,
+// answers the sender Drained and stops. If the master never acknowledges,
+// the drain never ends: bound it with a timeout and then stop the worker,
+// which hands the rest back.
+type Drain struct{}
+
+// Drained answers Drain once the worker has nothing left and is stopping.
+type Drained struct {
+	// WorkerID is the drained worker's id.
+	WorkerID string
 }
 
 var _ actor.SupervisorStrategy = (*workerActor)(nil)
@@ -104,15 +121,17 @@ func (w *workerActor) Receive(c actor.Context) {
 			w.resolve()
 		}
 	case *messages.WorkIsReady:
-		if n := w.st.capacity(); n > 0 {
-			w.requestWork(n)
-		}
+		w.maybeRequest()
+	case *Drain:
+		w.onDrain(c)
 	case *messages.Work:
 		w.onWork(m)
 	case *execResult:
 		w.onResult(m)
+		w.checkDrained(c)
 	case *messages.Ack:
 		w.onAck(m.GetWorkId())
+		w.checkDrained(c)
 	case *resendTick:
 		w.onResend(m.workID)
 	case *actor.Stopping, *actor.Restarting:
@@ -249,6 +268,10 @@ func (w *workerActor) onWork(m *messages.Work) {
 	if w.cfg.onWork != nil {
 		w.cfg.onWork(w.seq, m)
 	}
+	if w.draining || w.stopped {
+		w.fail(m, ErrWorkerStopping)
+		return
+	}
 	if _, ok := w.reg.Lookup(m.GetJobType()); !ok {
 		w.fail(m, w.reg.unknownTypeError(m.GetJobType()))
 		return
@@ -305,7 +328,7 @@ func (w *workerActor) startNext(slot int, next *messages.Work) {
 }
 
 func (w *workerActor) maybeRequest() {
-	if n := w.st.capacity(); n > 0 && !w.stopped {
+	if n := w.st.capacity(); n > 0 && !w.stopped && !w.draining {
 		w.requestWork(n)
 	}
 }
@@ -384,6 +407,38 @@ func (w *workerActor) shutdown() {
 	for id, res := range w.st.unacked {
 		w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
 	}
-	w.tell(&messages.DeregisterWorker{WorkerId: w.id})
+	if !w.deregistered {
+		w.deregistered = true
+		w.tell(&messages.DeregisterWorker{WorkerId: w.id})
+	}
 	w.log.Info("Worker stopped")
+}
+
+func (w *workerActor) onDrain(c actor.Context) {
+	if s := c.Sender(); s != nil {
+		w.drainers = append(w.drainers, s)
+	}
+	if !w.draining {
+		w.draining = true
+		w.log.Info("Worker draining", "running", w.st.busy(), "unacked", len(w.st.unacked))
+		// Hand back what has not started; running jobs finish.
+		for _, m := range w.st.takeQueue() {
+			w.fail(m, ErrWorkerStopping)
+		}
+	}
+	w.checkDrained(c)
+}
+
+// checkDrained finishes a drain once nothing runs and every result is acked.
+func (w *workerActor) checkDrained(c actor.Context) {
+	if !w.draining || w.stopped || w.st.busy() > 0 || len(w.st.unacked) > 0 {
+		return
+	}
+	w.deregistered = true
+	w.tell(&messages.DeregisterWorker{WorkerId: w.id})
+	for _, d := range w.drainers {
+		c.Send(d, &Drained{WorkerID: w.id})
+	}
+	w.drainers = nil
+	c.Stop(c.Self())
 }

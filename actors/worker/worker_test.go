@@ -249,6 +249,32 @@ func TestWorker(t *testing.T) {
 		require.ErrorIs(t, <-b.ctxErrs, context.Canceled)
 	})
 
+	t.Run("DrainFinishesRunningWorkThenStops", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, worker.WithWindow(1))
+		caller := testkit.NewProbe(t, b.sys)
+		caller.Watch(pid)
+		b.master.Send(pid, work("run", "block", "run"))
+		<-b.started
+		b.master.Send(pid, work("queued", "echo", "q")) // beyond the window
+		caller.Request(pid, &worker.Drain{})
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Equal(t, "queued", f.GetWorkId(), "work that has not started is handed back")
+		b.master.Send(pid, &messages.WorkIsReady{})
+		b.master.Send(pid, work("late", "echo", "l"))
+		b.master.ExpectMsg(&messages.WorkFailed{WorkerId: "w1", WorkId: "late", Error: worker.ErrWorkerStopping.Error()}, testkit.Timeout())
+		caller.ExpectNoMsg(20 * time.Millisecond)
+		close(b.release)
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "run", Result: []byte("run")}, testkit.Timeout())
+		b.master.ExpectNoMsg(20 * time.Millisecond) // draining: no WorkerRequestsWork
+		caller.ExpectNoMsg(20 * time.Millisecond)   // still waiting for the Ack
+		b.master.Reply(&messages.Ack{WorkId: "run"})
+		b.master.ExpectMsg(&messages.DeregisterWorker{WorkerId: "w1"}, testkit.Timeout())
+		got := caller.ReceiveN(2, testkit.Timeout()) // Drained and Terminated, in either order
+		require.Contains(t, got, any(&worker.Drained{WorkerID: "w1"}))
+		b.master.ExpectNoMsg(20 * time.Millisecond) // nothing handed back, no second Deregister
+	})
+
 	t.Run("CrashOnNthWorkViaHook", func(t *testing.T) {
 		t.Parallel()
 		// The flaky worker of the Akka DistributedWorkerSpec dies on its 5th

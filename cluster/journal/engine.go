@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 )
 
@@ -22,11 +23,12 @@ type backend interface {
 
 // txn is one write transaction.
 type txn interface {
-	// state returns the stream's current epoch and last seq (0, 0 if the
-	// stream is unknown), locking it against other writers where needed.
-	state(stream string) (epoch, lastSeq int64, err error)
-	// putState stores the stream's epoch and last seq.
-	putState(stream string, epoch, lastSeq int64) error
+	// states returns the current epoch and last seq of each of streams
+	// (sorted, distinct), locking them against other writers where the store
+	// needs it; an unknown stream may be missing from the map (0, 0).
+	states(streams []string) (map[string]streamPos, error)
+	// putStates stores the streams' epochs and last seqs.
+	putStates(pos []streamPos) error
 	insertEvents(stream string, recs []record) error
 	saveSnapshot(stream string, rec record) error
 	deleteEvents(stream string, toSeq int64) error
@@ -180,6 +182,12 @@ func (e *engine) run() {
 	}
 }
 
+// streamPos is a stream's stored position.
+type streamPos struct {
+	stream      string
+	epoch, last int64
+}
+
 // streamState is a stream's position as seen inside one transaction.
 type streamState struct {
 	epoch, last int64
@@ -247,24 +255,29 @@ func (e *engine) tryCommit(ops []*op) (began bool, err error) {
 			}
 		}
 	}()
-	states := make(map[string]*streamState, 4)
-	get := func(stream string) (*streamState, error) {
-		if st, ok := states[stream]; ok {
-			return st, nil
+	// Read (and, where the store needs it, lock) every stream of the batch
+	// in one statement, in sorted order so that writers in other processes
+	// lock them in the same order.
+	names := make([]string, 0, 4)
+	seen := make(map[string]bool, 4)
+	for _, o := range ops {
+		if !seen[o.stream] {
+			seen[o.stream] = true
+			names = append(names, o.stream)
 		}
-		ep, last, err := tx.state(stream)
-		if err != nil {
-			return nil, err
-		}
-		st := &streamState{epoch: ep, last: last}
-		states[stream] = st
-		return st, nil
+	}
+	slices.Sort(names)
+	positions, err := tx.states(names)
+	if err != nil {
+		return true, err
+	}
+	states := make(map[string]*streamState, len(names))
+	for _, name := range names {
+		p := positions[name]
+		states[name] = &streamState{epoch: p.epoch, last: p.last}
 	}
 	for _, o := range ops {
-		st, err := get(o.stream)
-		if err != nil {
-			return true, err
-		}
+		st := states[o.stream]
 		if o.kind == opAcquire {
 			st.epoch++
 			st.dirty = true
@@ -302,11 +315,15 @@ func (e *engine) tryCommit(ops []*op) (began bool, err error) {
 			}
 		}
 	}
-	for stream, st := range states {
-		if st.dirty {
-			if err := tx.putState(stream, st.epoch, st.last); err != nil {
-				return true, err
-			}
+	var dirty []streamPos
+	for _, name := range names {
+		if st := states[name]; st.dirty {
+			dirty = append(dirty, streamPos{stream: name, epoch: st.epoch, last: st.last})
+		}
+	}
+	if len(dirty) > 0 {
+		if err := tx.putStates(dirty); err != nil {
+			return true, err
 		}
 	}
 	return true, tx.commit()

@@ -35,13 +35,16 @@ CREATE TABLE IF NOT EXISTS foreman_snapshots (
 )
 
 const (
-	// pgState locks the stream's row (creating it) and returns its
-	// position: ON CONFLICT DO UPDATE takes the row lock, so a concurrent
-	// writer in another process waits for this transaction.
-	pgState = `INSERT INTO foreman_epochs (stream, epoch, last_seq) VALUES ($1, 0, 0)
-ON CONFLICT (stream) DO UPDATE SET stream = excluded.stream RETURNING epoch, last_seq`
-	pgPutState = `UPDATE foreman_epochs SET epoch = $2, last_seq = $3 WHERE stream = $1`
-	pgInsert   = `INSERT INTO foreman_events (stream, seq, type, data)
+	// pgStates locks the streams' rows (creating them) and returns their
+	// positions: ON CONFLICT DO UPDATE takes each row lock, so a writer in
+	// another process waits for this transaction. Rows are locked in
+	// sorted order, the same in every process, to avoid deadlocks.
+	pgStates = `INSERT INTO foreman_epochs (stream, epoch, last_seq)
+SELECT s, 0, 0 FROM unnest($1::text[]) AS u(s) ORDER BY s
+ON CONFLICT (stream) DO UPDATE SET stream = excluded.stream RETURNING stream, epoch, last_seq`
+	pgPutStates = `UPDATE foreman_epochs AS e SET epoch = u.epoch, last_seq = u.last
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(stream, epoch, last) WHERE e.stream = u.stream`
+	pgInsert = `INSERT INTO foreman_events (stream, seq, type, data)
 SELECT $1, s, t, d FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(s, t, d)`
 	pgSnapshot = `INSERT INTO foreman_snapshots (stream, seq, type, data) VALUES ($1, $2, $3, $4)
 ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, type = excluded.type, data = excluded.data
@@ -170,16 +173,34 @@ type pendingRows struct {
 	data   [][]byte
 }
 
-func (t *pgTxn) state(stream string) (epoch, lastSeq int64, err error) {
-	err = t.tx.QueryRow(bg, pgState, stream).Scan(&epoch, &lastSeq)
-	return epoch, lastSeq, err
+func (t *pgTxn) states(streams []string) (map[string]streamPos, error) {
+	rows, err := t.tx.Query(bg, pgStates, streams)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	pos := make(map[string]streamPos, len(streams))
+	for rows.Next() {
+		var p streamPos
+		if err := rows.Scan(&p.stream, &p.epoch, &p.last); err != nil {
+			return nil, err
+		}
+		pos[p.stream] = p
+	}
+	return pos, rows.Err()
 }
 
-func (t *pgTxn) putState(stream string, epoch, lastSeq int64) error {
+func (t *pgTxn) putStates(pos []streamPos) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(bg, pgPutState, stream, epoch, lastSeq)
+	names := make([]string, len(pos))
+	epochs := make([]int64, len(pos))
+	lasts := make([]int64, len(pos))
+	for i, p := range pos {
+		names[i], epochs[i], lasts[i] = p.stream, p.epoch, p.last
+	}
+	_, err := t.tx.Exec(bg, pgPutStates, names, epochs, lasts)
 	return err
 }
 

@@ -130,13 +130,13 @@ type sqliteBackend struct {
 
 	// Writer goroutine only.
 	inserts [insertChunk + 1]*sql.Stmt // multi-row INSERTs by row count
+	puts    [insertChunk + 1]*sql.Stmt // multi-row epoch upserts
 	pending []pendingRow
 	args    []any
 }
 
 const (
 	qState     = `SELECT epoch, last_seq FROM epochs WHERE stream = ?`
-	qPutState  = `INSERT INTO epochs (stream, epoch, last_seq) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`
 	qSnapshot  = `INSERT INTO snapshots (stream, seq, type, data) VALUES (?, ?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, type = excluded.type, data = excluded.data WHERE excluded.seq >= snapshots.seq`
 	qDelete    = `DELETE FROM events WHERE stream = ? AND seq <= ?`
 	qLoad      = `SELECT seq, type, data FROM events WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?`
@@ -178,7 +178,7 @@ func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 	if err := b.initSchema(ctx); err != nil {
 		return nil, sqliteOpenError(path, cfg, err)
 	}
-	for _, q := range []string{qState, qPutState, qSnapshot, qDelete} {
+	for _, q := range []string{qState, qSnapshot, qDelete} {
 		if b.stmts[q], err = b.wconn.PrepareContext(ctx, q); err != nil {
 			return nil, sqliteOpenError(path, cfg, err)
 		}
@@ -266,7 +266,7 @@ func (b *sqliteBackend) close() error {
 	for _, s := range b.rstmts {
 		errs = append(errs, s.Close())
 	}
-	for _, s := range b.inserts {
+	for _, s := range append(b.inserts[:], b.puts[:]...) {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
@@ -307,17 +307,67 @@ type pendingRow struct {
 
 var bg = context.Background()
 
-func (t sqliteTxn) state(stream string) (epoch, lastSeq int64, err error) {
-	err = t.b.stmts[qState].QueryRowContext(bg, stream).Scan(&epoch, &lastSeq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, nil
+func (t sqliteTxn) states(streams []string) (map[string]streamPos, error) {
+	pos := make(map[string]streamPos, len(streams))
+	if len(streams) == 1 {
+		var p streamPos
+		err := t.b.stmts[qState].QueryRowContext(bg, streams[0]).Scan(&p.epoch, &p.last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pos, nil
+		}
+		pos[streams[0]] = p
+		return pos, err
 	}
-	return epoch, lastSeq, err
+	for len(streams) > 0 {
+		n := min(len(streams), insertChunk)
+		args := t.b.args[:0]
+		for _, s := range streams[:n] {
+			args = append(args, s)
+		}
+		t.b.args = args
+		q := `SELECT stream, epoch, last_seq FROM epochs WHERE stream IN (?` + strings.Repeat(`, ?`, n-1) + `)`
+		rows, err := t.b.wconn.QueryContext(bg, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var p streamPos
+			if err := rows.Scan(&p.stream, &p.epoch, &p.last); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			pos[p.stream] = p
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		streams = streams[n:]
+	}
+	return pos, nil
 }
 
-func (t sqliteTxn) putState(stream string, epoch, lastSeq int64) error {
-	_, err := t.b.stmts[qPutState].ExecContext(bg, stream, epoch, lastSeq)
-	return err
+func (t sqliteTxn) putStates(pos []streamPos) error {
+	for len(pos) > 0 {
+		n := min(len(pos), insertChunk)
+		st, err := t.b.multiStmt(&t.b.puts, n, `INSERT INTO epochs (stream, epoch, last_seq) VALUES (?, ?, ?)`, `, (?, ?, ?)`,
+			` ON CONFLICT (stream) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`)
+		if err != nil {
+			return err
+		}
+		args := t.b.args[:0]
+		for _, p := range pos[:n] {
+			args = append(args, p.stream, p.epoch, p.last)
+		}
+		t.b.args = args
+		if _, err := st.ExecContext(bg, args...); err != nil {
+			return err
+		}
+		pos = pos[n:]
+	}
+	return nil
 }
 
 func (t sqliteTxn) insertEvents(stream string, recs []record) error {
@@ -333,7 +383,7 @@ func (t sqliteTxn) flush() error {
 	t.b.pending = t.b.pending[:0]
 	for len(rows) > 0 {
 		n := min(len(rows), insertChunk)
-		st, err := t.b.insertStmt(n)
+		st, err := t.b.multiStmt(&t.b.inserts, n, `INSERT INTO events (stream, seq, type, data) VALUES (?, ?, ?, ?)`, `, (?, ?, ?, ?)`, ``)
 		if err != nil {
 			return err
 		}
@@ -350,21 +400,17 @@ func (t sqliteTxn) flush() error {
 	return nil
 }
 
-// insertStmt returns the prepared INSERT of n rows.
-func (b *sqliteBackend) insertStmt(n int) (*sql.Stmt, error) {
-	if st := b.inserts[n]; st != nil {
+// multiStmt returns the prepared statement of n rows: head, n-1 times
+// more, then tail; cache holds them by n.
+func (b *sqliteBackend) multiStmt(cache *[insertChunk + 1]*sql.Stmt, n int, head, more, tail string) (*sql.Stmt, error) {
+	if st := cache[n]; st != nil {
 		return st, nil
 	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO events (stream, seq, type, data) VALUES (?, ?, ?, ?)`)
-	for range n - 1 {
-		q.WriteString(`, (?, ?, ?, ?)`)
-	}
-	st, err := b.wconn.PrepareContext(bg, q.String())
+	st, err := b.wconn.PrepareContext(bg, head+strings.Repeat(more, n-1)+tail)
 	if err != nil {
 		return nil, err
 	}
-	b.inserts[n] = st
+	cache[n] = st
 	return st, nil
 }
 

@@ -1,0 +1,262 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// endpoints lists the API for 404 answers.
+const endpoints = "POST /work, GET /work/{id}, GET /status, GET /healthz"
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathWork, s.handleSubmit)
+	mux.HandleFunc("GET "+PathWork+"/{id}", s.handleWork)
+	mux.HandleFunc("GET "+PathStatus, s.handleStatus)
+	mux.HandleFunc("GET "+PathHealthz, s.handleHealthz)
+	mux.HandleFunc(PathWork, methodNotAllowed(http.MethodPost))
+	mux.HandleFunc(PathWork+"/{id}", methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc(PathStatus, methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc(PathHealthz, methodNotAllowed("GET, HEAD"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no endpoint %s %s; the API has %s", r.Method, r.URL.Path, endpoints)})
+	})
+	return mux
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: fmt.Sprintf("method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)})
+	}
+}
+
+// handleSubmit: POST /work.
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > s.cfg.maxBody {
+		s.fail(w, r, fmt.Errorf("%w: the body is %d bytes, over the limit of %d; send a reference to large data instead", ErrTooLarge, r.ContentLength, s.cfg.maxBody))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
+	req, err := DecodeSubmit(r.Body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.ID == "" {
+		req.ID = s.cfg.newID()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
+	defer cancel()
+	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	if err := s.backend.Submit(ctx, work); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Debug("work accepted", "work_id", req.ID, "job_type", req.Type)
+	w.Header().Set("Location", PathWork+"/"+url.PathEscape(req.ID))
+	writeJSON(w, http.StatusCreated, SubmitResponse{ID: req.ID})
+}
+
+// handleWork: GET /work/{id}.
+func (s *Server) handleWork(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validateID(id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.queryTimeout)
+	defer cancel()
+	reply, err := s.backend.WorkStatus(ctx, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	info, ok := WorkInfoFromReply(reply)
+	if !ok {
+		s.fail(w, r, fmt.Errorf("%w: work %q is unknown: never accepted, or done and forgotten after the master's retention", ErrNotFound, id))
+		return
+	}
+	info.ID = id
+	writeJSON(w, http.StatusOK, info)
+}
+
+// handleStatus: GET /status.
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.queryTimeout)
+	defer cancel()
+	info, err := s.backend.Status(ctx)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if info.Members == nil {
+		info.Members = []Member{}
+	}
+	if addr := s.Addr(); addr != "" {
+		for i := range info.Members {
+			if info.Members[i].Self && info.Members[i].HTTP == "" {
+				info.Members[i].HTTP = addr
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// handleHealthz: GET /healthz. It reports that the HTTP server runs; use
+// /status to see whether the master answers.
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// fail writes err as {"error": ...} with the status code of its sentinel.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, sentinel := http.StatusInternalServerError, ErrServer
+	for _, c := range []struct {
+		code int
+		err  error
+	}{
+		{http.StatusRequestEntityTooLarge, ErrTooLarge},
+		{http.StatusBadRequest, ErrInvalid},
+		{http.StatusNotFound, ErrNotFound},
+		{http.StatusServiceUnavailable, ErrUnavailable},
+	} {
+		if errors.Is(err, c.err) {
+			code, sentinel = c.code, c.err
+			break
+		}
+	}
+	if code == http.StatusInternalServerError && errors.Is(err, context.DeadlineExceeded) {
+		code, sentinel = http.StatusServiceUnavailable, ErrUnavailable
+	}
+	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	level := slog.LevelDebug
+	switch {
+	case code == http.StatusServiceUnavailable:
+		level = slog.LevelWarn
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.cfg.retryAfter.Seconds()))))
+	case code >= 500:
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "http request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", msg)
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // only our own types are written: a bug
+		code = http.StatusInternalServerError
+		body, _ = json.Marshal(errorBody{Error: "httpapi: cannot encode the answer: " + err.Error()})
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// DecodeSubmit reads the body of POST /work: one JSON object with "type"
+// (required), "id" and "payload" (optional), nothing else. The payload is
+// returned compacted, nil when absent or null. Errors wrap ErrInvalid (with a
+// message that says what to fix) or ErrTooLarge (the reader was an
+// http.MaxBytesReader that hit its limit).
+func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
+	var req SubmitRequest
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return SubmitRequest{}, decodeErr(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return SubmitRequest{}, decodeErr(err)
+		}
+		return SubmitRequest{}, fmt.Errorf("%w: extra data after the JSON object; send exactly one object", ErrInvalid)
+	}
+	if req.Type == "" {
+		return SubmitRequest{}, fmt.Errorf(`%w: missing "type": set it to a job type the workers run, e.g. {"type":"square","payload":7}`, ErrInvalid)
+	}
+	if len(req.Type) > MaxTypeLength || !printable(req.Type) {
+		return SubmitRequest{}, fmt.Errorf(`%w: "type" must be at most %d bytes of printable text`, ErrInvalid, MaxTypeLength)
+	}
+	if req.ID != "" {
+		if err := validateID(req.ID); err != nil {
+			return SubmitRequest{}, err
+		}
+	}
+	switch p := bytes.TrimSpace(req.Payload); {
+	case len(p) == 0 || string(p) == "null":
+		req.Payload = nil
+	default:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p); err != nil { // cannot happen: the decoder validated it
+			return SubmitRequest{}, fmt.Errorf(`%w: "payload" is not valid JSON: %v`, ErrInvalid, err)
+		}
+		req.Payload = buf.Bytes()
+	}
+	return req, nil
+}
+
+// decodeErr turns a json decoding error into a message for the client.
+func decodeErr(err error) error {
+	var (
+		tooLarge *http.MaxBytesError
+		syntax   *json.SyntaxError
+		typ      *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return fmt.Errorf("%w: the body is over the limit of %d bytes; send a reference to large data instead", ErrTooLarge, tooLarge.Limit)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf(`%w: empty body; send a JSON object like {"type":"square","payload":7}`, ErrInvalid)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: the JSON body ends too early", ErrInvalid)
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%w: malformed JSON at byte %d: %v", ErrInvalid, syntax.Offset, syntax)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Errorf("%w: field %q must be a %s, not a JSON %s", ErrInvalid, typ.Field, typ.Type, typ.Value)
+	case errors.As(err, &typ):
+		return fmt.Errorf(`%w: the body must be a JSON object like {"type":"square","payload":7}, not a JSON %s`, ErrInvalid, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return fmt.Errorf(`%w: %s; the fields are "id", "type" and "payload"`, ErrInvalid, strings.TrimPrefix(err.Error(), "json: "))
+	default:
+		return fmt.Errorf("%w: cannot read the body: %v", ErrInvalid, err)
+	}
+}
+
+// validateID checks a work id given by a client.
+func validateID(id string) error {
+	if len(id) > MaxIDLength || !printable(id) {
+		return fmt.Errorf("%w: work id %.40q must be 1-%d bytes of printable text", ErrInvalid, id, MaxIDLength)
+	}
+	return nil
+}
+
+// printable reports whether s is non-empty valid UTF-8 without control
+// characters.
+func printable(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,368 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Names in the cluster.
+const (
+	// ClusterName is the protoactor cluster name of a Foreman cluster.
+	ClusterName = "foreman"
+	// MasterKind is the cluster kind of the singleton master; only backend
+	// nodes register it, so only they host the master.
+	MasterKind = "master"
+	// MasterIdentity is the fixed identity of the singleton master.
+	MasterIdentity = "master"
+	// ResultsTopic is the pub-sub topic results are published on.
+	ResultsTopic = "results"
+)
+
+// Defaults of cluster nodes.
+const (
+	DefaultKeepAlive       = 250 * time.Millisecond
+	DefaultResubscribe     = 2 * time.Second
+	DefaultLocatorTTL      = 2 * time.Second
+	DefaultClusterAskLimit = time.Second
+)
+
+// ClusterConfig describes a cluster node.
+type ClusterConfig struct {
+	// Role of the node: RoleBackend, RoleFrontend or RoleWorker.
+	Role Role
+	// Host to bind and advertise (default 127.0.0.1).
+	Host string
+	// Port of the node's remote endpoint (0: a free port).
+	Port int
+	// Provider is the membership provider (required).
+	Provider cluster.ClusterProvider
+	// DataDir holds the shared SQLite journal of backend nodes, unless
+	// Journal is set.
+	DataDir string
+	// Journal overrides the backend's journal (the node does not close it).
+	Journal journal.Journal
+	// Workers is the number of workers of a worker node.
+	Workers int
+	// Registry holds the job functions of a worker node (default: built-ins).
+	Registry *worker.Registry
+	// MasterOptions, WorkerOptions and FrontendOptions pass options on.
+	MasterOptions   []master.Option
+	WorkerOptions   []worker.Option
+	FrontendOptions []frontend.Option
+	// OnResult is called for every result a frontend node consumes.
+	OnResult func(*messages.WorkResult)
+	// Logger for the node and its actor system (default slog.Default()).
+	Logger *slog.Logger
+	// KeepAlive is how often a backend touches the master so it is active
+	// somewhere at all times (default 250 ms).
+	KeepAlive time.Duration
+	// RequestTimeout bounds cluster requests (default 1 s).
+	RequestTimeout time.Duration
+}
+
+// ClusterNode is a running backend, frontend or worker node.
+type ClusterNode struct {
+	cfg     ClusterConfig
+	log     *slog.Logger
+	sys     *actor.ActorSystem
+	c       *cluster.Cluster
+	jrnl    journal.Journal
+	ownJ    bool
+	locator *MasterLocator
+	client  *frontend.Client
+	workers []*actor.PID
+	results *actor.PID
+	prod    *cluster.BatchingProducer
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background loops
+	once   sync.Once
+}
+
+// StartCluster starts a node of the given role and joins the cluster.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) {
+	if cfg.Provider == nil {
+		return nil, fmt.Errorf("%w: a membership provider is required", ErrInvalidConfig)
+	}
+	if cfg.Role != RoleBackend && cfg.Role != RoleFrontend && cfg.Role != RoleWorker {
+		return nil, fmt.Errorf("%w: role %v is not a cluster role", ErrInvalidConfig, cfg.Role)
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultClusterAskLimit
+	}
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("%w: workers %d must be 0 or more", ErrInvalidConfig, cfg.Workers)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	n := &ClusterNode{cfg: cfg, log: log.With("component", "node", "role", cfg.Role.String())}
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return log.With("lib", "protoactor")
+	}))
+
+	var kinds []*cluster.Kind
+	if cfg.Role == RoleBackend {
+		if err := n.openJournal(); err != nil {
+			n.sys.Shutdown()
+			return nil, err
+		}
+		mopts := append([]master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}, cfg.MasterOptions...)
+		props, err := master.NewProps(n.jrnl, mopts...)
+		if err != nil {
+			n.closeJournal()
+			n.sys.Shutdown()
+			return nil, err
+		}
+		kinds = append(kinds, cluster.NewKind(MasterKind, props))
+	}
+	ccfg := cluster.Configure(ClusterName, cfg.Provider, disthash.New(),
+		remote.Configure(cfg.Host, cfg.Port),
+		cluster.WithKinds(kinds...),
+		cluster.WithRequestTimeout(cfg.RequestTimeout))
+	n.c = cluster.New(n.sys, ccfg)
+	if err := n.startCluster(); err != nil {
+		n.closeJournal()
+		n.sys.Shutdown()
+		return nil, err
+	}
+	n.locator = NewMasterLocator(n.c, DefaultLocatorTTL)
+	bg, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+
+	switch cfg.Role {
+	case RoleBackend:
+		n.prod = n.c.BatchingProducer(ResultsTopic,
+			cluster.WithBatchingProducerPublishTimeout(5*time.Second),
+			cluster.WithBatchingProducerMaxQueueSize(100000))
+		n.loop(bg, cfg.KeepAlive, n.keepAlive)
+	case RoleFrontend:
+		if err := n.startFrontend(bg); err != nil {
+			n.Kill()
+			return nil, err
+		}
+	case RoleWorker:
+		if err := n.startWorkers(); err != nil {
+			n.Kill()
+			return nil, err
+		}
+	}
+	n.log.Info("node started", "address", n.sys.Address(), "member_id", n.sys.ID)
+	return n, nil
+}
+
+// startCluster joins as a member (backends) or a client (frontends and
+// workers), turning protoactor's start-up panics (port in use, provider
+// errors) into errors.
+func (n *ClusterNode) startCluster() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("node: cannot start the %s node on %s:%d: %v (is the port in use? pick another port)", n.cfg.Role, n.cfg.Host, n.cfg.Port, r)
+		}
+	}()
+	if n.cfg.Role == RoleBackend {
+		n.c.StartMember()
+	} else {
+		n.c.StartClient()
+	}
+	return nil
+}
+
+func (n *ClusterNode) openJournal() error {
+	if n.cfg.Journal != nil {
+		n.jrnl = n.cfg.Journal
+		return nil
+	}
+	dir := n.cfg.DataDir
+	if dir == "" {
+		dir = "foreman-data"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("node: cannot create data directory %s: %w (pass --data DIR with a writable directory)", dir, err)
+	}
+	j, err := journal.OpenSQLite(filepath.Join(dir, JournalFile), journal.WithLogger(n.log))
+	if err != nil {
+		return err
+	}
+	n.jrnl, n.ownJ = j, true
+	return nil
+}
+
+// publish hands a result to the pub-sub producer; it never blocks the
+// master (the producer queues and batches).
+func (n *ClusterNode) publish(r *messages.WorkResult) {
+	if n.prod == nil {
+		return
+	}
+	if _, err := n.prod.Produce(context.Background(), r); err != nil {
+		n.log.Warn("publishing a result failed", "work_id", r.GetWorkId(), "error", err)
+	}
+}
+
+// keepAlive touches the master so that it is activated on its owner soon
+// after a membership change (protoactor activates virtual actors lazily).
+func (n *ClusterNode) keepAlive(ctx context.Context) {
+	if _, err := n.locator.Resolve(ctx); err != nil {
+		n.log.Debug("master not reachable yet", "error", err)
+	}
+}
+
+func (n *ClusterNode) startFrontend(bg context.Context) error {
+	var err error
+	n.client, err = frontend.NewClient(n.sys, frontend.MasterResolver(n.locator.Resolve), append([]frontend.Option{frontend.WithLogger(n.log)}, n.cfg.FrontendOptions...)...)
+	if err != nil {
+		return err
+	}
+	copts := []frontend.Option{frontend.WithLogger(n.log), frontend.WithoutEventStream(), frontend.WithDedupe(1 << 16)}
+	if n.cfg.OnResult != nil {
+		copts = append(copts, frontend.WithOnResult(n.cfg.OnResult))
+	}
+	props, err := frontend.ConsumerProps(copts...)
+	if err != nil {
+		return err
+	}
+	n.results = n.sys.Root.Spawn(props)
+	// protoactor's pub-sub keeps subscriptions in the topic actor's memory
+	// and loses them when the topic moves: subscribe again periodically
+	// (subscribing is idempotent per PID).
+	n.subscribe()
+	n.loop(bg, DefaultResubscribe, func(context.Context) { n.subscribe() })
+	return nil
+}
+
+func (n *ClusterNode) subscribe() {
+	if _, err := n.c.SubscribeByPid(ResultsTopic, n.results, cluster.WithTimeout(n.cfg.RequestTimeout)); err != nil {
+		n.log.Debug("subscribing to results failed; will retry", "error", err)
+	}
+}
+
+func (n *ClusterNode) startWorkers() error {
+	reg := n.cfg.Registry
+	if reg == nil {
+		reg = worker.NewRegistry()
+		if err := worker.RegisterBuiltins(reg); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n.cfg.Workers; i++ {
+		props, err := worker.Props(worker.MasterResolver(n.locator.Resolve), reg, append([]worker.Option{worker.WithLogger(n.log)}, n.cfg.WorkerOptions...)...)
+		if err != nil {
+			return err
+		}
+		n.workers = append(n.workers, n.sys.Root.Spawn(props))
+	}
+	return nil
+}
+
+// loop runs fn every d until ctx ends.
+func (n *ClusterNode) loop(ctx context.Context, d time.Duration, fn func(context.Context)) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			fn(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// System returns the node's actor system.
+func (n *ClusterNode) System() *actor.ActorSystem { return n.sys }
+
+// Cluster returns the node's protoactor cluster.
+func (n *ClusterNode) Cluster() *cluster.Cluster { return n.c }
+
+// Client returns the frontend client of a frontend node (nil otherwise).
+func (n *ClusterNode) Client() *frontend.Client { return n.client }
+
+// Locator returns the node's master locator.
+func (n *ClusterNode) Locator() *MasterLocator { return n.locator }
+
+// Address returns the node's remote address.
+func (n *ClusterNode) Address() string { return n.sys.Address() }
+
+// Stop leaves the cluster gracefully: workers hand their work back, a master
+// activation on this node is stopped (its journal writes complete) so the
+// next owner takes over, then the node leaves the membership.
+func (n *ClusterNode) Stop(ctx context.Context) error {
+	var errs []error
+	n.once.Do(func() {
+		if n.cancel != nil {
+			n.cancel()
+		}
+		n.wg.Wait()
+		for _, w := range n.workers {
+			if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
+				errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
+			}
+		}
+		if n.results != nil {
+			_ = n.sys.Root.StopFuture(n.results).Wait()
+		}
+		if n.prod != nil {
+			n.prod.Dispose()
+		}
+		n.c.Shutdown(true)
+		n.closeJournal()
+		n.log.Info("node stopped")
+	})
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// Kill stops the node abruptly, without leaving the cluster: as far as the
+// other nodes can tell, the process died. Tests use it.
+func (n *ClusterNode) Kill() {
+	n.once.Do(func() {
+		if n.cancel != nil {
+			n.cancel()
+		}
+		n.wg.Wait()
+		if n.prod != nil {
+			n.prod.Dispose()
+		}
+		_ = n.cfg.Provider.Shutdown(false)
+		n.c.Shutdown(false)
+		n.closeJournal()
+	})
+}
+
+func (n *ClusterNode) closeJournal() {
+	if n.ownJ && n.jrnl != nil {
+		if err := n.jrnl.Close(); err != nil {
+			n.log.Error("closing the journal failed", "error", err)
+		}
+	}
+}
