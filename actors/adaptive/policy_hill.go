@@ -50,7 +50,7 @@ type HillClimb struct {
 	changedAt time.Time
 	slowStart bool
 	ssPrev    int // level before the last doubling, 0 before the first
-	probeFrom int // level a probe left, 0 when the current level is not a probe
+	probeFrom int // level a probe (or a doubling) left, 0 when the current level is not a probe
 }
 
 type estimate struct {
@@ -142,6 +142,9 @@ func (h *HillClimb) decide(now time.Time, busy bool) int {
 		// demand goes back where it came from.
 		if h.probeFrom != 0 && h.probeFrom < h.limit {
 			h.limit, h.changedAt, h.probeFrom = h.probeFrom, now, 0
+			if h.slowStart {
+				h.ssPrev = 0 // double again once there is demand
+			}
 			return h.limit
 		}
 		h.openWindow(now, busy)
@@ -204,7 +207,7 @@ func (h *HillClimb) choose(mayGrow bool) int {
 			}
 		}
 		if mayGrow {
-			h.ssPrev = l
+			h.ssPrev, h.probeFrom = l, l
 			return min(2*l, h.cfg.MaxLimit)
 		}
 		h.slowStart = false

@@ -178,6 +178,18 @@ func TestHillClimb(t *testing.T) {
 		require.False(t, ok)
 	})
 
+	t.Run("DoublingWithoutDemandGoesBack", func(t *testing.T) {
+		t.Parallel()
+		h, err := adaptive.NewHillClimb(cfg)
+		require.NoError(t, err)
+		now, levels := feed(h, epoch, 11, scaling(4), 5, -1)
+		require.Equal(t, []int{1, 2}, levels)
+		now, levels = feed(h, now, 40, scaling(4), 0, -1)
+		require.Equal(t, []int{2, 1}, levels, "the slow start's doubling met no demand")
+		_, levels = feed(h, now, 40, scaling(4), 5, -1)
+		require.Equal(t, []int{1, 2}, levels, "demand is back: double again")
+	})
+
 	t.Run("DownwardProbeStaysWhenDemandVanishes", func(t *testing.T) {
 		t.Parallel()
 		h, err := adaptive.NewHillClimb(adaptive.Config{SampleInterval: time.Second, MinSamples: 10, Jitter: -1, InitialLimit: 4, MaxLimit: 4})

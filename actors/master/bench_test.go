@@ -122,6 +122,7 @@ func BenchmarkMasterEndToEnd(b *testing.B) {
 		await                                 bool
 	}{
 		{"sqlite", 1, 1, 1, 1, false},     // light load: latency
+		{"sqlite", 1, 1, 1, 1, true},      // the same, awaiting WorkStarted
 		{"sqlite", 64, 1, 8, 32, false},   // the 64 concurrent submitters
 		{"sqlite", 64, 8, 8, 64, false},   // frontends with a window each
 		{"sqlite", 64, 8, 8, 64, true},    // the same, awaiting WorkStarted

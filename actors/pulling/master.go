@@ -192,7 +192,7 @@ func (m *master[T]) register(c actor.Context, msg *messages.PullingRegister) {
 		// shared by two actor systems in one process would route wrongly.
 		pid = actor.NewPID(pid.Address, pid.Id)
 		m.pids[w] = pid
-		// c.Watch(pid)
+		c.Watch(pid)
 		m.log.Info("worker registered", "worker", string(w), "window", msg.GetWindow())
 	}
 	m.apply(c, m.state.Register(w, int(msg.GetWindow()), m.cfg.clock.Now()))

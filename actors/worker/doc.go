@@ -43,6 +43,11 @@
 // for the work timeout), sends its unacknowledged results once more and
 // sends DeregisterWorker.
 //
+// To stop gracefully instead, send [Drain]: the worker stops asking for
+// work, hands back work that has not started, lets running jobs finish,
+// waits for their Acks, deregisters, answers [Drained] and stops. Bound the
+// drain with a timeout, then stop the worker.
+//
 // # Finding the master
 //
 // [MasterPID] names a master at a fixed PID (one process). [MasterResolver]

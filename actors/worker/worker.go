@@ -48,6 +48,7 @@ func Props(master MasterRef, reg *Registry, opts ...Option) (*actor.Props, error
 type (
 	registerTick struct{}
 	resendTick   struct{ workID string }
+	drainCheck   struct{}
 	resolved     struct {
 		pid *actor.PID
 		err error
@@ -124,6 +125,8 @@ func (w *workerActor) Receive(c actor.Context) {
 		w.maybeRequest()
 	case *Drain:
 		w.onDrain(c)
+	case *drainCheck:
+		w.checkDrained(c)
 	case *messages.Work:
 		w.onWork(m)
 	case *execResult:
@@ -384,6 +387,9 @@ func (w *workerActor) HandleFailure(_ *actor.ActorSystem, supervisor actor.Super
 	}
 	w.startNext(slot, next)
 	w.maybeRequest()
+	if w.draining {
+		w.sys.Root.Send(w.self, &drainCheck{}) // the drain may be complete now
+	}
 }
 
 // shutdown hands running and queued work back to the master (WorkFailed,

@@ -75,7 +75,13 @@ func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
 	require.NoError(t, err)
 	pid := b.sys.Root.Spawn(props)
 	var once sync.Once
-	b.stop = func() { once.Do(func() { require.NoError(t, b.sys.Root.StopFuture(pid).Wait()) }) }
+	b.stop = func() {
+		once.Do(func() {
+			if _, alive := b.sys.ProcessRegistry.Get(pid); alive { // no dead letter for a stopped worker
+				require.NoError(t, b.sys.Root.StopFuture(pid).Wait())
+			}
+		})
+	}
 	t.Cleanup(b.stop)
 	reg := testkit.ExpectMsgType[*messages.RegisterWorker](b.master, testkit.Timeout())
 	require.Equal(t, "w1", reg.GetWorkerId())

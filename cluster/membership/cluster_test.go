@@ -28,7 +28,10 @@ func TestClusterCrashFailover(t *testing.T) {
 			ejected <- string(rune('0' + i))
 		})}}
 	}
+	t0 := time.Now()
+	t.Cleanup(func() { t.Logf("T+%v clean-up done", time.Since(t0)) })
 	nodes := startNodes(t, true, memberSpec(0), memberSpec(1), memberSpec(2), spec{member: false})
+	t.Logf("T+%v started", time.Since(t0))
 	members, client := nodes[:3], nodes[3]
 
 	d := waitView(t, testkit.Timeout(), idsOf(members...), nodes...)
@@ -73,6 +76,7 @@ func TestClusterCrashFailover(t *testing.T) {
 		return err == nil
 	}, 5*testkit.Timeout(), 10*time.Millisecond, "the grain never answered after the crash: %v", err)
 	require.NotEqual(t, addr, again, "the grain answered from the crashed member")
+	t.Logf("T+%v grain answered again", time.Since(t0))
 
 	// A member that cannot be probed (frozen, overloaded) is declared down
 	// by the others, keeps seeing them, and learns that it was ejected.
@@ -85,6 +89,7 @@ func TestClusterCrashFailover(t *testing.T) {
 		t.Fatal("the ejected member was not told")
 	}
 	require.Empty(t, ejected, "only the ejected member is told, once")
+	t.Logf("T+%v ejection seen", time.Since(t0))
 }
 
 // TestClusterGracefulLeaveAndJoin: with a failure threshold far too high to
@@ -92,6 +97,8 @@ func TestClusterCrashFailover(t *testing.T) {
 // member that knows only the seed is learned by every node.
 func TestClusterGracefulLeaveAndJoin(t *testing.T) {
 	slow := []membership.Option{membership.WithFailures(1000)}
+	t0 := time.Now()
+	t.Cleanup(func() { t.Logf("T+%v clean-up done", time.Since(t0)) })
 	nodes := startNodes(t, true,
 		spec{member: true, opts: slow}, spec{member: true, opts: slow}, spec{member: true, opts: slow},
 		spec{member: false, opts: slow})
@@ -114,4 +121,5 @@ func TestClusterGracefulLeaveAndJoin(t *testing.T) {
 	addr, err := client.ask("g2", 2*time.Second)
 	require.NoError(t, err)
 	require.Contains(t, []string{members[0].sys.Address(), members[1].sys.Address(), joined.sys.Address()}, addr)
+	t.Logf("T+%v done", time.Since(t0))
 }

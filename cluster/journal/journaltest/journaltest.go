@@ -13,6 +13,9 @@
 //
 // Every subtest writes to streams with a random suffix, so a backend whose
 // store outlives the test (a shared PostgreSQL database) can be reused.
+//
+// Faulty wraps any journal to make its writes fail on demand, for testing
+// the actors that use a journal.
 package journaltest
 
 import (
