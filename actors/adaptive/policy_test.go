@@ -187,7 +187,7 @@ func TestHillClimb(t *testing.T) {
 		now, levels = feed(h, now, 40, scaling(4), 0, -1)
 		require.Equal(t, []int{2, 1}, levels, "the slow start's doubling met no demand")
 		_, levels = feed(h, now, 40, scaling(4), 5, -1)
-		require.Equal(t, []int{1, 2}, levels, "demand is back: double again")
+		require.Equal(t, []int{1, 2, 4}, levels, "demand is back: the slow start goes on")
 	})
 
 	t.Run("DownwardProbeStaysWhenDemandVanishes", func(t *testing.T) {

@@ -101,6 +101,7 @@ type masterActor struct {
 	durableSeq int64 // highest sequence number known durable
 	building   *batch
 	flushSent  bool
+	notifyDue  bool     // new work arrived: notify workers at the flush
 	inflight   []*batch // appended, not yet confirmed, in order
 
 	sinceSnap    int // events since the last snapshot
@@ -141,6 +142,10 @@ func (a *masterActor) Receive(c actor.Context) {
 		if msg.gen == a.gen {
 			a.flushSent = false
 			a.flush()
+			if a.notifyDue {
+				a.notifyDue = false
+				a.notifyWorkers(c)
+			}
 		}
 	case *appendDone:
 		if msg.gen == a.gen {
@@ -470,7 +475,9 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	if sender != nil {
 		a.later(c, ack)
 	}
-	a.notifyWorkers(c)
+	// Workers are told at the flush, after the rest of the mailbox: one
+	// WorkIsReady per batch of new work, so they pull it in bulk.
+	a.notifyDue = true
 }
 
 // notifyWorkers tells each worker that wants work and can run a ready job

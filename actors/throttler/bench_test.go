@@ -124,6 +124,8 @@ func BenchmarkAccuracy(b *testing.B) {
 		{name: "mode=sliding_window", opts: []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}},
 		{name: "mode=sliding_window/per=1s", per: time.Second, opts: []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}},
 		{name: "mode=token_bucket/burst=1", opts: []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket)}},
+		{name: "mode=token_bucket/burst=1/per=1s", per: time.Second, opts: []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket)}},
+		{name: "mode=token_bucket/burst=2", opts: []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(2)}},
 		{name: "mode=token_bucket/burst=10", opts: []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(10)}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

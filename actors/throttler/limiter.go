@@ -26,8 +26,8 @@ type Limiter struct {
 	// rate.Calls of them; head is the oldest once the ring is full.
 	log  []time.Time
 	head int
-	// tat is the token bucket's theoretical arrival time (GCRA): the time at
-	// which the bucket would be empty again.
+	// tat is the token bucket's theoretical arrival time (GCRA): a grant
+	// conforms when now >= tat - tolerance.
 	tat       time.Time
 	interval  time.Duration // rate.Interval(), cached
 	tolerance time.Duration // (Burst()-1) * interval, cached
@@ -164,7 +164,11 @@ func (l *Limiter) record(now time.Time) {
 	}
 	l.last = now
 	if l.mode == ModeTokenBucket {
-		if l.tat.Before(now) {
+		// A grant less than one interval behind schedule keeps the
+		// schedule, so timer latency under a backlog does not add up (the
+		// spacing may shrink by that latency, never to zero); a grant
+		// further behind (the bucket was idle) starts a new schedule.
+		if now.Sub(l.tat) >= l.interval {
 			l.tat = now
 		}
 		l.tat = l.tat.Add(l.interval)

@@ -83,6 +83,9 @@ func TestLimiterPropertyNoWindowOverCalls(t *testing.T) {
 		require.NotEmpty(t, grants)
 		require.LessOrEqual(t, maxInWindow(grants, rate.Per), rate.Calls,
 			"case %d: rate %s mode %s burst %d", i, rate, l.Mode(), l.Burst())
+		if l.Mode() == throttler.ModeTokenBucket {
+			require.LessOrEqual(t, maxInWindow(grants, 1), l.Burst(), "case %d: more than Burst grants at once", i)
+		}
 	}
 }
 

@@ -59,13 +59,15 @@ func startStack(t testing.TB, opts ...stackOption) *stack {
 		o(&cfg)
 	}
 	sys := testkit.NewSystem(t)
-	var inner journal.Journal = journal.NewMemory()
-	if cfg.sqlite {
+	var inner journal.Journal
+	if !cfg.sqlite {
+		inner = journal.NewMemory()
+	} else {
 		j, err := journal.OpenSQLite(t.TempDir() + "/journal.db")
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = j.Close() })
 		inner = j
 	}
+	t.Cleanup(func() { require.NoError(t, inner.Close()) }) // after the node stopped
 	jr := &stallJournal{Journal: inner}
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
 	defer cancel()

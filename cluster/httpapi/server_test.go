@@ -269,7 +269,7 @@ func TestServerLifecycle(t *testing.T) {
 		require.ErrorIs(t, s.srv.Start(t.Context()), httpapi.ErrServerState)
 	})
 	t.Run("AddressInUse", func(t *testing.T) {
-		srv, err := httpapi.New(s.backend, httpapi.WithAddr(s.srv.Addr()))
+		srv, err := httpapi.New(s.backend, httpapi.WithAddr(s.srv.Addr()), httpapi.WithLogger(s.node.System().Logger()))
 		require.NoError(t, err)
 		err = srv.Start(t.Context())
 		require.ErrorContains(t, err, "cannot listen on "+s.srv.Addr())
@@ -277,14 +277,14 @@ func TestServerLifecycle(t *testing.T) {
 		require.NoError(t, srv.Shutdown(t.Context()))
 	})
 	t.Run("ShutdownWithoutStart", func(t *testing.T) {
-		srv, err := httpapi.New(s.backend)
+		srv, err := httpapi.New(s.backend, httpapi.WithLogger(s.node.System().Logger()))
 		require.NoError(t, err)
 		require.NoError(t, srv.Shutdown(t.Context()))
 		require.NoError(t, srv.Shutdown(t.Context()))
 		require.ErrorIs(t, srv.Start(t.Context()), httpapi.ErrServerState, "a stopped server does not start again")
 	})
 	t.Run("ShutdownStopsServing", func(t *testing.T) {
-		srv, err := httpapi.New(s.backend, httpapi.WithAddr("127.0.0.1:0"))
+		srv, err := httpapi.New(s.backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(s.node.System().Logger()))
 		require.NoError(t, err)
 		require.NoError(t, srv.Start(t.Context()))
 		addr := srv.Addr()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -166,7 +167,24 @@ func (n *node) stop(graceful bool) {
 	for _, id := range []string{"EndpointSupervisor", "activator"} {
 		_ = n.sys.Root.StopFuture(actor.NewPID(n.sys.Address(), id)).Wait()
 	}
-	// testkit.NewSystem's clean-up stops the actors and the system.
+	// Stop the grains first: protoactor's placement actor, when stopped
+	// with live grains, poisons them and waits for the futures inside its
+	// own Stopping handler, which stalls for the futures' 10 s timeout.
+	// testkit.NewSystem's clean-up stops the remaining actors and the system.
+	var grains []*actor.Future
+	for _, bucket := range n.sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+		if bucket.Count() == 0 {
+			continue // Keys starts a goroutine per shard: skip empty buckets
+		}
+		for _, id := range bucket.Keys() {
+			if strings.HasPrefix(id, "partition-activator/") {
+				grains = append(grains, n.sys.Root.StopFuture(actor.NewPID(n.sys.Address(), id)))
+			}
+		}
+	}
+	for _, f := range grains {
+		_ = f.Wait()
+	}
 }
 
 // ids returns the ids of the members n's provider believes alive.

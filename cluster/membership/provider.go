@@ -416,8 +416,8 @@ func (p *Provider) serveMembers(w http.ResponseWriter, r *http.Request) {
 }
 
 // Shutdown implements cluster.ClusterProvider. Graceful: the member
-// answers 503 "leaving" until every alive member has seen it (bounded by
-// two rounds plus a probe timeout), so others drop it at once instead of
+// answers 503 "leaving" until every alive member and every client that
+// polls it has seen that (bounded by two rounds plus a probe timeout), so others drop it at once instead of
 // after several failed probes. Then (or at once when not graceful) it
 // stops probing and serving. It never panics, is safe to call more than
 // once, and returns when every goroutine it started has ended.
@@ -436,6 +436,9 @@ func (p *Provider) Shutdown(graceful bool) error {
 			if n.ID != p.view.self.ID {
 				waitFor = append(waitFor, n.ID)
 			}
+		}
+		for _, n := range p.view.directClients(p.clock.Now()) {
+			waitFor = append(waitFor, n.ID)
 		}
 	}
 	p.mu.Unlock()
@@ -459,7 +462,7 @@ func (p *Provider) Shutdown(graceful bool) error {
 	return nil
 }
 
-// linger waits until every member in ids has probed us since we started
+// linger waits until every node in ids has probed us since we started
 // leaving, or two rounds plus one probe timeout have passed.
 func (p *Provider) linger(ids []string) {
 	deadline := p.clock.NewTimer(2*p.cfg.refresh + p.cfg.timeout)

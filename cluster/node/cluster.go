@@ -158,7 +158,18 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	case RoleBackend:
 		n.prod = n.c.BatchingProducer(ResultsTopic,
 			cluster.WithBatchingProducerPublishTimeout(5*time.Second),
-			cluster.WithBatchingProducerMaxQueueSize(100000))
+			cluster.WithBatchingProducerMaxQueueSize(100000),
+			// The default stops the producer for good on the first failure
+			// (e.g. while membership converges at start or during a
+			// failover). Results are notifications, the durable record is
+			// the master's state, so retry a little, then skip the batch.
+			cluster.WithBatchingProducerOnPublishingError(func(retries int, err error, _ *cluster.PubSubBatch) *cluster.PublishingErrorDecision {
+				if retries < 5 {
+					return cluster.RetryBatchAfter(time.Duration(retries+1) * 100 * time.Millisecond)
+				}
+				n.log.Warn("dropping a batch of result notifications", "error", err)
+				return cluster.FailBatchAndContinue
+			}))
 		n.loop(bg, cfg.KeepAlive, n.keepAlive)
 	case RoleFrontend:
 		if err := n.startFrontend(bg); err != nil {

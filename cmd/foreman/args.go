@@ -18,6 +18,7 @@ var errUsage = errors.New("usage error")
 type nodeArgs struct {
 	port     int
 	role     node.Role
+	host     string
 	seeds    []string
 	workers  int
 	data     string
@@ -26,6 +27,7 @@ type nodeArgs struct {
 	delay    time.Duration
 	delaySet bool
 	logLevel string
+	produce  bool
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -50,6 +52,7 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 	fs := flag.NewFlagSet("foreman", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seeds := fs.String("seeds", "127.0.0.1:2551,127.0.0.1:2552", "backend nodes to join, `host:port,...`")
+	fs.StringVar(&a.host, "host", "127.0.0.1", "interface to bind and advertise (cluster nodes)")
 	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes)")
 	fs.StringVar(&a.data, "data", "./foreman-data", "directory of the journal (backend and all-in-one nodes)")
 	fs.StringVar(&a.http, "http", "", "HTTP API address of a frontend node (default 127.0.0.1:PORT+5000)")
@@ -65,6 +68,7 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 		a.delay, a.delaySet = d, true
 		return nil
 	})
+	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)

@@ -5,10 +5,107 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/cluster/membership"
+	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/messages"
 )
 
-// runClusterNode runs a backend, frontend or worker node of a cluster.
+// startProducer runs the sample's simulated clients on a frontend node: a
+// Frontend actor that asks the master, fed by a WorkProducer.
+func startProducer(n *node.ClusterNode, a nodeArgs, log *slog.Logger) error {
+	sys := n.System()
+	fprops, err := frontend.Props(frontend.MasterResolver(n.Locator().Resolve), frontend.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	front := sys.Root.Spawn(fprops)
+	popts := []frontend.Option{frontend.WithLogger(log)}
+	if a.jobs > 0 {
+		popts = append(popts, frontend.WithJobs(a.jobs), frontend.WithConcurrency(256))
+	}
+	pprops, err := frontend.ProducerProps(front, popts...)
+	if err != nil {
+		return err
+	}
+	sys.Root.Spawn(pprops)
+	return nil
+}
+
+// runClusterNode runs a backend, frontend or worker node of a cluster until
+// ctx ends (SIGTERM or Ctrl-C), then leaves the cluster gracefully.
 func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, log *slog.Logger) int {
-	fmt.Fprintf(stderr, "foreman: %s nodes (port %d) are not available in this build yet; run `foreman` with no port for backend, frontend and worker in one process\n", a.role, a.port)
-	return 2
+	ejected := make(chan struct{})
+	prov, err := membership.New(
+		membership.WithSeeds(a.seeds...),
+		membership.WithBindHost(a.host),
+		membership.WithLogger(log),
+		membership.WithOnEjected(func() { close(ejected) }),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 2
+	}
+	cfg := node.ClusterConfig{
+		Role:     a.role,
+		Host:     a.host,
+		Port:     a.port,
+		Provider: prov,
+		DataDir:  a.data,
+		Workers:  a.workers,
+		Logger:   log,
+	}
+	if a.role == node.RoleWorker && a.delaySet {
+		cfg.Registry = builtinRegistry(a)
+	}
+	if a.role == node.RoleFrontend {
+		cfg.OnResult = func(*messages.WorkResult) {}
+	}
+	n, err := node.StartCluster(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	var stopHTTP func(context.Context) error
+	if a.role == node.RoleFrontend {
+		addr := a.http
+		if addr == "" {
+			addr = fmt.Sprintf("%s:%d", a.host, a.port+5000)
+		}
+		stopHTTP, err = startHTTP(ctx, n, addr, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "foreman: %v\n", err)
+			n.Kill()
+			return 1
+		}
+	}
+	if a.role == node.RoleFrontend && a.produce {
+		if err := startProducer(n, a, log); err != nil {
+			fmt.Fprintf(stderr, "foreman: %v\n", err)
+			n.Kill()
+			return 1
+		}
+	}
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("leaving the cluster")
+	case <-ejected:
+		log.Error("the other members dropped this node from the cluster; exiting so it can be restarted as a new member")
+		code = 1
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if stopHTTP != nil {
+		if err := stopHTTP(sctx); err != nil {
+			log.Warn("stopping the HTTP API", "error", err)
+		}
+	}
+	if err := n.Stop(sctx); err != nil {
+		fmt.Fprintf(stderr, "foreman: leaving: %v\n", err)
+		return 1
+	}
+	return code
 }
