@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,8 +47,13 @@ func NewProps(j journal.Journal, opts ...Option) (*actor.Props, error) {
 	}), nil
 }
 
+// sessions numbers journal sessions process-wide, so that a message from an
+// earlier session, even of an actor instance replaced by a supervisor
+// restart under the same PID, never matches the current one.
+var sessions atomic.Int64
+
 // Messages the master sends itself. gen ties each to one journal session:
-// one from an earlier session (before a re-sync) is ignored.
+// one from an earlier session (before a re-sync or restart) is ignored.
 type (
 	flushMsg   struct{ gen int64 }
 	appendDone struct {
@@ -78,6 +84,7 @@ type batch struct {
 	events  []journal.Event
 	effects []effect
 	lastSeq int64
+	bytes   int // payloads and results in events, to cap the append's size
 }
 
 type masterActor struct {
@@ -191,7 +198,7 @@ func (a *masterActor) onStarted(c actor.Context) {
 // actor: messages wait in the mailbox meanwhile, which is the stash. On
 // failure it retries with backoff, rejecting Work until it succeeds.
 func (a *masterActor) recover(c actor.Context) {
-	a.gen++
+	a.gen = sessions.Add(1)
 	a.recovered = false
 	a.building, a.flushSent, a.inflight = nil, false, nil
 	a.pendingSnap, a.snapInFlight = nil, false
@@ -270,7 +277,7 @@ func (a *masterActor) load() error {
 func (a *masterActor) fenced(c actor.Context, err error) {
 	a.log.Error("master fenced by a newer activation; stopping", "error", err)
 	a.recovered = false
-	a.gen++
+	a.gen = sessions.Add(1)
 	a.stopTimers()
 	c.Stop(c.Self())
 }
@@ -314,7 +321,13 @@ func (a *masterActor) emit(ev proto.Message) {
 	}
 	a.building.events = append(a.building.events, journal.Event{Seq: a.nextSeq, Msg: ev})
 	a.nextSeq++
-	if len(a.building.events) >= maxBatchEvents {
+	switch ev := ev.(type) {
+	case *messages.WorkAccepted:
+		a.building.bytes += len(ev.GetWork().GetPayload())
+	case *messages.WorkCompleted:
+		a.building.bytes += len(ev.GetResult())
+	}
+	if len(a.building.events) >= maxBatchEvents || a.building.bytes >= maxBatchBytes {
 		a.flush()
 		return
 	}
@@ -533,17 +546,25 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 }
 
 func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequestsWork) {
+	now := a.clock.Now()
+	pid := m.GetWorker()
+	if pid == nil {
+		pid = c.Sender()
+	}
 	w := a.workers.get(m.GetWorkerId())
 	if w == nil {
-		a.log.Debug("work requested by an unregistered worker; it will register", "worker_id", m.GetWorkerId())
-		return
+		if pid == nil || m.GetWorkerId() == "" {
+			return
+		}
+		// A worker this activation has not heard register (the master
+		// restarted): take it as able to run any job type until its next
+		// RegisterWorker says otherwise, rather than leave it idle.
+		w, _ = a.workers.register(m.GetWorkerId(), pid, nil, now)
+		a.log.Info("worker requested work before registering; registered", "worker_id", w.id)
 	}
-	now := a.clock.Now()
 	w.lastSeen = now
-	if pid := m.GetWorker(); pid != nil {
+	if pid != nil {
 		w.pid = pid
-	} else if s := c.Sender(); s != nil {
-		w.pid = s
 	}
 	if !a.recovered {
 		return

@@ -283,6 +283,41 @@ func TestMaster(t *testing.T) {
 		require.Equal(t, int64(0), st.GetIdleWorkers()+st.GetBusyWorkers())
 	})
 
+	t.Run("DoneIDsAreForgottenAfterRetention", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithDoneRetention(time.Minute), master.WithWorkTimeout(20*time.Second))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("r")})
+		b.worker.ExpectMsg(&messages.Ack{WorkId: "a"}, testkit.Timeout())
+		for range 6 { // 60 s of 10 s cleanup ticks: still retained
+			b.advance(t, 1, 10*time.Second)
+		}
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, b.workStatus(t, "a").GetStatus())
+		b.advance(t, 1, 10*time.Second)
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_UNKNOWN, b.workStatus(t, "a").GetStatus())
+		// A re-submit after the retention runs again (documented).
+		b.submit(t, "a")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_ACCEPTED, b.workStatus(t, "a").GetStatus())
+		var forgotten bool
+		for _, ev := range events(t, b.mem) {
+			_, ok := ev.(*messages.FinishedForgotten)
+			forgotten = forgotten || ok
+		}
+		require.True(t, forgotten, "forgetting is journaled, so replay agrees")
+	})
+
+	t.Run("UnregisteredRequesterIsRegistered", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.submit(t, "a")
+		works := b.requestWork(t, b.worker, "w9", 1)
+		require.Len(t, works, 1, "a worker that missed a master restart is served at once")
+		require.Equal(t, int64(1), b.status(t).GetBusyWorkers())
+	})
+
 	t.Run("DeregisterReturnsWork", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

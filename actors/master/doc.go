@@ -23,7 +23,10 @@
 // Work messages at once. WorkIsDone is answered by Ack once WorkCompleted is
 // durable (again for a done id); WorkFailed re-queues the work after a
 // backoff; DeregisterWorker returns the worker's work to the queue. Idle
-// workers that asked for more than they got are told WorkIsReady once.
+// workers that asked for more than they got are told WorkIsReady once. A
+// worker that requests work without having registered with this activation
+// (the master restarted) is registered on the spot, for any job type until
+// its next RegisterWorker.
 //
 // # States
 //

@@ -45,6 +45,8 @@ const (
 	DefaultJournalTimeout = 30 * time.Second
 	// maxBatchEvents caps the events of one journal append.
 	maxBatchEvents = 4096
+	// maxBatchBytes caps the payloads and results of one journal append.
+	maxBatchBytes = 4 << 20
 )
 
 // Publisher receives a WorkResult once the WorkCompleted event of the work

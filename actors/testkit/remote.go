@@ -97,3 +97,16 @@ func stopRemote(sys *actor.ActorSystem, r *remote.Remote) {
 		_ = sys.Root.StopFuture(actor.NewPID(sys.Address(), id)).Wait()
 	}
 }
+
+// StartRemoteWith runs start, which starts one or more protoactor remotes
+// (cluster.StartMember and StartClient start theirs inside), under the same
+// process-wide serialisation and ordering as [StartRemote], so that several
+// cluster members can be started in one `go test -race` process.
+func StartRemoteWith(t TB, start func()) {
+	t.Helper()
+	remoteStartMu.Lock()
+	defer remoteStartMu.Unlock()
+	ioBarrier(t)
+	start()
+	ioBarrier(t)
+}

@@ -11,18 +11,15 @@ import (
 )
 
 // maxInWindow is the dumb model of the strict guarantee: the largest number
-// of grants in any half-open window [s, s+per). The worst window starts at a
-// grant, so only those starts are tried.
+// of grants (sorted by time) in any half-open window [s, s+per). The worst
+// window starts at a grant, so only those starts are tried.
 func maxInWindow(grants []time.Time, per time.Duration) int {
-	best := 0
+	best, end := 0, 0
 	for i, s := range grants {
-		n := 0
-		for _, g := range grants[i:] {
-			if g.Sub(s) < per {
-				n++
-			}
+		for end < len(grants) && grants[end].Sub(s) < per {
+			end++
 		}
-		best = max(best, n)
+		best = max(best, end-i)
 	}
 	return best
 }

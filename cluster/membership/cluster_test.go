@@ -1,6 +1,8 @@
 package membership_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -122,4 +124,52 @@ func TestClusterGracefulLeaveAndJoin(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, []string{members[0].sys.Address(), members[1].sys.Address(), joined.sys.Address()}, addr)
 	t.Logf("T+%v done", time.Since(t0))
+}
+
+// TestMemberEndpoint: GET /members answers this node's identity and view as
+// JSON; when the actor system stops without the provider being shut down
+// (cluster.Shutdown(false) does not call it), the provider stops by itself.
+func TestMemberEndpoint(t *testing.T) {
+	n := startNodes(t, false, spec{member: true, ownSystem: true})[0]
+	url := "http://" + n.p.HTTPAddr() + membership.Path
+
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var st membership.Status
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	require.NoError(t, resp.Body.Close())
+	host, port, err := n.sys.GetHostPort()
+	require.NoError(t, err)
+	require.Equal(t, n.sys.ID, st.ID)
+	require.Equal(t, host, st.Host)
+	require.Equal(t, port, st.Port)
+	require.Equal(t, n.p.HTTPAddr(), st.HTTP)
+	require.Equal(t, "membership-test", st.Cluster)
+	require.Contains(t, st.Kinds, echoKind)
+	require.False(t, st.Leaving)
+	require.Equal(t, []string{n.sys.ID}, idsOfNodes(st.Members))
+
+	resp, err = http.Post(url, "application/json", nil)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+
+	n.sys.Shutdown()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err != nil
+	}, testkit.Timeout(), 5*time.Millisecond, "the endpoint still answers after the actor system stopped")
+}
+
+func idsOfNodes(ns []membership.Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.ID)
+	}
+	return out
 }

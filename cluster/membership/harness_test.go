@@ -3,6 +3,7 @@ package membership_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -66,6 +67,9 @@ type spec struct {
 	member bool
 	seeds  []string // membership endpoints (WithSeedHTTP)
 	opts   []membership.Option
+	// ownSystem: the test may shut the actor system down itself
+	// (testkit.NewSystem's clean-up would shut it down a second time).
+	ownSystem bool
 }
 
 // startMu serialises remote starts across the test process; see
@@ -75,7 +79,7 @@ var startMu sync.Mutex
 // startNodes starts the nodes in order, each knowing the seeds in its spec
 // plus, when seedFirst is set, the first node's endpoint. Remote starts are
 // serialised, the rest of the starts (StartMember sleeps 1 s) overlap.
-func startNodes(t *testing.T, seedFirst bool, specs ...spec) []*node {
+func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 	t.Helper()
 	nodes := make([]*node, len(specs))
 	var done sync.WaitGroup
@@ -119,9 +123,22 @@ func startNodes(t *testing.T, seedFirst bool, specs ...spec) []*node {
 	return nodes
 }
 
-func newNode(t *testing.T, s spec, seeds []string) *node {
+func newNode(t testing.TB, s spec, seeds []string) *node {
 	t.Helper()
-	sys := testkit.NewSystem(t)
+	var sys *actor.ActorSystem
+	if s.ownSystem {
+		sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return slog.New(slog.DiscardHandler)
+		}))
+		t.Cleanup(func() {
+			testkit.StopAll(sys)
+			if !sys.IsStopped() {
+				sys.Shutdown()
+			}
+		})
+	} else {
+		sys = testkit.NewSystem(t)
+	}
 	opts := append([]membership.Option{
 		membership.WithHTTPAddr("127.0.0.1:0"),
 		membership.WithSeedHTTP(seeds...),
@@ -209,7 +226,7 @@ func idsOf(nodes ...*node) []string {
 
 // waitView waits until every node in watchers sees exactly want, and
 // returns how long it took.
-func waitView(t *testing.T, within time.Duration, want []string, watchers ...*node) time.Duration {
+func waitView(t testing.TB, within time.Duration, want []string, watchers ...*node) time.Duration {
 	t.Helper()
 	start := time.Now()
 	require.Eventually(t, func() bool {
@@ -242,7 +259,7 @@ func (n *node) ask(id string, timeout time.Duration) (string, error) {
 // detector it orders this goroutine's past before later socket reads of
 // other goroutines, and their earlier socket writes before what follows
 // (testkit.StartRemote uses the same trick).
-func ioBarrier(t *testing.T) {
+func ioBarrier(testing.TB) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		panic(err)

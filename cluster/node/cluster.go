@@ -75,6 +75,11 @@ type ClusterConfig struct {
 	KeepAlive time.Duration
 	// RequestTimeout bounds cluster requests (default 1 s).
 	RequestTimeout time.Duration
+	// WrapStart, when set, is called with the function that starts the
+	// node's remote and joins the cluster, and must call it. Tests that run
+	// several members in one process use it to serialise remote start-ups
+	// (see testkit.StartRemoteWith).
+	WrapStart func(start func())
 }
 
 // ClusterNode is a running backend, frontend or worker node.
@@ -195,10 +200,14 @@ func (n *ClusterNode) startCluster() (err error) {
 			err = fmt.Errorf("node: cannot start the %s node on %s:%d: %v (is the port in use? pick another port)", n.cfg.Role, n.cfg.Host, n.cfg.Port, r)
 		}
 	}()
+	start := n.c.StartClient
 	if n.cfg.Role == RoleBackend {
-		n.c.StartMember()
+		start = n.c.StartMember
+	}
+	if n.cfg.WrapStart != nil {
+		n.cfg.WrapStart(start)
 	} else {
-		n.c.StartClient()
+		start()
 	}
 	return nil
 }
@@ -343,7 +352,7 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 		if n.prod != nil {
 			n.prod.Dispose()
 		}
-		n.c.Shutdown(true)
+		n.shutdownCluster(true)
 		n.closeJournal()
 		n.log.Info("node stopped")
 	})
@@ -364,10 +373,27 @@ func (n *ClusterNode) Kill() {
 		if n.prod != nil {
 			n.prod.Dispose()
 		}
-		_ = n.cfg.Provider.Shutdown(false)
-		n.c.Shutdown(false)
+		n.shutdownCluster(false)
 		n.closeJournal()
 	})
+}
+
+// shutdownCluster leaves the cluster. protoactor's Cluster.Shutdown sets
+// gossip state first, which panics on a client (clients run no gossip), so
+// clients take the same steps without it.
+func (n *ClusterNode) shutdownCluster(graceful bool) {
+	if n.cfg.Role == RoleBackend {
+		if !graceful {
+			// Abrupt: as if the process died; the provider stops answering
+			// without announcing a leave.
+			_ = n.cfg.Provider.Shutdown(false)
+		}
+		n.c.Shutdown(graceful)
+		return
+	}
+	_ = n.cfg.Provider.Shutdown(graceful)
+	n.sys.Shutdown()
+	n.c.Remote.Shutdown(graceful)
 }
 
 func (n *ClusterNode) closeJournal() {

@@ -1,16 +1,254 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/foreman-actors/foreman/cluster/httpapi"
 )
 
-func runSubmit(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "foreman submit: needs a frontend node's HTTP API, not available in this build yet")
+// Defaults of the client subcommands.
+const (
+	// defaultSubmitTimeout bounds `foreman submit`, 503 retries included
+	// (and the wait for the result with --wait).
+	defaultSubmitTimeout = 30 * time.Second
+	// defaultStatusTimeout bounds `foreman status`.
+	defaultStatusTimeout = 10 * time.Second
+)
+
+// clientFlags are the flags both client subcommands share.
+type clientFlags struct {
+	to      string
+	timeout time.Duration
+}
+
+func (f *clientFlags) register(fs *flag.FlagSet, timeout time.Duration) {
+	fs.StringVar(&f.to, "to", httpapi.DefaultClientAddr, "HTTP API of a frontend node, `host:port` or URL")
+	fs.DurationVar(&f.timeout, "timeout", timeout, "give up after this long")
+}
+
+// parseInterleaved parses flags that may come after positional arguments
+// (`foreman status ID --to ADDR`) and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// usageErr reports a bad command line and returns exit code 2.
+func usageErr(stderr io.Writer, cmd string, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "foreman %s: %v (run foreman %s -h for help)\n", cmd, err, cmd)
 	return 2
 }
 
+// serverErr reports a failed request and returns exit code 1.
+func serverErr(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "foreman %s: %s\n", cmd, strings.TrimPrefix(err.Error(), "httpapi: "))
+	return 1
+}
+
+// runSubmit is `foreman submit --type T [--payload P] [--id X] [--to ADDR]
+// [--wait] [--timeout D]`: it posts one job and prints `accepted work ID`
+// once the job is durable. Exit 0 on success, 1 when the server refused or
+// could not be reached, 2 for a bad command line.
+func runSubmit(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("foreman submit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cf                 clientFlags
+		jobType, id, input string
+		wait               bool
+	)
+	cf.register(fs, defaultSubmitTimeout)
+	fs.StringVar(&jobType, "type", "", "job type, e.g. square (required)")
+	fs.StringVar(&input, "payload", "", "job input: JSON (7, \"250ms\", {\"n\":1}); anything else is sent as a JSON string")
+	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
+	fs.BoolVar(&wait, "wait", false, "wait until the job is done or dead and print its result")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait] [--timeout D]\n\n"+
+			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	switch {
+	case err != nil:
+		return usageErr(stderr, "submit", err)
+	case len(pos) > 0:
+		return usageErr(stderr, "submit", fmt.Errorf("unexpected argument %q; give the job input with --payload", pos[0]))
+	case jobType == "":
+		return usageErr(stderr, "submit", errors.New("--type is required, e.g. --type square --payload 7"))
+	case cf.timeout <= 0:
+		return usageErr(stderr, "submit", fmt.Errorf("--timeout %v must be positive", cf.timeout))
+	}
+	c, err := httpapi.NewClient(cf.to)
+	if err != nil {
+		return usageErr(stderr, "submit", fmt.Errorf("--to: %w", err))
+	}
+	defer c.CloseIdleConnections()
+	if id == "" {
+		id = httpapi.NewID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+	defer cancel()
+	id, err = c.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
+	if err != nil {
+		if errors.Is(err, httpapi.ErrUnavailable) {
+			err = fmt.Errorf("%w; nothing is lost by retrying: foreman submit --id %s ...", err, id)
+		}
+		return serverErr(stderr, "submit", err)
+	}
+	fmt.Fprintf(stdout, "accepted work %s\n", id)
+	if !wait {
+		return 0
+	}
+	info, err := c.Wait(ctx, id, 0)
+	if err != nil {
+		return serverErr(stderr, "submit", err)
+	}
+	if info.Status == httpapi.StatusDead {
+		fmt.Fprintf(stdout, "work %s dead after %d attempts: %s\n", id, info.Attempts, info.LastError)
+		return 1
+	}
+	fmt.Fprintf(stdout, "work %s done: %s\n", id, info.Result)
+	return 0
+}
+
+// payloadJSON turns the --payload text into JSON: itself when it is JSON,
+// a JSON string otherwise, nil when empty.
+func payloadJSON(s string) json.RawMessage {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return nil
+	case json.Valid([]byte(s)):
+		return json.RawMessage(s)
+	default:
+		b, _ := json.Marshal(s) // cannot fail for a string
+		return b
+	}
+}
+
+// runStatus is `foreman status [ID...] [--to ADDR]`: without ids it prints
+// the cluster overview (members, master, queue, workers); with ids, each
+// work's state. Exit 0 on success, 1 when the server could not answer or a
+// work is unknown, 2 for a bad command line.
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "foreman status: needs a frontend node's HTTP API, not available in this build yet")
-	return 2
+	fs := flag.NewFlagSet("foreman status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs, defaultStatusTimeout)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: foreman status [WORK_ID...] [--to ADDR] [--timeout D]\n\n"+
+			"Without WORK_ID prints the cluster's members, where the master runs, its queue and workers;\n"+
+			"with WORK_IDs prints each work's status and result.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	ids, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageErr(stderr, "status", err)
+	}
+	if cf.timeout <= 0 {
+		return usageErr(stderr, "status", fmt.Errorf("--timeout %v must be positive", cf.timeout))
+	}
+	c, err := httpapi.NewClient(cf.to)
+	if err != nil {
+		return usageErr(stderr, "status", fmt.Errorf("--to: %w", err))
+	}
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+	defer cancel()
+	if len(ids) > 0 {
+		code := 0
+		for i, id := range ids {
+			info, err := c.Work(ctx, id)
+			if err != nil {
+				code = serverErr(stderr, "status", err)
+				continue
+			}
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			printWork(stdout, info)
+		}
+		return code
+	}
+	info, err := c.Status(ctx)
+	if err != nil {
+		return serverErr(stderr, "status", err)
+	}
+	printStatus(stdout, info)
+	return 0
+}
+
+func printWork(w io.Writer, info *httpapi.WorkInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "work\t%s\n", info.ID)
+	fmt.Fprintf(tw, "status\t%s\n", info.Status)
+	fmt.Fprintf(tw, "type\t%s\n", info.Type)
+	fmt.Fprintf(tw, "attempts\t%d\n", info.Attempts)
+	fmt.Fprintf(tw, "result\t%s\n", info.Result)
+	if info.LastError != "" {
+		fmt.Fprintf(tw, "last error\t%s\n", info.LastError)
+	}
+	_ = tw.Flush()
+}
+
+func printStatus(w io.Writer, info *httpapi.StatusInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	m := info.Master
+	switch {
+	case !m.Reachable:
+		fmt.Fprintf(tw, "master\tNOT REACHABLE: %s\n", m.Error)
+	case m.Member != "":
+		fmt.Fprintf(tw, "master\trunning at %s (member %s)\n", m.Address, m.Member)
+	default:
+		fmt.Fprintf(tw, "master\trunning at %s\n", m.Address)
+	}
+	if m.Reachable {
+		q := info.Queue
+		fmt.Fprintf(tw, "queue\t%d pending, %d in progress, %d done, %d dead, %d accepted in total\n",
+			q.Pending, q.InProgress, q.Done, q.Dead, q.AcceptedTotal)
+		fmt.Fprintf(tw, "workers\t%d idle, %d busy\n", info.Workers.Idle, info.Workers.Busy)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "MEMBER\tROLES\tADDRESS\tHTTP\tMASTER\n")
+	for _, mb := range info.Members {
+		id := mb.ID
+		if mb.Self {
+			id += " (answered)"
+		}
+		master := "-"
+		if mb.Master {
+			master = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, strings.Join(mb.Roles, ","), mb.Address, orDash(mb.HTTP), master)
+	}
+	if len(info.Members) == 0 {
+		fmt.Fprintf(tw, "(no members reported)\t\t\t\t\n")
+	}
+	_ = tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
