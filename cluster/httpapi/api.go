@@ -103,6 +103,11 @@ type Member struct {
 	// Roles are the node's roles: RoleAll, RoleBackend, RoleFrontend,
 	// RoleWorker.
 	Roles []string `json:"roles"`
+	// Kinds are the cluster kinds the node hosts (none for clients).
+	Kinds []string `json:"kinds,omitempty"`
+	// Client marks a cluster client (a frontend or worker node that is not
+	// in the cluster's member list).
+	Client bool `json:"client,omitempty"`
 	// HTTP is the node's HTTP API address, when it serves one.
 	HTTP string `json:"http,omitempty"`
 	// Self marks the node that answered this request.

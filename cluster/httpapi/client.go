@@ -21,6 +21,9 @@ const (
 	DefaultClientAddr = "127.0.0.1:8001"
 	// DefaultPollInterval is how often [Client.Wait] asks about a work.
 	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultMaxIdleConns is how many keep-alive connections the Client's
+	// own transport keeps to the server.
+	DefaultMaxIdleConns = 64
 	// maxAnswerBytes bounds how much of an answer the Client reads.
 	maxAnswerBytes = 4 << 20
 )
@@ -56,7 +59,11 @@ func NewClient(addr string, opts ...ClientOption) (*Client, error) {
 		o(c)
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// The default keeps 2 idle connections per host: concurrent
+		// submitters would open a new connection for most requests.
+		tr.MaxIdleConnsPerHost = DefaultMaxIdleConns
+		c.hc = &http.Client{Transport: tr}
 	}
 	if c.newID == nil {
 		return nil, fmt.Errorf("%w: nil id generator", ErrInvalidOption)

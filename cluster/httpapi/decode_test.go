@@ -101,4 +101,3 @@ func FuzzDecodeSubmit(f *testing.F) {
 		require.Equal(t, req, back)
 	})
 }
-

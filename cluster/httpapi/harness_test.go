@@ -232,4 +232,6 @@ func (nopBackend) Submit(context.Context, *messages.Work) error { return nil }
 func (nopBackend) WorkStatus(context.Context, string) (*messages.WorkStatusReply, error) {
 	return &messages.WorkStatusReply{}, nil
 }
-func (nopBackend) Status(context.Context) (*httpapi.StatusInfo, error) { return &httpapi.StatusInfo{}, nil }
+func (nopBackend) Status(context.Context) (*httpapi.StatusInfo, error) {
+	return &httpapi.StatusInfo{}, nil
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -47,4 +48,16 @@ func FuzzResultJSON(f *testing.F) {
 			require.Equal(t, string(b), s)
 		}
 	})
+}
+
+func TestMemberFromMembership(t *testing.T) {
+	t.Parallel()
+	in := membership.Member{ID: "m1", Address: "127.0.0.1:2551", Role: membership.RoleBackend, Kinds: []string{"master"}, Self: true}
+	got := MemberFromMembership(in)
+	require.Equal(t, Member{ID: "m1", Address: "127.0.0.1:2551", Roles: []string{RoleBackend}, Kinds: []string{"master"}, Self: true}, got)
+	in.Kinds[0] = "changed"
+	require.Equal(t, "master", got.Kinds[0], "kinds are copied")
+	client := MemberFromMembership(membership.Member{ID: "w", Address: "127.0.0.1:4000", Role: membership.RoleWorker, Client: true})
+	require.True(t, client.Client)
+	require.Equal(t, []string{RoleWorker}, client.Roles)
 }

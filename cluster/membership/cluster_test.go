@@ -123,6 +123,12 @@ func TestClusterGracefulLeaveAndJoin(t *testing.T) {
 	addr, err := client.ask("g2", 2*time.Second)
 	require.NoError(t, err)
 	require.Contains(t, []string{members[0].sys.Address(), members[1].sys.Address(), joined.sys.Address()}, addr)
+
+	// A client's graceful shutdown serves nothing and must not panic
+	// (automanaged's does); members forget it after the client TTL.
+	client.stop(true)
+	require.Eventually(t, func() bool { return len(members[0].p.Clients()) == 0 },
+		testkit.Timeout(), 5*time.Millisecond, "members still report the stopped client")
 	t.Logf("T+%v done", time.Since(t0))
 }
 

@@ -236,6 +236,7 @@ func (p *Provider) loop(ctx context.Context) {
 	defer close(p.loopDone)
 	t := p.clock.NewTicker(p.cfg.refresh)
 	defer t.Stop()
+	stoppedTicks := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -244,9 +245,14 @@ func (p *Provider) loop(ctx context.Context) {
 		}
 		if p.c.ActorSystem.IsStopped() {
 			// cluster.Shutdown(false) does not call the provider: stop with
-			// the actor system so no goroutine outlives it.
-			go func() { _ = p.Shutdown(false) }()
-			return
+			// the actor system so no goroutine outlives it. Wait one tick
+			// first: cluster.Shutdown(true) stops the system just before
+			// it calls Shutdown(true), which must win (graceful leave).
+			if stoppedTicks++; stoppedTicks >= 2 {
+				go func() { _ = p.Shutdown(false) }()
+				return
+			}
+			continue
 		}
 		p.runOnce(ctx)
 	}

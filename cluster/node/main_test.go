@@ -7,6 +7,6 @@ import (
 	"github.com/foreman-actors/foreman/actors/testkit"
 )
 
-func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m, clusterLeakIgnores...) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,95 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/node"
+)
+
+// Example serves the HTTP API of an all-in-one node (master, one worker,
+// in-memory journal) on a free loopback port and uses it with the Go client.
+func Example() {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	j := journal.NewMemory()
+	defer j.Close()
+	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(1), node.WithSquareDelay(0, 0), node.WithLogger(quiet))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer n.Stop(ctx)
+
+	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
+	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
+	if err := srv.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown(ctx)
+
+	c, _ := httpapi.NewClient(srv.Addr())
+	defer c.CloseIdleConnections()
+	id, err := c.Submit(ctx, httpapi.SubmitRequest{ID: "job-1", Type: "square", Payload: json.RawMessage("7")})
+	fmt.Println("accepted", id, err)
+	info, err := c.Wait(ctx, id, 10*time.Millisecond)
+	fmt.Println(info.Status, string(info.Result), info.Attempts, err)
+	st, _ := c.Status(ctx)
+	fmt.Println(st.Members[0].Roles, st.Master.Reachable, st.Queue.Done)
+	// Output:
+	// accepted job-1 <nil>
+	// done 49 1 <nil>
+	// [all] true 1
+}
+
+// Example_rawHTTP shows the wire format with plain net/http, as curl would
+// see it.
+func Example_rawHTTP() {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	j := journal.NewMemory()
+	defer j.Close()
+	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(0), node.WithLogger(quiet))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer n.Stop(ctx)
+	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
+	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
+	if err := srv.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown(ctx)
+	base := "http://" + srv.Addr()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+	show := func(resp *http.Response, err error) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		fmt.Print(resp.StatusCode, " ", string(body))
+	}
+	show(hc.Post(base+"/work", "application/json", strings.NewReader(`{"id":"w-1","type":"square","payload":7}`)))
+	show(hc.Post(base+"/work", "application/json", strings.NewReader(`{"payload":7}`)))
+	show(hc.Get(base + "/work/w-1"))
+	show(hc.Get(base + "/work/w-2"))
+	// Output:
+	// 201 {"id":"w-1"}
+	// 400 {"error":"missing \"type\": set it to a job type the workers run, e.g. {\"type\":\"square\",\"payload\":7}"}
+	// 200 {"id":"w-1","status":"accepted","type":"square","result":null,"attempts":0}
+	// 404 {"error":"work \"w-2\" is unknown: never accepted, or done and forgotten after the master's retention"}
+}

@@ -1,0 +1,18 @@
+//go:build race
+
+package node_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestClusterFailover runs only without the race detector; see
+// cluster_test.go for why, and .ci/run for the run that includes it.
+func TestClusterFailover(t *testing.T) {
+	t.Skip("SKIPPED UNDER -race: protoactor-go's own data races (disthash lookup, gRPC logger) make in-process cluster tests fail on library code; run: go test -count=1 -run TestCluster ./cluster/node/")
+}
+
+// clusterLeakIgnores is empty: the cluster tests do not run under -race.
+var clusterLeakIgnores []goleak.Option
