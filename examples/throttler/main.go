@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -177,7 +176,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	thr := system.Root.Spawn(props)
 	defer system.Root.Stop(thr)
 
-	fmt.Fprintf(out, "%d requests at %s (mode %s) to %s\n", cfg.requests, rate, cfg.mode, "127.0.0.1")
+	fmt.Fprintf(out, "%d requests at %s (mode %s) to %s\n", cfg.requests, rate, cfg.mode, ts.URL)
 	start := time.Now()
 	futures := make([]*actor.Future, cfg.requests)
 	timeout := time.Until(deadlineOf(ctx))
@@ -190,8 +189,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			return fmt.Errorf("request %d: no answer: %w", i+1, err)
 		}
 		r := res.(*fetched)
-		if r.err != nil || r.status != http.StatusOK {
-			return fmt.Errorf("request %d: status %d: %w", r.n, r.status, errors.Join(r.err))
+		if r.err != nil {
+			return fmt.Errorf("request %d: %w", r.n, r.err)
+		}
+		if r.status != http.StatusOK {
+			return fmt.Errorf("request %d: the test server answered %d", r.n, r.status)
 		}
 	}
 	elapsed := time.Since(start)
