@@ -79,6 +79,12 @@ type effect struct {
 	publish *messages.WorkResult
 }
 
+// barrierEffect waits until the events up to seq are durable.
+type barrierEffect struct {
+	seq int64
+	eff effect
+}
+
 // batch is one journal append and the effects that wait for it.
 type batch struct {
 	events  []journal.Event
@@ -110,6 +116,7 @@ type masterActor struct {
 	flushSent  bool
 	notifyDue  bool     // new work arrived: notify workers at the flush
 	inflight   []*batch // appended, not yet confirmed, in order
+	barrier    []barrierEffect
 
 	sinceSnap    int // events since the last snapshot
 	pendingSnap  *journal.Snapshot
@@ -200,7 +207,7 @@ func (a *masterActor) onStarted(c actor.Context) {
 func (a *masterActor) recover(c actor.Context) {
 	a.gen = sessions.Add(1)
 	a.recovered = false
-	a.building, a.flushSent, a.inflight = nil, false, nil
+	a.building, a.flushSent, a.inflight, a.barrier = nil, false, nil, nil
 	a.pendingSnap, a.snapInFlight = nil, false
 	a.stopTimers()
 	start := a.clock.Now()
@@ -339,14 +346,15 @@ func (a *masterActor) emit(ev proto.Message) {
 	}
 }
 
-// later performs eff once everything emitted so far is durable.
+// later performs eff once everything emitted so far is durable. Effects of
+// a batch are frozen when it is flushed; one that must wait for batches
+// already in flight waits in barrier.
 func (a *masterActor) later(c actor.Context, eff effect) {
 	switch {
 	case a.building != nil:
 		a.building.effects = append(a.building.effects, eff)
 	case len(a.inflight) > 0:
-		b := a.inflight[len(a.inflight)-1]
-		b.effects = append(b.effects, eff)
+		a.barrier = append(a.barrier, barrierEffect{seq: a.inflight[len(a.inflight)-1].lastSeq, eff: eff})
 	default:
 		a.perform(c, eff)
 	}
@@ -371,7 +379,19 @@ func (a *masterActor) flush() {
 	b.lastSeq = b.events[len(b.events)-1].Seq
 	a.inflight = append(a.inflight, b)
 	gen, self, root, last := a.gen, a.self, a.sys.Root, b.lastSeq
+	effects := b.effects // frozen: the actor never changes it after the flush
 	a.j.AppendAsync(a.cfg.stream, a.epoch, b.events, func(err error) {
+		if err == nil {
+			// The batch is durable: its messages (Acks, and Works when
+			// awaiting WorkStarted), built by the actor and never changed,
+			// leave at once instead of queueing behind the master's
+			// mailbox. This touches no actor state.
+			for _, eff := range effects {
+				if eff.to != nil {
+					root.RequestWithCustomSender(eff.to, eff.msg, self)
+				}
+			}
+		}
 		root.Send(self, &appendDone{gen: gen, lastSeq: last, err: err})
 	})
 	a.sinceSnap += len(b.events)
@@ -399,9 +419,18 @@ func (a *masterActor) onAppendDone(c actor.Context, m *appendDone) {
 		a.inflight[0] = nil
 		a.inflight = a.inflight[1:]
 		for _, eff := range b.effects {
-			a.perform(c, eff)
+			if eff.publish != nil { // its messages were sent by the callback
+				a.perform(c, eff)
+			}
 		}
 	}
+	n := 0
+	for n < len(a.barrier) && a.barrier[n].seq <= a.durableSeq {
+		a.perform(c, a.barrier[n].eff)
+		a.barrier[n] = barrierEffect{}
+		n++
+	}
+	a.barrier = a.barrier[n:]
 	if a.pendingSnap != nil && a.pendingSnap.Seq <= a.durableSeq {
 		a.saveSnapshot(*a.pendingSnap)
 		a.pendingSnap = nil

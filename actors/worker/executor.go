@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -31,8 +32,13 @@ func (e *PanicError) Error() string {
 // Unwrap returns ErrJobPanicked.
 func (e *PanicError) Unwrap() error { return ErrJobPanicked }
 
-// doWork asks a WorkExecutor to run one job.
-type doWork struct{ work *messages.Work }
+// doWork asks a WorkExecutor to run one job. ctx is the job's ctx, which
+// the worker cancels (with a cause) when the caller leaves; nil means the
+// worker's lifetime context.
+type doWork struct {
+	work *messages.Work
+	ctx  context.Context
+}
 
 // execResult is a WorkExecutor's answer to doWork (a panic is reported
 // through supervision instead, see workerActor.HandleFailure).
@@ -67,19 +73,27 @@ func (e *executor) Receive(c actor.Context) {
 	if !ok {
 		return
 	}
-	res, err := e.run(d.work)
+	res, err := e.run(d.ctx, d.work)
 	c.Send(c.Parent(), &execResult{slot: e.slot, workID: d.work.GetWorkId(), result: res, err: err})
 }
 
-func (e *executor) run(w *messages.Work) (res []byte, err error) {
+func (e *executor) run(ctx context.Context, w *messages.Work) (res []byte, err error) {
 	fn, ok := e.reg.Lookup(w.GetJobType())
 	if !ok {
 		return nil, e.reg.unknownTypeError(w.GetJobType())
 	}
-	ctx := e.baseCtx
-	if err := ctx.Err(); err != nil {
+	if ctx == nil {
+		ctx = e.baseCtx
+	}
+	if err := e.baseCtx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWorkerStopping, err)
 	}
+	defer func() {
+		// A job cancelled because its caller left reports why.
+		if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrCallerGone) && !errors.Is(err, ErrCallerGone) {
+			err = fmt.Errorf("%w (job returned: %w)", cause, err)
+		}
+	}()
 	if dl := w.GetDeadlineUnixNano(); dl > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, dl))

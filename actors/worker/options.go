@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -27,6 +28,15 @@ const (
 	DefaultMaxUnacked = 32
 	// DefaultResolveTimeout bounds one call of a MasterResolver.
 	DefaultResolveTimeout = 5 * time.Second
+	// DefaultInterestTimeout bounds the wait for the answer of a Work's
+	// waiter to AreYouStillInterested; no answer in time counts as "not
+	// interested", as in seed 003 (the same bound as waiter.DefaultAskTimeout).
+	DefaultInterestTimeout = 5 * time.Second
+	// DefaultPermitIdle is how long a worker using WithLimiter keeps a permit
+	// for which it asked the master for work and got none; then it gives the
+	// permit back unused (so idle time never counts as service time) and
+	// asks again on the master's next WorkIsReady.
+	DefaultPermitIdle = time.Second
 )
 
 // Option configures a worker (see Props).
@@ -39,6 +49,9 @@ type config struct {
 	resolveTimeout   time.Duration
 	window           int
 	maxUnacked       int
+	interestTimeout  time.Duration
+	permitIdle       time.Duration
+	limiter          *adaptive.Limiter
 	clock            clock.Clock
 	logger           *slog.Logger
 	onWork           func(seq int, w *messages.Work)
@@ -49,6 +62,8 @@ func defaultConfig() config {
 		registerInterval: DefaultRegisterInterval,
 		resendInterval:   DefaultResendInterval,
 		resolveTimeout:   DefaultResolveTimeout,
+		interestTimeout:  DefaultInterestTimeout,
+		permitIdle:       DefaultPermitIdle,
 		window:           DefaultWindow,
 	}
 }
@@ -61,6 +76,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: resend interval %v: must be positive", ErrInvalidOption, c.resendInterval)
 	case c.resolveTimeout <= 0:
 		return fmt.Errorf("%w: resolve timeout %v: must be positive", ErrInvalidOption, c.resolveTimeout)
+	case c.interestTimeout <= 0:
+		return fmt.Errorf("%w: interest timeout %v: must be positive (default %v)", ErrInvalidOption, c.interestTimeout, DefaultInterestTimeout)
+	case c.permitIdle <= 0:
+		return fmt.Errorf("%w: permit idle %v: must be positive (default %v)", ErrInvalidOption, c.permitIdle, DefaultPermitIdle)
 	case c.window < 1 || c.window > 4096:
 		return fmt.Errorf("%w: window %d: must be 1..4096", ErrInvalidOption, c.window)
 	case c.maxUnacked < 0:
@@ -91,6 +110,31 @@ func WithResendInterval(d time.Duration) Option {
 func WithResolveTimeout(d time.Duration) Option {
 	return func(c *config) { c.resolveTimeout = d }
 }
+
+// WithInterestTimeout bounds the wait for the answer of a Work's waiter
+// (Work.waiter) to AreYouStillInterested before the job starts (default
+// DefaultInterestTimeout). No answer in time counts as "the caller has gone":
+// the job is not started and is reported as WorkFailed with ErrCallerGone.
+func WithInterestTimeout(d time.Duration) Option {
+	return func(c *config) { c.interestTimeout = d }
+}
+
+// WithLimiter makes the worker take a permit of l for every job it runs, so
+// that the workers of a node that share l run at most l.Limit() jobs
+// together and the adaptive policy (seed 004) sizes the node's pool from the
+// measured throughput. The worker asks the master for work only while it
+// holds a permit for it (one job per permit), so work is not pulled to a
+// node that cannot run it yet; WithWindow is then the most one worker can
+// run. A permit is released with the job's timing when the job function
+// returns, and abandoned (teaching the policy nothing) when the job never
+// ran: caller gone, handed back, or no work came within the permit idle time
+// (WithPermitIdle). Closing l hands back work waiting for a permit with
+// ErrLimiterClosed. Default nil: no limiter, the window alone bounds the work.
+func WithLimiter(l *adaptive.Limiter) Option { return func(c *config) { c.limiter = l } }
+
+// WithPermitIdle sets how long a worker with WithLimiter keeps an unused
+// permit after asking the master for work (default DefaultPermitIdle).
+func WithPermitIdle(d time.Duration) Option { return func(c *config) { c.permitIdle = d } }
 
 // WithWindow lets the worker hold and run up to n jobs at once, in n
 // WorkExecutor children; it asks the master for as many jobs as it has free

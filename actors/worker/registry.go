@@ -29,6 +29,16 @@ var (
 	// ErrDeadlinePassed is reported for Work whose caller's deadline passed
 	// before it could start; the job is not started (seed 003).
 	ErrDeadlinePassed = errors.New("worker: caller's deadline passed before the job started")
+	// ErrCallerGone is reported for Work whose submitter (the WorkWaiter or
+	// Interest in Work.waiter) no longer waits for the result: it answered
+	// IAmNoLongerInterested, it is gone (dead letter), or it did not answer
+	// within the interest timeout. Work not yet started is not started; work
+	// already running has its ctx cancelled (seed 003). The master should
+	// not retry it (see the package doc).
+	ErrCallerGone = errors.New("worker: caller no longer waits for the result")
+	// ErrLimiterClosed is reported for work handed back because the shared
+	// adaptive.Limiter (WithLimiter) was closed: the node is shutting down.
+	ErrLimiterClosed = errors.New("worker: concurrency limiter closed, work handed back")
 	// ErrWorkerStopping is reported for work that was running or queued when
 	// the worker stopped; the master re-queues it.
 	ErrWorkerStopping = errors.New("worker: worker stopping, work handed back")

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -66,6 +67,9 @@ type workerActor struct {
 
 	sys  *actor.ActorSystem
 	self *actor.PID
+	// actx is the worker's own actor.Context, used only on its goroutine to
+	// spawn and stop interest watchers outside Receive's call chain.
+	actx actor.Context
 	// ctx is the worker's lifetime context, cancelled when it stops; jobs
 	// and resolver calls derive from it.
 	ctx    context.Context
@@ -83,6 +87,16 @@ type workerActor struct {
 	registerTimer clock.Timer
 	resendTimers  map[string]clock.Timer
 	outbox        []*messages.WorkFailed // failures waiting for a master
+
+	// The gates (gate.go): gates[i] is where slot i's work is.
+	gates         []gate
+	permitQueue   []int       // slots waiting for a permit, FIFO
+	spare         []spare     // permits held for work asked from the master
+	box           *permitBox  // hands over permits from the acquirer
+	acquiring     bool        // an Acquire is in flight
+	hungry        bool        // the worker wants work (cleared by idle permits)
+	limiterClosed bool        // Acquire failed: the limiter was closed
+	idleTimer     clock.Timer // fires permitIdleTick while spare permits wait
 	stopped       bool
 	drainers      []*actor.PID // senders of Drain, answered with Drained
 	draining      bool
@@ -137,6 +151,16 @@ func (w *workerActor) Receive(c actor.Context) {
 		w.checkDrained(c)
 	case *resendTick:
 		w.onResend(m.workID)
+	case *interestAnswer:
+		w.onInterest(m)
+	case *callerLeft:
+		w.onCallerLeft(m)
+	case *permitGranted:
+		w.onPermit(m)
+	case *permitFailed:
+		w.onPermitFailed(m)
+	case *permitIdleTick:
+		w.onPermitIdle()
 	case *actor.Stopping, *actor.Restarting:
 		w.shutdown()
 	case *actor.Stopped:
@@ -145,7 +169,7 @@ func (w *workerActor) Receive(c actor.Context) {
 }
 
 func (w *workerActor) start(c actor.Context) {
-	w.sys, w.self = c.ActorSystem(), c.Self()
+	w.sys, w.self, w.actx = c.ActorSystem(), c.Self(), c
 	w.log = w.cfg.logger
 	if w.log == nil {
 		w.log = c.Logger()
@@ -156,6 +180,9 @@ func (w *workerActor) start(c actor.Context) {
 	w.resendTimers = make(map[string]clock.Timer)
 	w.slotOf = make(map[string]int, w.cfg.window)
 	w.execs = make([]*actor.PID, w.cfg.window)
+	w.gates = make([]gate, w.cfg.window)
+	w.box = newPermitBox()
+	w.hungry = true
 	for i := range w.execs {
 		pid := c.Spawn(executorProps(i, w.reg, w.ctx))
 		w.execs[i] = pid
@@ -244,9 +271,7 @@ func (w *workerActor) onResolved(c actor.Context, m *resolved) {
 	for id, res := range w.st.unacked {
 		w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
 	}
-	if n := w.st.capacity(); n > 0 {
-		w.requestWork(n)
-	}
+	w.maybeRequest()
 }
 
 // tell sends msg to the master with the worker as sender; WorkFailed waits
@@ -285,8 +310,7 @@ func (w *workerActor) onWork(m *messages.Work) {
 	}
 	switch res, slot := w.st.offer(m); res {
 	case offerStart:
-		w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
-		w.sys.Root.Send(w.execs[slot], &doWork{work: m})
+		w.begin(slot, m)
 	case offerQueued:
 		w.log.Debug("Got work beyond the window; queued", "work_id", m.GetWorkId())
 	case offerRunning:
@@ -308,6 +332,9 @@ func (w *workerActor) onResult(m *execResult) {
 		if failed == nil {
 			return // stale: the slot was handed back already
 		}
+		// A job cancelled because its caller left says nothing about the
+		// node's throughput: its permit is abandoned, not released.
+		w.endGate(m.slot, !errors.Is(m.err, ErrCallerGone))
 		w.fail(failed, m.err)
 		w.startNext(m.slot, next)
 		w.maybeRequest()
@@ -317,6 +344,7 @@ func (w *workerActor) onResult(m *execResult) {
 	if !ok {
 		return
 	}
+	w.endGate(m.slot, true)
 	w.log.Debug("Work is complete", "work_id", m.workID, "result", string(m.result))
 	w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: m.workID, Result: m.result})
 	w.armResend(m.workID)
@@ -326,14 +354,28 @@ func (w *workerActor) onResult(m *execResult) {
 
 func (w *workerActor) startNext(slot int, next *messages.Work) {
 	if next != nil && !w.stopped {
-		w.sys.Root.Send(w.execs[slot], &doWork{work: next})
+		w.begin(slot, next)
 	}
 }
 
+// maybeRequest asks the master for as many jobs as the worker has free
+// slots or, with a limiter, as it holds spare permits for (and acquires
+// more permits if it has free slots).
 func (w *workerActor) maybeRequest() {
-	if n := w.st.capacity(); n > 0 && !w.stopped && !w.draining {
+	if w.stopped || w.draining {
+		return
+	}
+	if w.cfg.limiter == nil {
+		if n := w.st.capacity(); n > 0 {
+			w.requestWork(n)
+		}
+		return
+	}
+	w.hungry = true
+	if n := min(len(w.spare), w.st.capacity()); n > 0 {
 		w.requestWork(n)
 	}
+	w.ensureAcquire()
 }
 
 func (w *workerActor) armResend(id string) {
@@ -379,6 +421,7 @@ func (w *workerActor) HandleFailure(_ *actor.ActorSystem, supervisor actor.Super
 	}
 	failed, next := w.st.fail(slot, "")
 	if failed != nil {
+		w.endGate(slot, true)
 		err, isErr := reason.(error)
 		if !isErr {
 			err = &PanicError{Value: reason}
@@ -407,6 +450,11 @@ func (w *workerActor) shutdown() {
 	for _, t := range w.resendTimers {
 		t.Stop()
 	}
+	for i := range w.gates {
+		w.endGate(i, false)
+	}
+	w.permitQueue = nil
+	w.dropPermits()
 	for _, m := range w.st.drain() {
 		w.fail(m, ErrWorkerStopping)
 	}
@@ -430,6 +478,17 @@ func (w *workerActor) onDrain(c actor.Context) {
 		// Hand back what has not started; running jobs finish.
 		for _, m := range w.st.takeQueue() {
 			w.fail(m, ErrWorkerStopping)
+		}
+		for i := range w.gates {
+			if p := w.gates[i].phase; p == phaseWaitPermit || p == phaseAsking {
+				if failed, _ := w.st.fail(i, w.gates[i].workID); failed != nil {
+					w.fail(failed, ErrWorkerStopping)
+				}
+				w.endGate(i, false)
+			}
+		}
+		for len(w.spare) > 0 {
+			w.popSpare().Abandon()
 		}
 	}
 	w.checkDrained(c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -326,4 +327,22 @@ func TestNewValidates(t *testing.T) {
 	require.ErrorIs(t, err, httpapi.ErrInvalidOption)
 	_, err = httpapi.NewActorBackend(nil, nil)
 	require.ErrorIs(t, err, httpapi.ErrInvalidOption)
+}
+
+func TestSubmitChunkedOverLimit(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, withServer(httpapi.WithMaxBodyBytes(1024)))
+	body := fmt.Sprintf(`{"type":"square","payload":%q}`, strings.Repeat("p", 4096))
+	// A reader of unknown length: sent chunked, so only MaxBytesReader
+	// catches it.
+	req, err := http.NewRequest(http.MethodPost, s.base+"/work", io.MultiReader(strings.NewReader(body)))
+	require.NoError(t, err)
+	resp, err := s.hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Zero(t, req.ContentLength, "unknown length: sent chunked")
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(data), "over the limit of 1024 bytes")
 }

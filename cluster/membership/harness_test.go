@@ -79,6 +79,13 @@ var startMu sync.Mutex
 // startNodes starts the nodes in order, each knowing the seeds in its spec
 // plus, when seedFirst is set, the first node's endpoint. Remote starts are
 // serialised, the rest of the starts (StartMember sleeps 1 s) overlap.
+//
+// Race-detector ordering: each start is preceded by an I/O barrier and its
+// gRPC logger write followed by one (see testkit.StartRemote), which
+// orders it against other remotes' logger reads that are followed by
+// socket I/O. A remote that is stopping (or whose peer just stopped) reads
+// the logger while closing connections without further I/O, so tests start
+// no node right after stopping one while others still run.
 func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 	t.Helper()
 	nodes := make([]*node, len(specs))
@@ -272,4 +279,24 @@ func ioBarrier(testing.TB) {
 	if _, err := r.Read(make([]byte, 1)); err != nil {
 		panic(err)
 	}
+}
+
+// warm makes client ask grains until every member in members has answered
+// once, so that client and members hold remote connections both ways.
+// Later requests then open no new connection: protoactor's endpoint reader
+// checks the block list of every new connection without a lock while the
+// member list writes it when a member leaves (a data race inside
+// protoactor that -race reports).
+func warm(t testing.TB, client *node, members ...*node) {
+	t.Helper()
+	want := make(map[string]bool, len(members))
+	for _, m := range members {
+		want[m.sys.Address()] = true
+	}
+	for i := 0; i < 50*len(members) && len(want) > 0; i++ {
+		addr, err := client.ask(fmt.Sprintf("warm-%d", i), 2*time.Second)
+		require.NoError(t, err, "warm-up request %d", i)
+		delete(want, addr)
+	}
+	require.Empty(t, want, "no grain landed on these members")
 }

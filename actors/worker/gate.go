@@ -1,0 +1,451 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// This file holds what happens between "the work has a slot" and "its
+// executor runs it": the two gates of the seeds that work together in the
+// distributed workers.
+//
+//	slot taken ──(WithLimiter)──> wait for a permit of the shared limiter (seed 004)
+//	           ──(Work.waiter)──> ask the caller's waiter AreYouStillInterested (seed 003)
+//	           ──> run in the slot's executor
+//
+// Every phase is owned by the worker's goroutine. The permit is acquired off
+// it (one Acquire in flight per worker) and handed over by message; the
+// waiter is asked by a watcher child, which stays while the job runs so that
+// a waiter's later, unasked IAmNoLongerInterested cancels the job's ctx.
+
+// gatePhase is where the work of one slot is.
+type gatePhase int
+
+const (
+	// phaseIdle: the slot is free, or its work has not entered the gates.
+	phaseIdle gatePhase = iota
+	// phaseWaitPermit: the work waits for a permit of the limiter.
+	phaseWaitPermit
+	// phaseAsking: the watcher asked the waiter; no answer yet.
+	phaseAsking
+	// phaseRunning: the executor runs the work.
+	phaseRunning
+)
+
+// gate is the shell's record of one slot's passage through the gates.
+type gate struct {
+	phase    gatePhase
+	workID   string
+	permit   *adaptive.Permit        // held for this work; nil without a limiter
+	watcher  *actor.PID              // interest watcher child; nil without a waiter
+	askTimer clock.Timer             // fires askTimeout while phaseAsking
+	cancel   context.CancelCauseFunc // cancels the running job's ctx
+}
+
+// Messages of the gates (all local, to the worker itself).
+type (
+	// interestAnswer is the watcher's first answer (or the ask timer).
+	interestAnswer struct {
+		slot   int
+		workID string
+		err    error // nil: still interested
+	}
+	// callerLeft is the watcher's report of an unasked IAmNoLongerInterested
+	// while the work runs.
+	callerLeft struct {
+		slot   int
+		workID string
+		reason messages.NoLongerInterestedReason
+	}
+	// permitGranted hands over a permit acquired off the worker's goroutine.
+	permitGranted struct {
+		box    *permitBox
+		permit *adaptive.Permit
+	}
+	// permitFailed reports an Acquire that returned an error.
+	permitFailed struct {
+		box *permitBox
+		err error
+	}
+	// permitIdleTick checks the spare permits for idle ones.
+	permitIdleTick struct{}
+)
+
+// permitBox hands permits from the acquiring goroutine to the worker so that
+// none is lost when the worker stops or restarts: a permit put after close
+// is abandoned by its goroutine, and close returns the permits that were put
+// but not yet taken, for the worker to abandon.
+type permitBox struct {
+	mu      sync.Mutex                    // guards pending and closed
+	pending map[*adaptive.Permit]struct{} // guarded by mu
+	closed  bool                          // guarded by mu
+}
+
+func newPermitBox() *permitBox {
+	return &permitBox{pending: make(map[*adaptive.Permit]struct{})}
+}
+
+// put records p as on its way to the worker; false once the box is closed.
+func (b *permitBox) put(p *adaptive.Permit) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.pending[p] = struct{}{}
+	return true
+}
+
+// take claims p for the worker; false when close claimed it first.
+func (b *permitBox) take(p *adaptive.Permit) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.pending[p]
+	delete(b.pending, p)
+	return ok
+}
+
+// close refuses further puts and returns the permits not yet taken.
+func (b *permitBox) close() []*adaptive.Permit {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	out := make([]*adaptive.Permit, 0, len(b.pending))
+	for p := range b.pending {
+		out = append(out, p)
+	}
+	clear(b.pending)
+	return out
+}
+
+// spare is a permit held for work asked from the master, since at.
+type spare struct {
+	permit *adaptive.Permit
+	at     time.Time
+}
+
+// begin starts the work w given slot: through the limiter, then the waiter,
+// then the executor.
+func (w *workerActor) begin(slot int, m *messages.Work) {
+	if w.stopped {
+		return
+	}
+	g := &w.gates[slot]
+	*g = gate{workID: m.GetWorkId()}
+	w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
+	if w.cfg.limiter != nil {
+		if len(w.spare) == 0 {
+			g.phase = phaseWaitPermit
+			w.permitQueue = append(w.permitQueue, slot)
+			w.ensureAcquire()
+			return
+		}
+		g.permit = w.popSpare()
+	}
+	w.afterPermit(slot, m)
+}
+
+// afterPermit asks the work's waiter, if it has one, or runs the work.
+func (w *workerActor) afterPermit(slot int, m *messages.Work) {
+	g := &w.gates[slot]
+	wp := m.GetWaiter()
+	if wp == nil {
+		w.run(slot, m)
+		return
+	}
+	g.phase = phaseAsking
+	// A fresh PID: a protoactor PID caches the process it resolved to, and
+	// the Work may have come from another actor system in this process.
+	waiterPID := actor.NewPID(wp.GetAddress(), wp.GetId())
+	g.watcher = w.actx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &interestWatch{slot: slot, workID: m.GetWorkId(), waiter: waiterPID}
+	}))
+	sys, self, id, d := w.sys, w.self, m.GetWorkId(), w.cfg.interestTimeout
+	g.askTimer = w.cfg.clock.AfterFunc(d, func() {
+		sys.Root.Send(self, &interestAnswer{slot: slot, workID: id,
+			err: fmt.Errorf("%w: waiter %s did not answer AreYouStillInterested within %v", ErrCallerGone, waiterPID, d)})
+	})
+}
+
+// run hands the work to the slot's executor with a ctx the worker can cancel.
+func (w *workerActor) run(slot int, m *messages.Work) {
+	g := &w.gates[slot]
+	g.phase = phaseRunning
+	ctx, cancel := context.WithCancelCause(w.ctx)
+	g.cancel = cancel
+	w.sys.Root.Send(w.execs[slot], &doWork{work: m, ctx: ctx})
+}
+
+// onInterest handles the waiter's first answer (or the ask timer).
+func (w *workerActor) onInterest(m *interestAnswer) {
+	g := w.gateOf(m.slot, m.workID)
+	if g == nil || g.phase != phaseAsking || w.stopped {
+		return
+	}
+	if g.askTimer != nil {
+		g.askTimer.Stop()
+		g.askTimer = nil
+	}
+	if m.err == nil {
+		w.run(m.slot, w.st.running(m.slot))
+		return
+	}
+	// The caller has gone: the work is not started.
+	failed, next := w.st.fail(m.slot, m.workID)
+	w.endGate(m.slot, false)
+	if failed != nil {
+		w.fail(failed, m.err)
+	}
+	w.startNext(m.slot, next)
+	w.maybeRequest()
+}
+
+// onCallerLeft cancels running work whose caller gave up.
+func (w *workerActor) onCallerLeft(m *callerLeft) {
+	g := w.gateOf(m.slot, m.workID)
+	if g == nil || g.phase != phaseRunning || g.cancel == nil {
+		return
+	}
+	w.log.Info("Caller gave up; cancelling the running job", "work_id", m.workID, "reason", m.reason.String())
+	g.cancel(fmt.Errorf("%w: the waiter said IAmNoLongerInterested (%s) while the job ran", ErrCallerGone, m.reason))
+}
+
+// gateOf returns the gate of slot if it holds workID.
+func (w *workerActor) gateOf(slot int, workID string) *gate {
+	if slot < 0 || slot >= len(w.gates) || w.gates[slot].workID != workID {
+		return nil
+	}
+	return &w.gates[slot]
+}
+
+// endGate clears slot's gate when its work ends: the permit is released
+// with the job's timing when the job function ran (ran), else abandoned;
+// the watcher stops.
+func (w *workerActor) endGate(slot int, ran bool) {
+	g := &w.gates[slot]
+	if g.askTimer != nil {
+		g.askTimer.Stop()
+	}
+	if g.cancel != nil {
+		g.cancel(nil)
+	}
+	if g.watcher != nil {
+		w.actx.Stop(g.watcher)
+	}
+	if g.phase == phaseWaitPermit {
+		w.permitQueue = removeInt(w.permitQueue, slot)
+	}
+	if g.permit != nil {
+		if ran {
+			g.permit.Release()
+		} else {
+			g.permit.Abandon()
+		}
+	}
+	*g = gate{}
+	w.ensureAcquire()
+}
+
+func removeInt(s []int, v int) []int {
+	for i, x := range s {
+		if x == v {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}
+
+// wantPermits is how many permits the worker should acquire now: one per
+// slot waiting for one, plus one per free slot without a spare permit while
+// it wants work.
+func (w *workerActor) wantPermits() int {
+	n := len(w.permitQueue)
+	if w.hungry && !w.draining {
+		n += max(0, w.st.capacity()-len(w.spare))
+	}
+	return n
+}
+
+// ensureAcquire starts an Acquire off the worker's goroutine when permits
+// are wanted and none is being acquired.
+func (w *workerActor) ensureAcquire() {
+	lim := w.cfg.limiter
+	if lim == nil || w.acquiring || w.stopped || w.limiterClosed || w.wantPermits() == 0 {
+		return
+	}
+	w.acquiring = true
+	ctx, sys, self, box := w.ctx, w.sys, w.self, w.box
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		p, err := lim.Acquire(ctx)
+		if err != nil {
+			sys.Root.Send(self, &permitFailed{box: box, err: err})
+			return
+		}
+		if !box.put(p) {
+			p.Abandon() // the worker stopped meanwhile
+			return
+		}
+		sys.Root.Send(self, &permitGranted{box: box, permit: p})
+	}()
+}
+
+// onPermit takes a permit from the acquiring goroutine.
+func (w *workerActor) onPermit(m *permitGranted) {
+	if !m.box.take(m.permit) {
+		return // the box was closed and the permit abandoned
+	}
+	if m.box != w.box || w.stopped {
+		m.permit.Abandon()
+		return
+	}
+	w.acquiring = false
+	switch {
+	case len(w.permitQueue) > 0:
+		slot := w.permitQueue[0]
+		w.permitQueue = w.permitQueue[1:]
+		w.gates[slot].permit = m.permit
+		w.afterPermit(slot, w.st.running(slot))
+	case w.hungry && !w.draining && len(w.spare) < w.st.capacity():
+		w.pushSpare(m.permit)
+		w.tell(&messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: 1})
+	default:
+		m.permit.Abandon()
+	}
+	w.ensureAcquire()
+}
+
+// onPermitFailed handles an Acquire that failed: the worker stopping (its
+// ctx) or the limiter closed.
+func (w *workerActor) onPermitFailed(m *permitFailed) {
+	if m.box != w.box || w.stopped {
+		return
+	}
+	w.acquiring = false
+	if w.ctx.Err() != nil {
+		return
+	}
+	w.limiterClosed = true
+	w.log.Error("Concurrency limiter closed; handing back work that waits for a permit", "error", m.err)
+	for _, slot := range append([]int(nil), w.permitQueue...) {
+		failed, next := w.st.fail(slot, w.gates[slot].workID)
+		w.endGate(slot, false)
+		if failed != nil {
+			w.fail(failed, fmt.Errorf("%w: %w", ErrLimiterClosed, m.err))
+		}
+		// Queued work cannot get a permit either.
+		for next != nil {
+			failed, next = w.st.fail(slot, next.GetWorkId())
+			w.fail(failed, fmt.Errorf("%w: %w", ErrLimiterClosed, m.err))
+		}
+	}
+}
+
+// pushSpare keeps a permit for work asked from the master and arms the idle
+// check.
+func (w *workerActor) pushSpare(p *adaptive.Permit) {
+	w.spare = append(w.spare, spare{permit: p, at: w.cfg.clock.Now()})
+	if w.idleTimer == nil {
+		w.armIdle(w.cfg.permitIdle)
+	}
+}
+
+func (w *workerActor) armIdle(d time.Duration) {
+	sys, self := w.sys, w.self
+	w.idleTimer = w.cfg.clock.AfterFunc(d, func() { sys.Root.Send(self, &permitIdleTick{}) })
+}
+
+// popSpare takes the oldest spare permit.
+func (w *workerActor) popSpare() *adaptive.Permit {
+	p := w.spare[0].permit
+	w.spare[0] = spare{}
+	w.spare = w.spare[1:]
+	return p
+}
+
+// onPermitIdle gives back spare permits kept for the permit idle time
+// without work arriving, and stops wanting work until the master says
+// WorkIsReady (or work arrives).
+func (w *workerActor) onPermitIdle() {
+	w.idleTimer = nil
+	if w.stopped {
+		return
+	}
+	now := w.cfg.clock.Now()
+	gave := 0
+	for len(w.spare) > 0 && now.Sub(w.spare[0].at) >= w.cfg.permitIdle {
+		w.popSpare().Abandon()
+		gave++
+	}
+	if gave > 0 {
+		w.hungry = false
+		w.log.Debug("No work came for spare permits; gave them back", "permits", gave)
+	}
+	if len(w.spare) > 0 {
+		w.armIdle(w.cfg.permitIdle - now.Sub(w.spare[0].at))
+	}
+}
+
+// dropPermits abandons every permit the worker holds and closes the box
+// (the worker stops).
+func (w *workerActor) dropPermits() {
+	if w.idleTimer != nil {
+		w.idleTimer.Stop()
+		w.idleTimer = nil
+	}
+	for len(w.spare) > 0 {
+		w.popSpare().Abandon()
+	}
+	if w.box != nil {
+		for _, p := range w.box.close() {
+			p.Abandon()
+		}
+	}
+}
+
+// interestWatch is a child of the worker per job with a waiter: it asks the
+// waiter AreYouStillInterested (as itself, so the waiter remembers it as
+// the worker it told yes), reports the first answer, then stays until the
+// worker stops it and reports an unasked IAmNoLongerInterested: the caller
+// gave up while the job runs.
+type interestWatch struct {
+	slot     int
+	workID   string
+	waiter   *actor.PID
+	answered bool
+}
+
+// Receive handles the interest protocol.
+func (a *interestWatch) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		c.Request(a.waiter, &messages.AreYouStillInterested{WorkId: a.workID})
+	case *messages.IAmStillInterested:
+		a.answer(c, nil)
+	case *messages.IAmNoLongerInterested:
+		if a.answered {
+			c.Send(c.Parent(), &callerLeft{slot: a.slot, workID: a.workID, reason: m.GetReason()})
+			return
+		}
+		a.answer(c, fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
+	case *actor.DeadLetterResponse:
+		a.answer(c, fmt.Errorf("%w: waiter %s is gone (dead letter)", ErrCallerGone, a.waiter))
+	}
+}
+
+func (a *interestWatch) answer(c actor.Context, err error) {
+	if a.answered {
+		return
+	}
+	a.answered = true
+	c.Send(c.Parent(), &interestAnswer{slot: a.slot, workID: a.workID, err: err})
+}

@@ -1,0 +1,336 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/actors/waiter"
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Reference: seed 003, "before starting the work, the Worker asks the
+// WorkWaiter whether it is still interested"; the worker of the distributed
+// system does the same with the Work's waiter (messages.Work.waiter).
+
+func withWaiter(w *messages.Work, pid *actor.PID) *messages.Work {
+	w.Waiter = pid
+	return w
+}
+
+// startedWithin reports the id of a "block" job that started within d, or "".
+func startedWithin(b *testBundle, d time.Duration) string {
+	select {
+	case id := <-b.started:
+		return id
+	case <-time.After(d):
+		return ""
+	}
+}
+
+func TestWorkerAsksTheCallersWaiter(t *testing.T) {
+	t.Parallel()
+
+	t.Run("StillInterestedRunsTheJob", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		in := waiter.NewInterest(t.Context(), b.sys)
+		t.Cleanup(in.Close)
+		b.master.Send(pid, withWaiter(work("a", "echo", "49"), in.PID()))
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
+	})
+
+	t.Run("CallerGoneBeforeStartIsNotStarted", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		in := waiter.NewInterest(ctx, b.sys)
+		t.Cleanup(in.Close)
+		cancel()
+		// The Interest answers "no longer interested" once it has seen its
+		// ctx end; until then it may still say yes, so try until it says no.
+		var f *messages.WorkFailed
+		for i := 0; f == nil; i++ {
+			require.Less(t, i, 100, "the Interest never said no")
+			id := fmt.Sprint("gone-", i)
+			b.master.Send(pid, withWaiter(work(id, "echo", id), in.PID()))
+			switch m := b.master.FishForMessage(testkit.Timeout(), func(m any) bool {
+				switch m.(type) {
+				case *messages.WorkFailed, *messages.WorkIsDone:
+					return true
+				}
+				return false
+			}).(type) {
+			case *messages.WorkFailed:
+				f = m
+			case *messages.WorkIsDone:
+				b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
+			}
+		}
+		require.Contains(t, f.GetError(), worker.ErrCallerGone.Error())
+		require.Contains(t, f.GetError(), "IAmNoLongerInterested")
+	})
+
+	t.Run("CallerGoneJobNeverStartsAndNextWorkRuns", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t) // window 1: the second work waits in the local queue
+		ctx, cancel := context.WithCancel(t.Context())
+		gone := waiter.NewInterest(ctx, b.sys)
+		t.Cleanup(gone.Close)
+		cancel()
+		live := waiter.NewInterest(t.Context(), b.sys)
+		t.Cleanup(live.Close)
+		// Ask the gone Interest until it has seen its ctx end (a probe
+		// request is answered to the probe).
+		require.Eventually(t, func() bool {
+			f := b.sys.Root.RequestFuture(gone.PID(), &messages.AreYouStillInterested{}, testkit.Timeout())
+			r, err := f.Result()
+			_, no := r.(*messages.IAmNoLongerInterested)
+			return err == nil && no
+		}, testkit.Timeout(), time.Millisecond)
+
+		b.master.Send(pid, withWaiter(work("skip", "block", "skip"), gone.PID()))
+		b.master.Send(pid, withWaiter(work("next", "echo", "next"), live.PID()))
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Equal(t, "skip", f.GetWorkId())
+		require.Contains(t, f.GetError(), worker.ErrCallerGone.Error())
+		b.master.FishForMessage(testkit.Timeout(), func(m any) bool {
+			d, ok := m.(*messages.WorkIsDone)
+			return ok && d.GetWorkId() == "next"
+		})
+		require.Empty(t, b.started, "the job of the caller that left must not start")
+	})
+
+	t.Run("WaiterGoneIsCallerGone", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		dead := actor.NewPID(b.sys.Address(), "no-such-waiter")
+		b.master.Send(pid, withWaiter(work("d", "block", "d"), dead))
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Contains(t, f.GetError(), worker.ErrCallerGone.Error())
+		require.Contains(t, f.GetError(), "dead letter")
+		require.Empty(t, b.started)
+	})
+
+	t.Run("NoAnswerWithinTheTimeoutIsCallerGone", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, worker.WithInterestTimeout(3*time.Second), worker.WithRegisterInterval(time.Hour))
+		silent := testkit.NewProbe(t, b.sys)
+		b.master.Send(pid, withWaiter(work("s", "block", "s"), silent.PID()))
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](silent, testkit.Timeout())
+		waitTimers(t, b.clk, 2) // register + ask
+		b.clk.Advance(3*time.Second - time.Millisecond)
+		b.master.ExpectNoMsg(20 * time.Millisecond)
+		b.clk.Advance(time.Millisecond)
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Contains(t, f.GetError(), "did not answer AreYouStillInterested within 3s")
+		require.Empty(t, b.started)
+		// A late yes changes nothing.
+		silent.Reply(&messages.IAmStillInterested{WorkId: "s"})
+		require.Empty(t, startedWithin(b, 50*time.Millisecond))
+	})
+
+	t.Run("CallerLeavingCancelsTheRunningJob", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		in := waiter.NewInterest(ctx, b.sys)
+		t.Cleanup(in.Close)
+		b.master.Send(pid, withWaiter(work("r", "block", "r"), in.PID()))
+		require.Equal(t, "r", startedWithin(b, testkit.Timeout()), "the caller waits: the job starts")
+		cancel() // the Interest tells the worker it told yes
+		select {
+		case err := <-b.ctxErrs:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(testkit.Timeout()):
+			t.Fatal("the running job's ctx was not cancelled")
+		}
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.Equal(t, "r", f.GetWorkId())
+		require.Contains(t, f.GetError(), worker.ErrCallerGone.Error())
+		require.Contains(t, f.GetError(), "while the job ran")
+	})
+
+	t.Run("WorkWithoutWaiterIsNotAsked", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t)
+		b.master.Send(pid, work("plain", "echo", "1"))
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "plain", Result: []byte("1")}, testkit.Timeout())
+	})
+}
+
+// limiterBundle is a node's workers sharing one limiter, with a probe as
+// their master.
+type limiterBundle struct {
+	*testBundle
+	lim     *adaptive.Limiter
+	workers []*actor.PID
+}
+
+// setupShared spawns n workers with the given window that share a limiter
+// with a fixed limit, and waits for their registrations.
+func setupShared(t *testing.T, n, window, limit int, opts ...worker.Option) *limiterBundle {
+	t.Helper()
+	b := &testBundle{release: make(chan struct{}), started: make(chan string, 16), ctxErrs: make(chan error, 16)}
+	b.sys = testkit.NewSystem(t)
+	b.master = testkit.NewProbe(t, b.sys)
+	b.clk = clock.NewManual(epoch)
+	b.reg = testRegistry(t, b)
+	lim, err := adaptive.NewLimiter(adaptive.WithCustomPolicy(adaptive.Fixed(limit)), adaptive.WithClock(b.clk))
+	require.NoError(t, err)
+	lb := &limiterBundle{testBundle: b, lim: lim}
+	for i := range n {
+		all := append([]worker.Option{worker.WithClock(b.clk), worker.WithWorkerID(fmt.Sprint("w", i)),
+			worker.WithWindow(window), worker.WithLimiter(lim), worker.WithRegisterInterval(time.Hour)}, opts...)
+		props, err := worker.Props(worker.MasterPID(b.master.PID()), b.reg, all...)
+		require.NoError(t, err)
+		pid := b.sys.Root.Spawn(props)
+		lb.workers = append(lb.workers, pid)
+		t.Cleanup(func() {
+			if _, alive := b.sys.ProcessRegistry.Get(pid); alive {
+				require.NoError(t, b.sys.Root.StopFuture(pid).Wait())
+			}
+		})
+	}
+	b.master.IgnoreMsg(func(m any) bool { _, ok := m.(*messages.RegisterWorker); return ok })
+	return lb
+}
+
+func TestWorkersShareALimiter(t *testing.T) {
+	t.Parallel()
+
+	t.Run("AskForWorkOnlyWithAPermit", func(t *testing.T) {
+		t.Parallel()
+		// Reference: seed 004, the pool size is what the tuner allows: three
+		// workers with room for 2 jobs each share a limit of 2.
+		lb := setupShared(t, 3, 2, 2)
+		reqs := lb.master.ReceiveN(2, testkit.Timeout())
+		for _, m := range reqs {
+			require.Equal(t, int32(1), m.(*messages.WorkerRequestsWork).GetCapacity(), "one job per permit")
+		}
+		lb.master.ExpectNoMsg(50 * time.Millisecond) // the limit is used up
+		require.Equal(t, 2, lb.lim.Stats().InFlight)
+
+		// The master hands each requester a job; both run.
+		for i, m := range reqs {
+			lb.master.Send(m.(*messages.WorkerRequestsWork).GetWorker(), work(fmt.Sprint("j", i), "block", fmt.Sprint("j", i)))
+		}
+		require.NotEmpty(t, startedWithin(lb.testBundle, testkit.Timeout()))
+		require.NotEmpty(t, startedWithin(lb.testBundle, testkit.Timeout()))
+		lb.master.ExpectNoMsg(50 * time.Millisecond)
+
+		// A finished job releases its permit (teaching the policy) and
+		// some worker asks for the next job.
+		lb.release <- struct{}{}
+		testkit.ExpectMsgType[*messages.WorkIsDone](lb.master, testkit.Timeout())
+		lb.master.Reply(&messages.Ack{WorkId: "any"})
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		require.Equal(t, uint64(1), lb.lim.Stats().Completed)
+		require.Equal(t, 2, lb.lim.Stats().InFlight, "one running, one held for the requested job")
+		close(lb.release)
+	})
+
+	t.Run("WorkBeyondThePermitsWaitsForOne", func(t *testing.T) {
+		t.Parallel()
+		lb := setupShared(t, 1, 2, 1)
+		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		w := req.GetWorker()
+		// The master sends two (it may, for example after a WorkIsReady).
+		lb.master.Send(w, work("a", "block", "a"))
+		lb.master.Send(w, work("b", "echo", "b"))
+		require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
+		lb.master.ExpectNoMsg(50 * time.Millisecond) // b waits for a permit
+		lb.release <- struct{}{}
+		got := lb.master.ReceiveN(2, testkit.Timeout())
+		require.Equal(t, "a", got[0].(*messages.WorkIsDone).GetWorkId())
+		require.Equal(t, "b", got[1].(*messages.WorkIsDone).GetWorkId())
+		require.Equal(t, uint64(2), lb.lim.Stats().Completed)
+	})
+
+	t.Run("IdlePermitIsGivenBackUntilWorkIsReady", func(t *testing.T) {
+		t.Parallel()
+		lb := setupShared(t, 1, 1, 1, worker.WithPermitIdle(2*time.Second))
+		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		require.Equal(t, 1, lb.lim.Stats().InFlight)
+		waitTimers(t, lb.clk, 2) // register + permit idle
+		lb.clk.Advance(2 * time.Second)
+		require.Eventually(t, func() bool { return lb.lim.Stats().InFlight == 0 }, testkit.Timeout(), time.Millisecond)
+		require.Equal(t, uint64(0), lb.lim.Stats().Completed, "an unused permit teaches the policy nothing")
+		lb.master.ExpectNoMsg(50 * time.Millisecond) // no new request without WorkIsReady
+		lb.master.Send(req.GetWorker(), &messages.WorkIsReady{})
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		require.Equal(t, 1, lb.lim.Stats().InFlight)
+	})
+
+	t.Run("CallerGoneAbandonsThePermit", func(t *testing.T) {
+		t.Parallel()
+		lb := setupShared(t, 1, 1, 1)
+		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		dead := actor.NewPID(lb.sys.Address(), "no-such-waiter")
+		lb.master.Send(req.GetWorker(), withWaiter(work("g", "block", "g"), dead))
+		f := testkit.ExpectMsgType[*messages.WorkFailed](lb.master, testkit.Timeout())
+		require.Contains(t, f.GetError(), worker.ErrCallerGone.Error())
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		require.Equal(t, uint64(0), lb.lim.Stats().Completed)
+	})
+
+	t.Run("ClosedLimiterHandsBackWaitingWork", func(t *testing.T) {
+		t.Parallel()
+		lb := setupShared(t, 1, 2, 1)
+		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
+		lb.master.Send(req.GetWorker(), work("a", "block", "a"))
+		lb.master.Send(req.GetWorker(), work("b", "echo", "b"))
+		require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
+		lb.lim.Close()
+		f := testkit.ExpectMsgType[*messages.WorkFailed](lb.master, testkit.Timeout())
+		require.Equal(t, "b", f.GetWorkId())
+		require.Contains(t, f.GetError(), worker.ErrLimiterClosed.Error())
+		close(lb.release)
+		lb.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w0", WorkId: "a", Result: []byte("a")}, testkit.Timeout())
+	})
+
+	t.Run("StoppedWorkersGiveEveryPermitBack", func(t *testing.T) {
+		t.Parallel()
+		lb := setupShared(t, 2, 2, 3)
+		reqs := lb.master.ReceiveN(3, testkit.Timeout())
+		lb.master.Send(reqs[0].(*messages.WorkerRequestsWork).GetWorker(), work("a", "block", "a"))
+		require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
+		require.Equal(t, 3, lb.lim.Stats().InFlight)
+		for _, pid := range lb.workers {
+			require.NoError(t, lb.sys.Root.StopFuture(pid).Wait())
+		}
+		require.Eventually(t, func() bool { return lb.lim.Stats().InFlight == 0 }, testkit.Timeout(), time.Millisecond)
+		require.Equal(t, uint64(0), lb.lim.Stats().Completed, "work handed back teaches nothing")
+	})
+}
+
+func TestLimiterOptions(t *testing.T) {
+	t.Parallel()
+	master := worker.MasterPID(actor.NewPID("nonhost", "master"))
+	for _, tc := range []struct {
+		name string
+		opt  worker.Option
+	}{
+		{name: "InterestTimeoutZero", opt: worker.WithInterestTimeout(0)},
+		{name: "PermitIdleNegative", opt: worker.WithPermitIdle(-time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := worker.Props(master, worker.NewRegistry(), tc.opt)
+			require.ErrorIs(t, err, worker.ErrInvalidOption)
+		})
+	}
+	lim, err := adaptive.NewLimiter()
+	require.NoError(t, err)
+	_, err = worker.Props(master, worker.NewRegistry(), worker.WithLimiter(lim),
+		worker.WithInterestTimeout(time.Second), worker.WithPermitIdle(time.Second))
+	require.NoError(t, err)
+}
