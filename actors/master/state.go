@@ -507,9 +507,15 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 		NextOrder:     s.nextOrder,
 		AcceptedTotal: s.acceptedTotal,
 	}
+	// A work that finished, was re-submitted and finished again at the
+	// same instant has two live refs: it is listed once, at the first.
+	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead)
 	for _, ref := range s.finished[s.finHead:] {
 		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
-			snap.Entries = append(snap.Entries, e.toProto())
+			if _, dup := listed[ref.id]; !dup {
+				listed[ref.id] = struct{}{}
+				snap.Entries = append(snap.Entries, e.toProto())
+			}
 		}
 	}
 	var live []*entry

@@ -88,14 +88,16 @@ func TestWorkerAsksTheCallersWaiter(t *testing.T) {
 		cancel()
 		live := waiter.NewInterest(t.Context(), b.sys)
 		t.Cleanup(live.Close)
-		// Ask the gone Interest until it has seen its ctx end (a probe
-		// request is answered to the probe).
-		require.Eventually(t, func() bool {
-			f := b.sys.Root.RequestFuture(gone.PID(), &messages.AreYouStillInterested{}, testkit.Timeout())
-			r, err := f.Result()
-			_, no := r.(*messages.IAmNoLongerInterested)
-			return err == nil && no
-		}, testkit.Timeout(), time.Millisecond)
+		// Ask the gone Interest (from a probe: it also pushes "no" to those
+		// it told yes) until it has seen its ctx end.
+		asker := testkit.NewProbe(t, b.sys)
+		asker.IgnoreMsg(func(m any) bool { _, ok := m.(*messages.IAmStillInterested); return ok })
+		for {
+			asker.Request(gone.PID(), &messages.AreYouStillInterested{})
+			if _, ok := asker.ReceiveOne(20 * time.Millisecond); ok {
+				break
+			}
+		}
 
 		b.master.Send(pid, withWaiter(work("skip", "block", "skip"), gone.PID()))
 		b.master.Send(pid, withWaiter(work("next", "echo", "next"), live.PID()))
@@ -182,6 +184,7 @@ func setupShared(t *testing.T, n, window, limit int, opts ...worker.Option) *lim
 	b := &testBundle{release: make(chan struct{}), started: make(chan string, 16), ctxErrs: make(chan error, 16)}
 	b.sys = testkit.NewSystem(t)
 	b.master = testkit.NewProbe(t, b.sys)
+	b.master.IgnoreMsg(func(m any) bool { _, ok := m.(*messages.RegisterWorker); return ok })
 	b.clk = clock.NewManual(epoch)
 	b.reg = testRegistry(t, b)
 	lim, err := adaptive.NewLimiter(adaptive.WithCustomPolicy(adaptive.Fixed(limit)), adaptive.WithClock(b.clk))
@@ -200,7 +203,6 @@ func setupShared(t *testing.T, n, window, limit int, opts ...worker.Option) *lim
 			}
 		})
 	}
-	b.master.IgnoreMsg(func(m any) bool { _, ok := m.(*messages.RegisterWorker); return ok })
 	return lb
 }
 

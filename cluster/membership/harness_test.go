@@ -72,6 +72,14 @@ type spec struct {
 	ownSystem bool
 }
 
+// testNodes holds, per test, every node it started (a *nodeList).
+var testNodes sync.Map
+
+type nodeList struct {
+	mu    sync.Mutex
+	nodes []*node
+}
+
 // startMu serialises remote starts across the test process; see
 // testkit.StartRemote for why (Remote.Start replaces gRPC's global logger).
 var startMu sync.Mutex
@@ -89,6 +97,18 @@ var startMu sync.Mutex
 func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 	t.Helper()
 	nodes := make([]*node, len(specs))
+	all, _ := testNodes.LoadOrStore(t, &nodeList{})
+	list := all.(*nodeList)
+	// Runs before the clean-ups of these nodes (and of nodes started
+	// earlier): stop every grain of the test while all nodes still run.
+	t.Cleanup(func() {
+		list.mu.Lock()
+		defer list.mu.Unlock()
+		for _, n := range list.nodes {
+			n.stopGrains()
+		}
+		testNodes.Delete(t)
+	})
 	var done sync.WaitGroup
 	var first string
 	for i, s := range specs {
@@ -98,6 +118,9 @@ func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 		}
 		n := newNode(t, s, seeds)
 		nodes[i] = n
+		list.mu.Lock()
+		list.nodes = append(list.nodes, n)
+		list.mu.Unlock()
 		startMu.Lock()
 		ioBarrier(t)
 		started := make(chan struct{})
@@ -181,6 +204,7 @@ func (n *node) stop(graceful bool) {
 	}
 	n.stopped = true
 	_ = n.p.Shutdown(graceful)
+	n.stopGrainsLocked()
 	if n.conn != nil {
 		_ = n.conn.Close()
 	}
@@ -191,10 +215,26 @@ func (n *node) stop(graceful bool) {
 	for _, id := range []string{"EndpointSupervisor", "activator"} {
 		_ = n.sys.Root.StopFuture(actor.NewPID(n.sys.Address(), id)).Wait()
 	}
-	// Stop the grains first: protoactor's placement actor, when stopped
-	// with live grains, poisons them and waits for the futures inside its
-	// own Stopping handler, which stalls for the futures' 10 s timeout.
 	// testkit.NewSystem's clean-up stops the remaining actors and the system.
+}
+
+// stopGrains stops the grains a running node hosts.
+func (n *node) stopGrains() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stopped {
+		n.stopGrainsLocked()
+	}
+}
+
+// stopGrainsLocked stops the node's grains while its remote still runs.
+// Two reasons: protoactor's placement actor, when stopped with live
+// grains, poisons them and waits for the futures inside its own Stopping
+// handler, which stalls for the futures' 10 s timeout; and every stopped
+// grain is announced to all members the node knows (ActivationTerminated),
+// so a node that knows stopped members would dial them for 10 s, and gRPC
+// would log from those dials at random times.
+func (n *node) stopGrainsLocked() {
 	var grains []*actor.Future
 	for _, bucket := range n.sys.ProcessRegistry.LocalPIDs.LocalPIDs {
 		if bucket.Count() == 0 {
@@ -294,7 +334,7 @@ func warm(t testing.TB, client *node, members ...*node) {
 		want[m.sys.Address()] = true
 	}
 	for i := 0; i < 50*len(members) && len(want) > 0; i++ {
-		addr, err := client.ask(fmt.Sprintf("warm-%d", i), 2*time.Second)
+		addr, err := client.ask(fmt.Sprintf("warm-%d", i), testkit.Timeout())
 		require.NoError(t, err, "warm-up request %d", i)
 		delete(want, addr)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -78,7 +79,10 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	n, err := StartLocal(ctx, WithDataDir(cfg.DataDir), WithWorkers(cfg.Workers), WithRegistry(reg), WithLogger(log),
-		WithWorkerOptions(worker.WithWindow(cfg.Window)))
+		WithWorkerOptions(worker.WithWindow(cfg.Window)),
+		// Keep done ids for a minute, not ten: at tens of thousands of jobs
+		// per second the default retention would hold millions of entries.
+		WithMasterOptions(master.WithDoneRetention(time.Minute)))
 	if err != nil {
 		return BenchResult{}, err
 	}

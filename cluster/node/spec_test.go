@@ -30,8 +30,10 @@ func squareRegistry(t *testing.T) *worker.Registry {
 func startLocal(t *testing.T, opts ...node.LocalOption) *node.Local {
 	t.Helper()
 	sys := testkit.NewSystem(t)
+	j := journal.NewMemory()
+	t.Cleanup(func() { require.NoError(t, j.Close()) }) // runs after the node's Stop below
 	n, err := node.StartLocal(context.Background(), append([]node.LocalOption{
-		node.WithActorSystem(sys), node.WithJournal(journal.NewMemory()), node.WithLogger(sys.Logger()),
+		node.WithActorSystem(sys), node.WithJournal(j), node.WithLogger(sys.Logger()),
 	}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -22,15 +24,37 @@ import (
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
-// Ports of the walkthrough: away from the defaults (2551/2552/3001) so that
-// a developer's running cluster or another test does not collide. The
-// membership endpoints are on port+4000 (6651, 6652), the frontend's HTTP
-// API on port+5000 (8651).
-const (
-	walkBackend1 = 2651
-	walkBackend2 = 2652
-	walkFrontend = 3651
-)
+// walkPorts are the ports of one walkthrough: two backends, a frontend.
+// They are picked free at random (backends 2600-2998, the frontend 1000
+// above) so that a developer's cluster on the defaults (2551/2552/3001) or
+// another run of this test does not collide. The membership endpoints are
+// on port+4000, the frontend's HTTP API on port+5000.
+type walkPorts struct{ backend1, backend2, frontend int }
+
+func pickWalkPorts(t *testing.T) walkPorts {
+	t.Helper()
+	for range 200 {
+		b := 2600 + 2*mathrand.IntN(200)
+		p := walkPorts{backend1: b, backend2: b + 1, frontend: b + 1000}
+		if portsFree(p.backend1, p.backend2, p.backend1+4000, p.backend2+4000, p.frontend, p.frontend+5000) {
+			return p
+		}
+	}
+	t.Fatal("no free ports for the walkthrough in 2600-2999")
+	return walkPorts{}
+}
+
+// portsFree reports whether every port can be listened on at 127.0.0.1 now.
+func portsFree(ports ...int) bool {
+	for _, port := range ports {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
+}
 
 // Shape of the walkthrough's load: the frontend submits walkJobs jobs as fast
 // as they are acked; workers take walkDelay per job, so results trickle for
@@ -42,12 +66,12 @@ const (
 )
 
 // TestClusterWalkthrough scripts the seed's "Run the Application" with real
-// processes on loopback: backend 2651, frontend 3651 and a worker; jobs flow;
-// the worker is killed with SIGKILL and results stop; a new worker resumes
-// them; backend 2652 joins on the same journal; the backend hosting the
-// master is killed with SIGKILL and the other takes over; finally every job
-// the journal accepted (a superset of the acked ones) ends done, and the
-// frontend saw all of its jobs acknowledged.
+// processes on loopback: a backend (the seed's 2551), a frontend (3001) and
+// a worker; jobs flow; the worker is killed with SIGKILL and results stop; a
+// new worker resumes them; a second backend (2552) joins on the same
+// journal; the backend hosting the master is killed with SIGKILL and the
+// other takes over; finally every job the journal accepted (a superset of
+// the acked ones) ends done, and the frontend saw all of its jobs acked.
 func TestClusterWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real cluster processes; skipped with -short")
@@ -59,16 +83,18 @@ func TestClusterWalkthrough(t *testing.T) {
 	defer cancel()
 	data := t.TempDir()
 	dbPath := filepath.Join(data, node.JournalFile)
+	ports := pickWalkPorts(t)
+	walkBackend1, walkBackend2, walkFrontend := ports.backend1, ports.backend2, ports.frontend
 	seeds := fmt.Sprintf("--seeds=127.0.0.1:%d,127.0.0.1:%d", walkBackend1, walkBackend2)
 	g := newProcGroup(t, ctx)
 	step := func(format string, args ...any) { t.Logf("%s "+format, append([]any{g.since()}, args...)...) }
 
-	// 1. Backend 2651 alone, then the frontend and a worker.
-	b1 := g.start("backend-2651", strconv.Itoa(walkBackend1), seeds, "--data", data)
+	// 1. The first backend alone, then the frontend and a worker.
+	b1 := g.start(fmt.Sprintf("backend-%d", walkBackend1), strconv.Itoa(walkBackend1), seeds, "--data", data)
 	b1.waitLine(t, "node started", 1, 60*time.Second)
-	front := g.start("frontend-3651", strconv.Itoa(walkFrontend), seeds, "--jobs", strconv.Itoa(walkJobs))
+	front := g.start(fmt.Sprintf("frontend-%d", walkFrontend), strconv.Itoa(walkFrontend), seeds, "--jobs", strconv.Itoa(walkJobs))
 	w1 := g.start("worker-1", "0", seeds, "--workers", walkWorkers, "--delay", walkDelay)
-	step("started backend 2651, frontend 3651, worker 1")
+	step("started backend %d, frontend %d, worker 1", walkBackend1, walkFrontend)
 
 	// 2. Jobs flow: the frontend consumes results.
 	front.waitLine(t, "Consumed result", 20, 60*time.Second)
@@ -92,14 +118,14 @@ func TestClusterWalkthrough(t *testing.T) {
 	front.waitLine(t, "Consumed result", before+10, 60*time.Second)
 	step("worker 2 started: results resumed (%d consumed)", front.count("Consumed result"))
 
-	// 5. Backend 2652 joins on the same journal; results keep flowing
+	// 5. The second backend joins on the same journal; results keep flowing
 	// (the master may move to it: placement follows the address hash).
-	b2 := g.start("backend-2652", strconv.Itoa(walkBackend2), seeds, "--data", data)
+	b2 := g.start(fmt.Sprintf("backend-%d", walkBackend2), strconv.Itoa(walkBackend2), seeds, "--data", data)
 	b2.waitLine(t, "node started", 1, 60*time.Second)
 	b1.waitLine(t, "member up", 1, 30*time.Second, "address=127.0.0.1:"+strconv.Itoa(walkBackend2))
 	now := front.count("Consumed result")
 	front.waitLine(t, "Consumed result", now+20, 60*time.Second)
-	step("backend 2652 joined; results flowing (%d consumed)", front.count("Consumed result"))
+	step("backend %d joined; results flowing (%d consumed)", walkBackend2, front.count("Consumed result"))
 
 	// 6. SIGKILL the backend that hosts the master; the other takes over.
 	host, epoch := g.masterHost(t, walkFrontend+5000, b1, b2)

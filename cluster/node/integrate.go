@@ -1,0 +1,203 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/throttler"
+)
+
+// This file wires the seeds' patterns into the distributed workers (DESIGN.md
+// "The seeds' patterns work together"): per-job-type rate limits enforced
+// where the master hands work out (seed 002) and a worker node's executor
+// pool sized by the self-tuning limiter (seed 004). The caller's deadline
+// and interest (seed 003) need no wiring here: a Work carrying a waiter PID
+// is checked by every worker (see actors/worker).
+
+// RateSpecSyntax describes what ParseRateLimits accepts; error messages
+// quote it.
+const RateSpecSyntax = `TYPE=N/PERIOD[,TYPE=N/PERIOD...], N a positive integer, ` +
+	`PERIOD one of s, m, h (also sec, min, hour) or a Go duration such as 500ms or 10s; ` +
+	`e.g. "square=10/s,factorize=100/m"`
+
+// RateLimit is the dispatch rate of one job type: the master hands out at
+// most Rate.Calls works of JobType in any window of Rate.Per.
+type RateLimit struct {
+	// JobType is the job type the limit applies to.
+	JobType string
+	// Rate is the limit.
+	Rate throttler.Rate
+}
+
+// String formats the limit as ParseRateLimits accepts it.
+func (l RateLimit) String() string {
+	return fmt.Sprintf("%s=%d/%s", l.JobType, l.Rate.Calls, periodText(l.Rate.Per))
+}
+
+func periodText(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "m"
+	case time.Hour:
+		return "h"
+	}
+	return d.String()
+}
+
+// ParseRateLimits parses a rate spec such as "square=10/s,factorize=100/m"
+// (see RateSpecSyntax). White space around items is ignored; an empty spec
+// means no limits (nil, nil). Each job type may appear once. Errors wrap
+// ErrInvalidConfig and say which item is wrong and what is accepted.
+func ParseRateLimits(spec string) ([]RateLimit, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	var out []RateLimit
+	for i, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		bad := func(why string, args ...any) error {
+			return fmt.Errorf("%w: rate limit %d %q: %s; want %s", ErrInvalidConfig, i+1, item, fmt.Sprintf(why, args...), RateSpecSyntax)
+		}
+		if item == "" {
+			return nil, bad("empty item (a stray comma?)")
+		}
+		jobType, rate, ok := strings.Cut(item, "=")
+		jobType, rate = strings.TrimSpace(jobType), strings.TrimSpace(rate)
+		if !ok {
+			return nil, bad("no '='")
+		}
+		if jobType == "" || strings.ContainsFunc(jobType, func(c rune) bool { return c <= ' ' }) {
+			return nil, bad("job type %q must be a non-empty name without spaces", jobType)
+		}
+		calls, per, ok := strings.Cut(rate, "/")
+		calls, per = strings.TrimSpace(calls), strings.TrimSpace(per)
+		if !ok {
+			return nil, bad("no '/' between the count and the period")
+		}
+		n, err := strconv.Atoi(calls)
+		if err != nil || n < 1 {
+			return nil, bad("count %q is not a positive integer", calls)
+		}
+		if n > throttler.MaxStrictCalls {
+			return nil, bad("count %d is above %d; use a shorter period with proportionally fewer calls", n, throttler.MaxStrictCalls)
+		}
+		d, err := parsePeriod(per)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		if slices.ContainsFunc(out, func(l RateLimit) bool { return l.JobType == jobType }) {
+			return nil, bad("job type %q is limited twice", jobType)
+		}
+		out = append(out, RateLimit{JobType: jobType, Rate: throttler.Rate{Calls: n, Per: d}})
+	}
+	return out, nil
+}
+
+func parsePeriod(s string) (time.Duration, error) {
+	switch strings.ToLower(s) {
+	case "s", "sec", "second":
+		return time.Second, nil
+	case "m", "min", "minute":
+		return time.Minute, nil
+	case "h", "hour":
+		return time.Hour, nil
+	case "":
+		return 0, fmt.Errorf("the period is missing")
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("period %q is neither s, m, h nor a Go duration", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("period %q must be positive", s)
+	}
+	return d, nil
+}
+
+// RateLimitOptions returns one master.WithDispatchLimiter option per limit,
+// each with its own strict sliding-window throttler.Limiter: no window of
+// Rate.Per ever holds more than Rate.Calls hand-outs of the job type. Work
+// of a limited type waits in the master's queue (never in a mailbox) and
+// other types go first.
+//
+// The limit is per master: a cluster with K master shards hands out up to K
+// times the rate. Call RateLimitOptions once per master you build; the
+// limiters are safe to share between masters of one process (for example
+// successive activations of the singleton), and are then one limit for all.
+func RateLimitOptions(limits []RateLimit) ([]master.Option, error) {
+	opts := make([]master.Option, 0, len(limits))
+	for _, l := range limits {
+		lim, err := throttler.NewLimiter(l.Rate, throttler.WithMode(throttler.ModeSlidingWindow))
+		if err != nil {
+			return nil, fmt.Errorf("%w: rate limit %s: %w", ErrInvalidConfig, l, err)
+		}
+		if l.JobType == "" {
+			return nil, fmt.Errorf("%w: rate limit %s: empty job type", ErrInvalidConfig, l)
+		}
+		opts = append(opts, master.WithDispatchLimiter(l.JobType, &lockedLimiter{lim: lim}))
+	}
+	return opts, nil
+}
+
+// MasterRateOptions parses spec (see ParseRateLimits) and returns the master
+// options that enforce it (see RateLimitOptions): what a --rate flag needs.
+func MasterRateOptions(spec string) ([]master.Option, error) {
+	limits, err := ParseRateLimits(spec)
+	if err != nil {
+		return nil, err
+	}
+	return RateLimitOptions(limits)
+}
+
+// lockedLimiter makes a throttler.Limiter (which an actor owns alone) safe to
+// share between masters of one process.
+type lockedLimiter struct {
+	mu  sync.Mutex         // guards lim
+	lim *throttler.Limiter // guarded by mu
+}
+
+var _ master.DispatchLimiter = (*lockedLimiter)(nil)
+
+// Reserve takes a grant at now or says how long to wait.
+func (l *lockedLimiter) Reserve(now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lim.Reserve(now)
+}
+
+// NewAdaptivePool returns the limiter that sizes a worker node's executor
+// pool with the self-tuning policy named by policy ("default", "seed" or
+// "vegas"; see adaptive.ParsePolicyKind) between 1 and maxJobs jobs at once.
+// Give it to every worker of the node with worker.WithLimiter, and Close it
+// after the workers have stopped. "" or "off" returns (nil, nil): a fixed
+// pool, each worker's window alone. opts come last and may set the clock,
+// logger or CPU reader (adaptive.WithClock, WithLogger, WithCPU); a Config
+// given with adaptive.WithConfig replaces the whole configuration, so set
+// its MaxLimit yourself.
+func NewAdaptivePool(policy string, maxJobs int, opts ...adaptive.Option) (*adaptive.Limiter, error) {
+	p := strings.TrimSpace(policy)
+	if p == "" || strings.EqualFold(p, "off") {
+		return nil, nil
+	}
+	kind, err := adaptive.ParsePolicyKind(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: adaptive pool: %w (or off)", ErrInvalidConfig, err)
+	}
+	if maxJobs < 1 {
+		return nil, fmt.Errorf("%w: adaptive pool: at most %d jobs at once; want at least 1 (workers x window)", ErrInvalidConfig, maxJobs)
+	}
+	all := append([]adaptive.Option{adaptive.WithPolicy(kind), adaptive.WithConfig(adaptive.Config{MaxLimit: maxJobs})}, opts...)
+	lim, err := adaptive.NewLimiter(all...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: adaptive pool: %w", ErrInvalidConfig, err)
+	}
+	return lim, nil
+}

@@ -1,0 +1,265 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/actors/throttler"
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+func TestParseRateLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		spec    string
+		want    []node.RateLimit
+		wantErr string // substring; "" means success
+	}{
+		{name: "Empty", spec: "", want: nil},
+		{name: "Blank", spec: "  ", want: nil},
+		{name: "TheExample", spec: "square=10/s,factorize=100/m", want: []node.RateLimit{
+			{JobType: "square", Rate: throttler.PerSecond(10)},
+			{JobType: "factorize", Rate: throttler.PerMinute(100)},
+		}},
+		{name: "SpacesAndLongUnits", spec: " square = 3 / sec , sleep=1/Hour, x=2/minute ", want: []node.RateLimit{
+			{JobType: "square", Rate: throttler.PerSecond(3)},
+			{JobType: "sleep", Rate: throttler.PerHour(1)},
+			{JobType: "x", Rate: throttler.PerMinute(2)},
+		}},
+		{name: "GoDuration", spec: "square=5/250ms,b=1/1m30s", want: []node.RateLimit{
+			{JobType: "square", Rate: throttler.Rate{Calls: 5, Per: 250 * time.Millisecond}},
+			{JobType: "b", Rate: throttler.Rate{Calls: 1, Per: 90 * time.Second}},
+		}},
+		{name: "NoEquals", spec: "square:10/s", wantErr: `rate limit 1 "square:10/s": no '='`},
+		{name: "NoSlash", spec: "square=10", wantErr: "no '/' between the count and the period"},
+		{name: "ZeroCount", spec: "square=0/s", wantErr: `count "0" is not a positive integer`},
+		{name: "NegativeCount", spec: "square=-1/s", wantErr: "not a positive integer"},
+		{name: "FractionalCount", spec: "square=1.5/s", wantErr: "not a positive integer"},
+		{name: "HugeCount", spec: "square=2000000/s", wantErr: "is above 1048576"},
+		{name: "UnknownPeriod", spec: "square=1/fortnight", wantErr: `period "fortnight" is neither s, m, h nor a Go duration`},
+		{name: "ZeroPeriod", spec: "square=1/0s", wantErr: `period "0s" must be positive`},
+		{name: "MissingPeriod", spec: "square=1/", wantErr: "the period is missing"},
+		{name: "EmptyJobType", spec: "=1/s", wantErr: "must be a non-empty name"},
+		{name: "JobTypeWithSpace", spec: "sq uare=1/s", wantErr: "without spaces"},
+		{name: "Duplicate", spec: "a=1/s,b=2/s,a=3/m", wantErr: `rate limit 3 "a=3/m": job type "a" is limited twice`},
+		{name: "StrayComma", spec: "a=1/s,", wantErr: "rate limit 2 \"\": empty item"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := node.ParseRateLimits(tt.spec)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, node.ErrInvalidConfig)
+				require.ErrorContains(t, err, tt.wantErr)
+				require.ErrorContains(t, err, "want TYPE=N/PERIOD", "the error says what is accepted")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// FuzzParseRateLimits checks that any spec parses or fails cleanly, and that
+// a parsed spec formats back (RateLimit.String) to an equal one.
+func FuzzParseRateLimits(f *testing.F) {
+	for _, s := range []string{"square=10/s,factorize=100/m", "a=1/250ms", "a=1/s,a=1/s", "x=0/h", ",", "a=1/1h1m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		got, err := node.ParseRateLimits(spec)
+		if err != nil {
+			require.ErrorIs(t, err, node.ErrInvalidConfig)
+			return
+		}
+		parts := make([]string, len(got))
+		for i, l := range got {
+			require.NoError(t, l.Rate.Validate())
+			parts[i] = l.String()
+		}
+		again, err := node.ParseRateLimits(strings.Join(parts, ","))
+		require.NoError(t, err)
+		require.Equal(t, got, again)
+	})
+}
+
+func TestMasterRateOptions(t *testing.T) {
+	t.Parallel()
+	opts, err := node.MasterRateOptions("square=10/s,factorize=100/m")
+	require.NoError(t, err)
+	require.Len(t, opts, 2)
+	opts, err = node.MasterRateOptions("")
+	require.NoError(t, err)
+	require.Empty(t, opts)
+	_, err = node.MasterRateOptions("square=10")
+	require.ErrorIs(t, err, node.ErrInvalidConfig)
+	_, err = node.RateLimitOptions([]node.RateLimit{{JobType: "a", Rate: throttler.Rate{Calls: 0, Per: time.Second}}})
+	require.ErrorIs(t, err, throttler.ErrInvalidRate)
+}
+
+// Reference: seed 002, "at most N messages per period"; enforced where the
+// master hands work out, per job type.
+func TestRateLimitedMasterHandsOutAtMostNPerPeriod(t *testing.T) {
+	t.Parallel()
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	sys := testkit.NewSystem(t)
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rates, err := node.MasterRateOptions("square=3/s")
+	require.NoError(t, err)
+	props, err := master.NewProps(mem, append([]master.Option{master.WithClock(clk), master.WithLogger(discardLogger())}, rates...)...)
+	require.NoError(t, err)
+	m := sys.Root.Spawn(props)
+
+	front, wrk := testkit.NewProbe(t, sys), testkit.NewProbe(t, sys)
+	const squares = 10
+	for i := range squares {
+		id := fmt.Sprint("sq-", i)
+		front.Send(m, &messages.Work{WorkId: id, JobType: "square", Payload: []byte("2")})
+		front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
+	}
+	for i := range 2 {
+		id := fmt.Sprint("echo-", i)
+		front.Send(m, &messages.Work{WorkId: id, JobType: "echo"})
+		front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
+	}
+	wrk.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: wrk.PID()})
+	wrk.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+
+	// request asks for up to 20 works and returns those handed out.
+	request := func() []*messages.Work {
+		wrk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: wrk.PID(), Capacity: 20})
+		wrk.Request(m, &messages.GetMasterStatus{})
+		var got []*messages.Work
+		for {
+			switch msg := wrk.FishForMessage(testkit.Timeout(), func(any) bool { return true }).(type) {
+			case *messages.Work:
+				got = append(got, msg)
+			case *messages.MasterStatus:
+				return got
+			}
+		}
+	}
+	countSquares := func(ws []*messages.Work) int {
+		n := 0
+		for _, w := range ws {
+			if w.GetJobType() == "square" {
+				n++
+			}
+		}
+		return n
+	}
+
+	first := request()
+	require.Equal(t, 3, countSquares(first), "3 squares per second")
+	require.Len(t, first, 5, "the unlimited type is not held back")
+	require.Empty(t, request(), "the second's budget is spent")
+
+	handed := 3
+	for period := 1; handed < squares; period++ {
+		clk.Advance(999 * time.Millisecond)
+		require.Empty(t, request(), "period %d: not a full second yet", period)
+		clk.Advance(time.Millisecond)
+		got := request()
+		require.Equal(t, min(3, squares-handed), countSquares(got), "period %d", period)
+		handed += len(got)
+	}
+	require.Equal(t, squares, handed)
+}
+
+func TestNewAdaptivePool(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, policy string
+		max          int
+		wantNil      bool
+		wantErr      string
+	}{
+		{name: "Off", policy: "off", max: 8, wantNil: true},
+		{name: "Empty", policy: "", max: 8, wantNil: true},
+		{name: "Default", policy: "default", max: 8},
+		{name: "Vegas", policy: " Vegas ", max: 8},
+		{name: "Seed", policy: "seed", max: 1},
+		{name: "Unknown", policy: "fastest", max: 8, wantErr: `unknown policy: "fastest" (want one of default, seed, vegas) (or off)`},
+		{name: "NoRoom", policy: "default", max: 0, wantErr: "want at least 1 (workers x window)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lim, err := node.NewAdaptivePool(tt.policy, tt.max)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, node.ErrInvalidConfig)
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tt.wantNil {
+				require.Nil(t, lim)
+				return
+			}
+			require.NotNil(t, lim)
+			t.Cleanup(lim.Close)
+			require.GreaterOrEqual(t, lim.Limit(), 1)
+			require.LessOrEqual(t, lim.Limit(), tt.max)
+		})
+	}
+
+	t.Run("NeverAboveMaxJobs", func(t *testing.T) {
+		t.Parallel()
+		clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		lim, err := node.NewAdaptivePool("seed", 3, adaptive.WithClock(clk))
+		require.NoError(t, err)
+		t.Cleanup(lim.Close)
+		ctx := context.Background()
+		for range 200 {
+			p, err := lim.Acquire(ctx)
+			require.NoError(t, err)
+			clk.Advance(time.Millisecond)
+			p.Release()
+			require.LessOrEqual(t, lim.Limit(), 3)
+		}
+	})
+}
+
+// The pieces together on one actor system: a rate-limited master and
+// workers whose pool is one adaptive limiter.
+func TestRateLimitedMasterWithAdaptiveWorkers(t *testing.T) {
+	t.Parallel()
+	lim, err := node.NewAdaptivePool("default", 4)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close) // after the node has stopped (cleanups run last first)
+	rates, err := node.MasterRateOptions("square=1000/s")
+	require.NoError(t, err)
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	sys := testkit.NewSystem(t)
+	l, err := node.StartLocal(context.Background(), node.WithActorSystem(sys), node.WithJournal(mem),
+		node.WithLogger(sys.Logger()), node.WithWorkers(2), node.WithRegistry(squareRegistry(t)),
+		node.WithMasterOptions(rates...), node.WithWorkerOptions(worker.WithLimiter(lim), worker.WithWindow(2)))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, l.Stop(ctx))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	const jobs = 20
+	for i := range jobs {
+		require.NoError(t, l.Client().Submit(ctx, &messages.Work{WorkId: fmt.Sprint("w", i), JobType: "square", Payload: []byte(fmt.Sprint(i))}))
+	}
+	require.Eventually(t, func() bool { return lim.Stats().Completed >= jobs }, testkit.Timeout(), 5*time.Millisecond)
+	require.LessOrEqual(t, lim.Stats().InFlight, 4)
+}
