@@ -72,14 +72,6 @@ type spec struct {
 	ownSystem bool
 }
 
-// testNodes holds, per test, every node it started (a *nodeList).
-var testNodes sync.Map
-
-type nodeList struct {
-	mu    sync.Mutex
-	nodes []*node
-}
-
 // startMu serialises remote starts across the test process; see
 // testkit.StartRemote for why (Remote.Start replaces gRPC's global logger).
 var startMu sync.Mutex
@@ -97,18 +89,6 @@ var startMu sync.Mutex
 func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 	t.Helper()
 	nodes := make([]*node, len(specs))
-	all, _ := testNodes.LoadOrStore(t, &nodeList{})
-	list := all.(*nodeList)
-	// Runs before the clean-ups of these nodes (and of nodes started
-	// earlier): stop every grain of the test while all nodes still run.
-	t.Cleanup(func() {
-		list.mu.Lock()
-		defer list.mu.Unlock()
-		for _, n := range list.nodes {
-			n.stopGrains()
-		}
-		testNodes.Delete(t)
-	})
 	var done sync.WaitGroup
 	var first string
 	for i, s := range specs {
@@ -118,9 +98,6 @@ func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 		}
 		n := newNode(t, s, seeds)
 		nodes[i] = n
-		list.mu.Lock()
-		list.nodes = append(list.nodes, n)
-		list.mu.Unlock()
 		startMu.Lock()
 		ioBarrier(t)
 		started := make(chan struct{})
@@ -204,7 +181,6 @@ func (n *node) stop(graceful bool) {
 	}
 	n.stopped = true
 	_ = n.p.Shutdown(graceful)
-	n.stopGrainsLocked()
 	if n.conn != nil {
 		_ = n.conn.Close()
 	}
@@ -215,26 +191,25 @@ func (n *node) stop(graceful bool) {
 	for _, id := range []string{"EndpointSupervisor", "activator"} {
 		_ = n.sys.Root.StopFuture(actor.NewPID(n.sys.Address(), id)).Wait()
 	}
+	if n.member {
+		n.stopGrains()
+	}
 	// testkit.NewSystem's clean-up stops the remaining actors and the system.
 }
 
-// stopGrains stops the grains a running node hosts.
+// stopGrains stops the grains of a member whose remote is down. Two
+// protoactor habits make this necessary: the placement actor, when
+// stopped with live grains, poisons them and waits for the futures inside
+// its own Stopping handler, which stalls for the futures' 10 s timeout;
+// and every stopped grain is announced to all members in the member list
+// (ActivationTerminated), which would dial them through a remote that is
+// down, leaving gRPC connections behind that retry and log at random
+// times. So the member list is first reduced to the member itself.
 func (n *node) stopGrains() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.stopped {
-		n.stopGrainsLocked()
-	}
-}
-
-// stopGrainsLocked stops the node's grains while its remote still runs.
-// Two reasons: protoactor's placement actor, when stopped with live
-// grains, poisons them and waits for the futures inside its own Stopping
-// handler, which stalls for the futures' 10 s timeout; and every stopped
-// grain is announced to all members the node knows (ActivationTerminated),
-// so a node that knows stopped members would dial them for 10 s, and gRPC
-// would log from those dials at random times.
-func (n *node) stopGrainsLocked() {
+	host, port, _ := n.sys.GetHostPort()
+	n.c.MemberList.UpdateClusterTopology(cluster.Members{{
+		Id: n.sys.ID, Host: host, Port: int32(port), Kinds: n.c.GetClusterKinds(),
+	}})
 	var grains []*actor.Future
 	for _, bucket := range n.sys.ProcessRegistry.LocalPIDs.LocalPIDs {
 		if bucket.Count() == 0 {

@@ -55,7 +55,7 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 	fs.StringVar(&a.host, "host", "127.0.0.1", "interface to bind and advertise (cluster nodes)")
 	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes)")
 	fs.StringVar(&a.data, "data", "./foreman-data", "directory of the journal (backend and all-in-one nodes)")
-	fs.StringVar(&a.http, "http", "", "HTTP API address of a frontend node (default 127.0.0.1:PORT+5000)")
+	fs.StringVar(&a.http, "http", "", "HTTP API address: frontend nodes default to 127.0.0.1:PORT+5000; the all-in-one node serves it only when this is set")
 	fs.IntVar(&a.jobs, "jobs", 0, "submit this many jobs as fast as they are acked, then exit once all results are consumed (0: simulated clients, run until stopped)")
 	fs.Func("delay", "simulated work time of the square job, a duration like 1.5s (default: random 1-2 s; 0 for none)", func(s string) error {
 		d, err := time.ParseDuration(s)

@@ -34,9 +34,15 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "foreman: %v\n", err)
 		return 1
 	}
+	var stopHTTP func(context.Context) error
 	stopNode := func() int {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		if stopHTTP != nil { // stop taking requests before the node goes
+			if err := stopHTTP(sctx); err != nil {
+				log.Warn("stopping the HTTP API", "error", err)
+			}
+		}
 		if err := n.Stop(sctx); err != nil {
 			fmt.Fprintf(stderr, "foreman: stopping: %v\n", err)
 			return 1
@@ -44,6 +50,14 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 0
 	}
 	sys := n.System()
+	if a.http != "" {
+		stopHTTP, err = startLocalHTTP(ctx, n, a.http, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "foreman: %v\n", err)
+			stopNode()
+			return 1
+		}
+	}
 
 	// Results: the consumer logs `Consumed result`; with --jobs N we count
 	// the results of this run's own work ids.

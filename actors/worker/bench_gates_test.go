@@ -1,0 +1,88 @@
+package worker_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/waiter"
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// BenchmarkWorkerGates is BenchmarkWorker (window 4, instant master, no-op
+// job) with the gates of gate.go: a shared adaptive limiter (a permit per
+// job, one WorkerRequestsWork per permit), a caller's waiter asked before
+// every job (one watcher child and an AreYouStillInterested round trip per
+// job), and both.
+func BenchmarkWorkerGates(b *testing.B) {
+	if testing.Short() {
+		b.Skip("benchmark skipped in -short mode")
+	}
+	for _, bc := range []struct {
+		name            string
+		limiter, waiter bool
+	}{
+		{name: "gates=none"},
+		{name: "gates=limiter", limiter: true},
+		{name: "gates=waiter", waiter: true},
+		{name: "gates=limiter+waiter", limiter: true, waiter: true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+				return slog.New(slog.DiscardHandler)
+			}))
+			defer sys.Shutdown()
+			reg := worker.NewRegistry()
+			_ = reg.Register("noop", func(context.Context, []byte) ([]byte, error) { return nil, nil })
+			opts := []worker.Option{worker.WithWindow(4)}
+			if bc.limiter {
+				lim, err := adaptive.NewLimiter(adaptive.WithCustomPolicy(adaptive.Fixed(4)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer lim.Close()
+				opts = append(opts, worker.WithLimiter(lim))
+			}
+			var waiterPID *actor.PID
+			if bc.waiter {
+				in := waiter.NewInterest(context.Background(), sys)
+				defer in.Close()
+				waiterPID = in.PID()
+			}
+
+			done := make(chan struct{})
+			handed, completed := 0, 0
+			master := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+				switch m := c.Message().(type) {
+				case *messages.RegisterWorker:
+					c.Send(m.GetWorker(), &messages.WorkIsReady{})
+				case *messages.WorkerRequestsWork:
+					for i := int32(0); i < m.GetCapacity() && handed < b.N; i++ {
+						handed++
+						c.Send(m.GetWorker(), &messages.Work{WorkId: strconv.Itoa(handed), JobType: "noop", Waiter: waiterPID})
+					}
+				case *messages.WorkIsDone:
+					c.Respond(&messages.Ack{WorkId: m.GetWorkId()})
+					if completed++; completed == b.N {
+						close(done)
+					}
+				}
+			}))
+			props, err := worker.Props(worker.MasterPID(master), reg, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			w := sys.Root.Spawn(props)
+			<-done
+			b.StopTimer()
+			_ = sys.Root.StopFuture(w).Wait()
+		})
+	}
+}
