@@ -23,6 +23,7 @@
 //	worker -> master  WorkFailed           the job returned an error or panicked,
 //	                                       its type is unknown, or its deadline passed
 //	worker -> master  DeregisterWorker     when the worker stops
+//	worker -> waiter  AreYouStillInterested before a Work with a waiter starts
 //
 // Every message to the master carries the worker as sender, so the master's
 // Ack reaches it. The worker keeps pulling while earlier results wait for
@@ -47,6 +48,34 @@
 // work, hands back work that has not started, lets running jobs finish,
 // waits for their Acks, deregisters, answers [Drained] and stops. Bound the
 // drain with a timeout, then stop the worker.
+//
+// # The seeds working together
+//
+// Between "the work has a slot" and "its executor runs it" a work passes two
+// gates (gate.go):
+//
+//   - The caller's interest (seed 003). A Work whose waiter field is set (a
+//     WorkWaiter or a waiter.Interest of the submitting caller, on any
+//     cluster member) is not started until the waiter answers
+//     IAmStillInterested. IAmNoLongerInterested, a dead letter (the waiter
+//     is gone) or no answer within WithInterestTimeout means the caller has
+//     gone: the job is not started and is reported as WorkFailed with
+//     [ErrCallerGone]. The question is asked by a watcher child per job,
+//     which stays while the job runs: when the caller gives up later, the
+//     waiter's unasked IAmNoLongerInterested cancels the job's ctx (with
+//     ErrCallerGone as the cause) and the job is reported the same way.
+//   - The node's adaptive pool (seed 004). With [WithLimiter], the workers
+//     of a node share one adaptive.Limiter: a worker asks the master for
+//     one job per permit it holds, runs a job only with a permit, releases
+//     it with the job's timing when the job function returns, and abandons
+//     it (teaching the policy nothing) when the job never ran. A permit no
+//     work came for within WithPermitIdle is given back, and the worker
+//     asks again on the master's next WorkIsReady.
+//
+// A WorkFailed for ErrCallerGone is final in intent: retrying asks the
+// same waiter again, which still says no. A master that cannot tell it
+// from other failures retries it until its attempts are used up (each
+// attempt costs one question, never a run of the job).
 //
 // # Finding the master
 //

@@ -34,6 +34,8 @@ type Provider struct {
 	client *http.Client
 	tr     *http.Transport
 
+	pushedOnce atomic.Bool // the first member list was handed to the cluster
+
 	mu       sync.Mutex
 	view     *view
 	leaving  bool
@@ -286,7 +288,11 @@ func (p *Provider) runOnce(ctx context.Context) {
 	members := p.view.members()
 	p.mu.Unlock()
 
-	if ch.changed() {
+	// Push on every change, and once at start even without one: a lone
+	// member (the first seed) must see itself, or lookups on it find no
+	// owner for any identity.
+	if ch.changed() || !p.pushedOnce.Load() {
+		p.pushedOnce.Store(true)
 		p.push(members, ch)
 	}
 	if ch.ejected {

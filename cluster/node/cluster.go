@@ -41,6 +41,11 @@ const (
 	DefaultResubscribe     = 2 * time.Second
 	DefaultLocatorTTL      = 2 * time.Second
 	DefaultClusterAskLimit = time.Second
+	// DefaultFrontendAskTimeout bounds a frontend's wait for the master's
+	// ack in a cluster. It is what a submit loses when the master's node
+	// dies mid-request (the ask goes unanswered), so it is short; a late
+	// ack only causes a retry with the same id, which is acked again.
+	DefaultFrontendAskTimeout = 750 * time.Millisecond
 )
 
 // ClusterConfig describes a cluster node.
@@ -253,7 +258,12 @@ func (n *ClusterNode) keepAlive(ctx context.Context) {
 
 func (n *ClusterNode) startFrontend(bg context.Context) error {
 	var err error
-	n.client, err = frontend.NewClient(n.sys, frontend.MasterResolver(n.locator.Resolve), append([]frontend.Option{frontend.WithLogger(n.log)}, n.cfg.FrontendOptions...)...)
+	fopts := append([]frontend.Option{
+		frontend.WithLogger(n.log),
+		frontend.WithAskTimeout(DefaultFrontendAskTimeout),
+		frontend.WithRetryBackoff(20*time.Millisecond, 500*time.Millisecond),
+	}, n.cfg.FrontendOptions...)
+	n.client, err = frontend.NewClient(n.sys, frontend.MasterResolver(n.locator.Resolve), fopts...)
 	if err != nil {
 		return err
 	}

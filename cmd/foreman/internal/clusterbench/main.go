@@ -1,0 +1,665 @@
+// Command clusterbench measures a Foreman cluster of real processes on
+// loopback (issue 4): the failover time of the singleton master and the
+// end-to-end throughput of durable jobs through the actor API.
+//
+// It starts foreman processes (backends, workers) from a built binary, joins
+// the cluster itself as a frontend client (cluster/node with the seed
+// membership, the same code as `foreman 3001`), and stops every process it
+// started, by PID.
+//
+//	go build -o /tmp/foreman ./cmd/foreman
+//	go run ./cmd/foreman/internal/clusterbench failover -foreman /tmp/foreman -runs 7
+//	go run ./cmd/foreman/internal/clusterbench throughput -foreman /tmp/foreman -jobs 100000 -worker-procs 2 -workers 4 -window 32
+//
+// Worker processes with -window 1 are `foreman 0 --workers K --delay 0`;
+// foreman has no flag for the worker window yet, so with -window above 1
+// the worker processes are this program in its `worker` mode, which starts
+// the same cluster/node worker node with worker.WithWindow.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/membership"
+	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "failover":
+		err = runFailover(ctx, os.Args[2:])
+	case "failover-once":
+		err = runFailoverOnce(ctx, os.Args[2:])
+	case "throughput":
+		err = runThroughput(ctx, os.Args[2:])
+	case "worker":
+		err = runWorker(ctx, os.Args[2:])
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clusterbench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: clusterbench failover|throughput [flags] (see -h of each)")
+}
+
+// common are the flags of every mode.
+type common struct {
+	foreman string
+	base    int
+	keep    bool
+	dir     string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.foreman, "foreman", "", "path of a built foreman binary (required): go build -o /tmp/foreman ./cmd/foreman")
+	fs.IntVar(&c.base, "base", 2850, "port of the first backend (2000-2998); the second is base+1, this program's frontend base+1000; membership uses port+4000")
+	fs.BoolVar(&c.keep, "keep", false, "keep the logs and journal directory")
+	fs.StringVar(&c.dir, "dir", "", "directory for logs and the journal (default: a new temporary directory)")
+}
+
+func (c *common) check() error {
+	if c.foreman == "" {
+		return errors.New("-foreman is required: build the binary with go build -o /tmp/foreman ./cmd/foreman and pass -foreman /tmp/foreman")
+	}
+	if _, err := os.Stat(c.foreman); err != nil {
+		return fmt.Errorf("-foreman %s: %w", c.foreman, err)
+	}
+	if c.base < node.BackendPortMin || c.base+1 > node.BackendPortMax {
+		return fmt.Errorf("-base %d: backends need ports in %d-%d", c.base, node.BackendPortMin, node.BackendPortMax)
+	}
+	return nil
+}
+
+func (c *common) seeds() string {
+	return fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", c.base, c.base+1)
+}
+
+// workdir makes the run's directory; the returned func removes it unless
+// -keep.
+func (c *common) workdir() (string, func(), error) {
+	if c.dir != "" {
+		return c.dir, func() {}, os.MkdirAll(c.dir, 0o755)
+	}
+	d, err := os.MkdirTemp("", "clusterbench-*")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() {
+		if c.keep {
+			fmt.Fprintln(os.Stderr, "logs kept in", d)
+			return
+		}
+		os.RemoveAll(d)
+	}, nil
+}
+
+// startClient joins the cluster as a frontend client node on port.
+func startClient(ctx context.Context, dir string, port int, seeds string, onResult func(*messages.WorkResult)) (*node.ClusterNode, func(), error) {
+	f, err := os.Create(filepath.Join(dir, "client.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prov, err := membership.New(membership.WithSeeds(strings.Split(seeds, ",")...), membership.WithLogger(log))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	n, err := node.StartCluster(ctx, node.ClusterConfig{
+		Role: node.RoleFrontend, Port: port, Provider: prov, Logger: log, OnResult: onResult,
+	})
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return n, func() { n.Kill(); f.Close() }, nil
+}
+
+// ---------------------------------------------------------------- failover
+
+// failoverResult is one failover measurement; durations in milliseconds,
+// all measured from the SIGKILL.
+type failoverResult struct {
+	// FirstAck is when the first job submitted to the cluster was acked by
+	// the new master (the old one's process is gone by then).
+	FirstAck float64 `json:"first_ack_ms"`
+	// FirstFreshAck is the first ack of a job first sent after the kill.
+	FirstFreshAck float64 `json:"first_fresh_ack_ms"`
+	// Detect is when this client's topology dropped the killed member.
+	Detect float64 `json:"detect_ms"`
+	// Recovered is when the new master logged "master recovered".
+	Recovered float64 `json:"recovered_ms"`
+	// RecoveryTook is the recovery time the new master logged (journal load).
+	RecoveryTook float64 `json:"recovery_took_ms"`
+	// InFlightMax is when the last job that was in flight at the kill was
+	// acked (those requests wait for the ask timeout, then retry).
+	InFlightMax float64 `json:"in_flight_max_ms"`
+	// InFlight is how many jobs were in flight at the kill.
+	InFlight int `json:"in_flight"`
+	// Killed is the port of the backend that hosted the master.
+	Killed int `json:"killed_port"`
+	// Events is the journal's length at the kill (the prefill and the jobs
+	// since, as the new master's recovered seq).
+	Events int `json:"journal_seq"`
+}
+
+func runFailover(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("clusterbench failover", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	runs := fs.Int("runs", 5, "measurements (each in a fresh set of processes)")
+	prefill := fs.Int("prefill", 2000, "jobs accepted before the kill (no workers run, so the new master recovers them all as pending)")
+	rate := fs.Int("rate", 100, "jobs submitted per second during the measurement (open loop, each with the frontend client's default retries)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("failover: %d runs, 2 backends, prefill %d jobs, %d jobs/s offered, default settings\n", *runs, *prefill, *rate)
+	fmt.Printf("%4s %6s %10s %12s %10s %12s %12s %10s %12s\n", "run", "killed", "detect_ms", "recovered_ms", "took_ms", "first_ack_ms", "fresh_ack_ms", "in_flight", "inflight_max")
+	var all []failoverResult
+	for i := 1; i <= *runs && ctx.Err() == nil; i++ {
+		cmdArgs := []string{"failover-once", "-foreman", c.foreman, "-base", strconv.Itoa(c.base),
+			"-prefill", strconv.Itoa(*prefill), "-rate", strconv.Itoa(*rate)}
+		if c.keep {
+			cmdArgs = append(cmdArgs, "-keep")
+		}
+		cmd := exec.CommandContext(ctx, self, cmdArgs...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i, err)
+		}
+		var r failoverResult
+		if err := json.Unmarshal(out, &r); err != nil {
+			return fmt.Errorf("run %d: reading %q: %w", i, out, err)
+		}
+		all = append(all, r)
+		fmt.Printf("%4d %6d %10.0f %12.0f %10.0f %12.0f %12.0f %10d %12.0f\n", i, r.Killed, r.Detect, r.Recovered, r.RecoveryTook, r.FirstAck, r.FirstFreshAck, r.InFlight, r.InFlightMax)
+	}
+	pick := func(f func(failoverResult) float64) string {
+		var xs []float64
+		for _, r := range all {
+			xs = append(xs, f(r))
+		}
+		return summary(xs)
+	}
+	fmt.Printf("detect (client drops the member):   %s\n", pick(func(r failoverResult) float64 { return r.Detect }))
+	fmt.Printf("new master recovered:               %s\n", pick(func(r failoverResult) float64 { return r.Recovered }))
+	fmt.Printf("  of which journal recovery:        %s\n", pick(func(r failoverResult) float64 { return r.RecoveryTook }))
+	fmt.Printf("first ack from the new master:      %s\n", pick(func(r failoverResult) float64 { return r.FirstAck }))
+	fmt.Printf("first ack of a job sent after kill: %s\n", pick(func(r failoverResult) float64 { return r.FirstFreshAck }))
+	fmt.Printf("last ack of the in-flight jobs:     %s\n", pick(func(r failoverResult) float64 { return r.InFlightMax }))
+	return nil
+}
+
+// summary formats median (min-max) in ms.
+func summary(xs []float64) string {
+	if len(xs) == 0 {
+		return "no data"
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf("median %.0f ms (min %.0f, max %.0f, n=%d)", med, s[0], s[len(s)-1], len(s))
+}
+
+// submission is one job of the failover run.
+type submission struct {
+	sent, acked time.Time
+}
+
+func runFailoverOnce(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("clusterbench failover-once", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	prefill := fs.Int("prefill", 2000, "")
+	rate := fs.Int("rate", 100, "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	if *rate <= 0 {
+		return errors.New("-rate must be positive")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	dir, cleanup, err := c.workdir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	// Two backends on one journal; remember every "master recovered".
+	type recovery struct {
+		at    time.Time
+		p     *proc
+		epoch int
+		took  time.Duration
+		seq   int
+	}
+	var (
+		mu         sync.Mutex
+		recoveries []recovery
+	)
+	var backends []*proc
+	defer func() { stopAll(backends, 10*time.Second) }()
+	for i := range 2 {
+		port := c.base + i
+		p, err := startProc(dir, fmt.Sprintf("backend-%d", port), c.foreman, strconv.Itoa(port),
+			"--seeds", c.seeds(), "--data", filepath.Join(dir, "data"), "--log-level", "info")
+		if err != nil {
+			return err
+		}
+		p.watch(func(at time.Time, line string) {
+			if e, ok := epochOf(line); ok {
+				took, _ := time.ParseDuration(stringField(line, "took"))
+				seq, _ := intField(line, "seq")
+				mu.Lock()
+				recoveries = append(recoveries, recovery{at: at, p: p, epoch: e, took: took, seq: seq})
+				mu.Unlock()
+			}
+		})
+		backends = append(backends, p)
+	}
+	for _, p := range backends {
+		if err := p.waitLine("node started", time.Minute); err != nil {
+			return err
+		}
+	}
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), nil)
+	if err != nil {
+		return err
+	}
+	defer stopClient()
+	client := n.Client()
+
+	var (
+		killAt    atomic.Int64 // unix nanos of the SIGKILL, 0 before
+		detectAt  atomic.Int64
+		subsMu    sync.Mutex
+		subs      []*submission
+		submitted atomic.Int64
+	)
+	n.System().EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok && len(t.Left) > 0 && killAt.Load() != 0 {
+			detectAt.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	})
+	submit := func(id string, s *submission) error {
+		w := &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")}
+		sctx, scancel := context.WithTimeout(ctx, time.Minute)
+		defer scancel()
+		err := client.Submit(sctx, w)
+		if err == nil && s != nil {
+			subsMu.Lock()
+			s.acked = time.Now()
+			subsMu.Unlock()
+		}
+		return err
+	}
+
+	// Prefill: the journal the new master recovers.
+	var wg sync.WaitGroup
+	var prefillErr atomic.Value
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(*prefill) {
+					return
+				}
+				if err := submit(fmt.Sprintf("pre-%d", i), nil); err != nil {
+					prefillErr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if e, ok := prefillErr.Load().(error); ok {
+		return fmt.Errorf("prefill: %w", e)
+	}
+
+	// Open-loop load: a new job every 1/rate, each retried by the client.
+	lctx, lcancel := context.WithCancel(ctx)
+	var lwg sync.WaitGroup
+	lwg.Add(1)
+	go func() {
+		defer lwg.Done()
+		t := time.NewTicker(time.Second / time.Duration(*rate))
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+			}
+			s := &submission{sent: time.Now()}
+			subsMu.Lock()
+			subs = append(subs, s)
+			subsMu.Unlock()
+			submitted.Add(1)
+			lwg.Add(1)
+			go func() {
+				defer lwg.Done()
+				_ = submit(fmt.Sprintf("load-%d", i), s)
+			}()
+		}
+	}()
+	defer func() { lcancel(); lwg.Wait() }()
+	time.Sleep(2 * time.Second) // steady load before the kill
+
+	// Kill the backend hosting the master: the one with the highest epoch.
+	mu.Lock()
+	var host recovery
+	for _, r := range recoveries {
+		if r.epoch > host.epoch {
+			host = r
+		}
+	}
+	mu.Unlock()
+	if host.p == nil {
+		return errors.New("no backend logged \"master recovered\"")
+	}
+	t0 := time.Now()
+	killAt.Store(t0.UnixNano())
+	host.p.kill()
+	dead := time.Now()
+	killedPort, _ := strconv.Atoi(host.p.cmd.Args[1])
+
+	// Wait for an ack after the process is gone and a new recovery.
+	deadline := time.Now().Add(60 * time.Second)
+	var res failoverResult
+	res.Killed = killedPort
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		subsMu.Lock()
+		var first, fresh, inflightMax time.Time
+		inflight, pendingInflight := 0, 0
+		for _, s := range subs {
+			if s.sent.Before(t0) && (s.acked.IsZero() || s.acked.After(t0)) {
+				inflight++
+				if s.acked.IsZero() {
+					pendingInflight++
+				} else if s.acked.After(inflightMax) {
+					inflightMax = s.acked
+				}
+			}
+			if s.acked.IsZero() || !s.acked.After(dead) {
+				continue
+			}
+			if first.IsZero() || s.acked.Before(first) {
+				first = s.acked
+			}
+			if s.sent.After(t0) && (fresh.IsZero() || s.acked.Before(fresh)) {
+				fresh = s.acked
+			}
+		}
+		subsMu.Unlock()
+		mu.Lock()
+		var rec recovery
+		for _, r := range recoveries {
+			if r.epoch > host.epoch && r.at.After(t0) {
+				rec = r
+				break
+			}
+		}
+		mu.Unlock()
+		if first.IsZero() || fresh.IsZero() || rec.p == nil || pendingInflight > 0 {
+			continue
+		}
+		ms := func(t time.Time) float64 { return float64(t.Sub(t0).Microseconds()) / 1000 }
+		res.FirstAck, res.FirstFreshAck, res.Recovered = ms(first), ms(fresh), ms(rec.at)
+		res.RecoveryTook = float64(rec.took.Microseconds()) / 1000
+		res.Events = rec.seq
+		res.InFlight = inflight
+		if inflight > 0 {
+			res.InFlightMax = ms(inflightMax)
+		}
+		if d := detectAt.Load(); d != 0 {
+			res.Detect = float64(time.Duration(d-t0.UnixNano()).Microseconds()) / 1000
+		}
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	return fmt.Errorf("no ack from a new master within 60 s of the kill (logs in %s; use -keep)", dir)
+}
+
+// -------------------------------------------------------------- throughput
+
+func runThroughput(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("clusterbench throughput", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	jobs := fs.Int("jobs", 50000, "jobs to submit and complete")
+	submitters := fs.Int("submitters", 256, "concurrent submissions of this program's frontend client")
+	procs := fs.Int("worker-procs", 2, "worker processes")
+	workers := fs.Int("workers", 4, "workers per worker process")
+	window := fs.Int("window", 1, "jobs each worker holds at once (above 1: worker processes are this program's worker mode, foreman has no --window flag)")
+	backends := fs.Int("backends", 1, "backend processes (1 or 2)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	if *jobs <= 0 || *submitters <= 0 || *procs <= 0 || *workers <= 0 || *window <= 0 || *backends < 1 || *backends > 2 {
+		return errors.New("-jobs, -submitters, -worker-procs, -workers and -window must be positive, -backends 1 or 2")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	dir, cleanup, err := c.workdir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	var ps []*proc
+	defer func() { stopAll(ps, 15*time.Second) }()
+	for i := range *backends {
+		port := c.base + i
+		p, err := startProc(dir, fmt.Sprintf("backend-%d", port), c.foreman, strconv.Itoa(port),
+			"--seeds", c.seeds(), "--data", filepath.Join(dir, "data"), "--log-level", "warn")
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	for i := range *procs {
+		var p *proc
+		if *window == 1 {
+			p, err = startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman, "0", "--seeds", c.seeds(),
+				"--workers", strconv.Itoa(*workers), "--delay", "0", "--log-level", "warn")
+		} else {
+			p, err = startProc(dir, fmt.Sprintf("worker-%d", i), self, "worker", "-seeds", c.seeds(),
+				"-workers", strconv.Itoa(*workers), "-window", strconv.Itoa(*window))
+		}
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+
+	// Results: count the distinct ids of each phase.
+	var (
+		rmu      sync.Mutex
+		seen     = map[string]bool{}
+		want     = map[string]int{}
+		reached  = map[string]chan struct{}{}
+		resultsN = map[string]int{}
+	)
+	expect := func(prefix string, n int) <-chan struct{} {
+		rmu.Lock()
+		defer rmu.Unlock()
+		want[prefix], reached[prefix] = n, make(chan struct{})
+		return reached[prefix]
+	}
+	onResult := func(r *messages.WorkResult) {
+		id := r.GetWorkId()
+		prefix, _, ok := strings.Cut(id, "-")
+		if !ok {
+			return
+		}
+		rmu.Lock()
+		defer rmu.Unlock()
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		resultsN[prefix]++
+		if resultsN[prefix] == want[prefix] {
+			close(reached[prefix])
+		}
+	}
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), onResult)
+	if err != nil {
+		return err
+	}
+	defer stopClient()
+	client := n.Client()
+
+	phase := func(prefix string, count int) (acked, done time.Duration, err error) {
+		all := expect(prefix, count)
+		start := time.Now()
+		var wg sync.WaitGroup
+		next := atomic.Int64{}
+		var firstErr atomic.Value
+		for range *submitters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := next.Add(1)
+					if i > int64(count) {
+						return
+					}
+					w := &messages.Work{WorkId: prefix + "-" + strconv.FormatInt(i, 10), JobType: "square", Payload: strconv.AppendInt(nil, i, 10)}
+					sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
+					err := client.Submit(sctx, w)
+					scancel()
+					if err != nil {
+						firstErr.Store(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		acked = time.Since(start)
+		if e, ok := firstErr.Load().(error); ok {
+			return acked, 0, e
+		}
+		select {
+		case <-all:
+			return acked, time.Since(start), nil
+		case <-time.After(2 * time.Minute):
+			rmu.Lock()
+			got := resultsN[prefix]
+			rmu.Unlock()
+			return acked, 0, fmt.Errorf("only %d of %d results consumed within 2 min of the last ack (pub-sub is at-most-once; see the logs with -keep)", got, count)
+		case <-ctx.Done():
+			return acked, 0, ctx.Err()
+		}
+	}
+
+	// Warm up: connections, registrations, the journal's first pages.
+	if _, _, err := phase("warm", 2000); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	acked, done, err := phase("run", *jobs)
+	if err != nil {
+		return err
+	}
+	st, serr := client.MasterStatus(ctx)
+	fmt.Printf("throughput: %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, SQLite journal (fsync on), loopback, 2 cores\n",
+		*jobs, *submitters, *backends, *procs, *workers, *window)
+	fmt.Printf("  acked (durable):  %8.0f jobs/s (%v)\n", float64(*jobs)/acked.Seconds(), acked.Round(time.Millisecond))
+	fmt.Printf("  end to end:       %8.0f jobs/s (%v, all results consumed by the client)\n", float64(*jobs)/done.Seconds(), done.Round(time.Millisecond))
+	if serr == nil {
+		fmt.Printf("  master: accepted_total=%d done=%d pending=%d in_progress=%d dead=%d\n", st.GetAcceptedTotal(), st.GetDone(), st.GetPending(), st.GetInProgress(), st.GetDead())
+	}
+	return nil
+}
+
+// ------------------------------------------------------------------ worker
+
+// runWorker is a worker node like `foreman 0 --delay 0`, with a window.
+func runWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("clusterbench worker", flag.ContinueOnError)
+	seeds := fs.String("seeds", "", "backend seeds host:port,...")
+	workers := fs.Int("workers", 4, "workers")
+	window := fs.Int("window", 16, "jobs each worker holds at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prov, err := membership.New(membership.WithSeeds(strings.Split(*seeds, ",")...), membership.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	reg := worker.NewRegistry()
+	if err := worker.RegisterBuiltins(reg, worker.WithSquareDelay(0, 0)); err != nil {
+		return err
+	}
+	n, err := node.StartCluster(ctx, node.ClusterConfig{
+		Role: node.RoleWorker, Provider: prov, Workers: *workers, Registry: reg, Logger: log,
+		WorkerOptions: []worker.Option{worker.WithWindow(*window)},
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return n.Stop(sctx)
+}
