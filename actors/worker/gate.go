@@ -44,6 +44,7 @@ const (
 type gate struct {
 	phase    gatePhase
 	workID   string
+	seq      uint64                  // unique per passage, so stale messages are ignored
 	permit   *adaptive.Permit        // held for this work; nil without a limiter
 	watcher  *actor.PID              // interest watcher child; nil without a waiter
 	askTimer clock.Timer             // fires askTimeout while phaseAsking
@@ -55,6 +56,7 @@ type (
 	// interestAnswer is the watcher's first answer (or the ask timer).
 	interestAnswer struct {
 		slot   int
+		seq    uint64
 		workID string
 		err    error // nil: still interested
 	}
@@ -62,6 +64,7 @@ type (
 	// while the work runs.
 	callerLeft struct {
 		slot   int
+		seq    uint64
 		workID string
 		reason messages.NoLongerInterestedReason
 	}
@@ -139,7 +142,8 @@ func (w *workerActor) begin(slot int, m *messages.Work) {
 		return
 	}
 	g := &w.gates[slot]
-	*g = gate{workID: m.GetWorkId()}
+	w.gateSeq++
+	*g = gate{workID: m.GetWorkId(), seq: w.gateSeq}
 	w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
 	if w.cfg.limiter != nil {
 		if len(w.spare) == 0 {
@@ -166,11 +170,11 @@ func (w *workerActor) afterPermit(slot int, m *messages.Work) {
 	// the Work may have come from another actor system in this process.
 	waiterPID := actor.NewPID(wp.GetAddress(), wp.GetId())
 	g.watcher = w.actx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &interestWatch{slot: slot, workID: m.GetWorkId(), waiter: waiterPID}
+		return &interestWatch{slot: slot, seq: g.seq, workID: m.GetWorkId(), waiter: waiterPID}
 	}))
-	sys, self, id, d := w.sys, w.self, m.GetWorkId(), w.cfg.interestTimeout
+	sys, self, id, seq, d := w.sys, w.self, m.GetWorkId(), g.seq, w.cfg.interestTimeout
 	g.askTimer = w.cfg.clock.AfterFunc(d, func() {
-		sys.Root.Send(self, &interestAnswer{slot: slot, workID: id,
+		sys.Root.Send(self, &interestAnswer{slot: slot, seq: seq, workID: id,
 			err: fmt.Errorf("%w: waiter %s did not answer AreYouStillInterested within %v", ErrCallerGone, waiterPID, d)})
 	})
 }
@@ -186,7 +190,7 @@ func (w *workerActor) run(slot int, m *messages.Work) {
 
 // onInterest handles the waiter's first answer (or the ask timer).
 func (w *workerActor) onInterest(m *interestAnswer) {
-	g := w.gateOf(m.slot, m.workID)
+	g := w.gateOf(m.slot, m.seq, m.workID)
 	if g == nil || g.phase != phaseAsking || w.stopped {
 		return
 	}
@@ -210,7 +214,7 @@ func (w *workerActor) onInterest(m *interestAnswer) {
 
 // onCallerLeft cancels running work whose caller gave up.
 func (w *workerActor) onCallerLeft(m *callerLeft) {
-	g := w.gateOf(m.slot, m.workID)
+	g := w.gateOf(m.slot, m.seq, m.workID)
 	if g == nil || g.phase != phaseRunning || g.cancel == nil {
 		return
 	}
@@ -218,9 +222,9 @@ func (w *workerActor) onCallerLeft(m *callerLeft) {
 	g.cancel(fmt.Errorf("%w: the waiter said IAmNoLongerInterested (%s) while the job ran", ErrCallerGone, m.reason))
 }
 
-// gateOf returns the gate of slot if it holds workID.
-func (w *workerActor) gateOf(slot int, workID string) *gate {
-	if slot < 0 || slot >= len(w.gates) || w.gates[slot].workID != workID {
+// gateOf returns the gate of slot if it is still the passage seq of workID.
+func (w *workerActor) gateOf(slot int, seq uint64, workID string) *gate {
+	if slot < 0 || slot >= len(w.gates) || w.gates[slot].seq != seq || w.gates[slot].workID != workID {
 		return nil
 	}
 	return &w.gates[slot]
@@ -419,6 +423,7 @@ func (w *workerActor) dropPermits() {
 // gave up while the job runs.
 type interestWatch struct {
 	slot     int
+	seq      uint64
 	workID   string
 	waiter   *actor.PID
 	answered bool
@@ -433,7 +438,7 @@ func (a *interestWatch) Receive(c actor.Context) {
 		a.answer(c, nil)
 	case *messages.IAmNoLongerInterested:
 		if a.answered {
-			c.Send(c.Parent(), &callerLeft{slot: a.slot, workID: a.workID, reason: m.GetReason()})
+			c.Send(c.Parent(), &callerLeft{slot: a.slot, seq: a.seq, workID: a.workID, reason: m.GetReason()})
 			return
 		}
 		a.answer(c, fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
@@ -447,5 +452,5 @@ func (a *interestWatch) answer(c actor.Context, err error) {
 		return
 	}
 	a.answered = true
-	c.Send(c.Parent(), &interestAnswer{slot: a.slot, workID: a.workID, err: err})
+	c.Send(c.Parent(), &interestAnswer{slot: a.slot, seq: a.seq, workID: a.workID, err: err})
 }

@@ -314,6 +314,30 @@ func TestWorkersShareALimiter(t *testing.T) {
 	})
 }
 
+func TestCrashedWorkerGivesPermitsBack(t *testing.T) {
+	t.Parallel()
+	// The worker crashes on its 2nd Work (its supervisor restarts it): the
+	// permits of the crashed incarnation go back to the limiter.
+	crash := worker.WithOnWork(func(seq int, _ *messages.Work) {
+		if seq == 2 {
+			panic("crash on the 2nd work")
+		}
+	})
+	lb := setupShared(t, 1, 2, 2, crash)
+	w := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout()).GetWorker()
+	lb.master.Send(w, work("a", "block", "a"))
+	require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
+	lb.master.Send(w, work("b", "block", "b")) // crashes the worker
+	f := testkit.ExpectMsgType[*messages.WorkFailed](lb.master, testkit.Timeout())
+	require.ErrorContains(t, errorOf(f), worker.ErrWorkerStopping.Error())
+	close(lb.release)
+	require.NoError(t, lb.sys.Root.StopFuture(lb.workers[0]).Wait())
+	require.Eventually(t, func() bool { return lb.lim.Stats().InFlight == 0 }, testkit.Timeout(), time.Millisecond,
+		"permits held: %+v", lb.lim.Stats())
+}
+
+func errorOf(f *messages.WorkFailed) error { return fmt.Errorf("%s", f.GetError()) }
+
 func TestLimiterOptions(t *testing.T) {
 	t.Parallel()
 	master := worker.MasterPID(actor.NewPID("nonhost", "master"))

@@ -90,6 +90,7 @@ type workerActor struct {
 
 	// The gates (gate.go): gates[i] is where slot i's work is.
 	gates         []gate
+	gateSeq       uint64      // numbers the passages through the gates
 	permitQueue   []int       // slots waiting for a permit, FIFO
 	spare         []spare     // permits held for work asked from the master
 	box           *permitBox  // hands over permits from the acquirer
@@ -322,7 +323,12 @@ func (w *workerActor) onWork(m *messages.Work) {
 }
 
 func (w *workerActor) fail(m *messages.Work, err error) {
-	w.log.Warn("Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
+	if errors.Is(err, ErrCallerGone) {
+		// Expected: seed 003's whole point. Not a fault of the job.
+		w.log.Info("Work skipped: caller gone", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
+	} else {
+		w.log.Warn("Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
+	}
 	w.tell(&messages.WorkFailed{WorkerId: w.id, WorkId: m.GetWorkId(), Error: err.Error()})
 }
 

@@ -40,6 +40,7 @@ const (
 	DefaultKeepAlive       = 250 * time.Millisecond
 	DefaultResubscribe     = 2 * time.Second
 	DefaultLocatorTTL      = 2 * time.Second
+	DefaultWorkerRegister  = time.Second
 	DefaultClusterAskLimit = time.Second
 	// DefaultFrontendAskTimeout bounds a frontend's wait for the master's
 	// ack in a cluster. It is what a submit loses when the master's node
@@ -299,7 +300,11 @@ func (n *ClusterNode) startWorkers() error {
 		}
 	}
 	for i := 0; i < n.cfg.Workers; i++ {
-		props, err := worker.Props(worker.MasterResolver(n.locator.Resolve), reg, append([]worker.Option{worker.WithLogger(n.log)}, n.cfg.WorkerOptions...)...)
+		// Register every second (the sample: 10 s): registration is how a
+		// worker finds a new master after a failover, so it bounds how long
+		// work waits for workers then.
+		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister)}, n.cfg.WorkerOptions...)
+		props, err := worker.Props(worker.MasterResolver(n.locator.Resolve), reg, wopts...)
 		if err != nil {
 			return err
 		}

@@ -22,8 +22,12 @@ type proc struct {
 	done chan struct{}
 
 	mu       sync.Mutex
+	lines    []string // the first maxKept lines, for waitLine
 	watchers []func(at time.Time, line string)
 }
+
+// maxKept bounds the lines a proc keeps in memory.
+const maxKept = 100000
 
 // startProc runs bin with args, logging to dir/name.log.
 func startProc(dir, name, bin string, args ...string) (*proc, error) {
@@ -58,6 +62,9 @@ func (p *proc) copy(r io.Reader, w io.Writer) {
 		at, line := time.Now(), sc.Text()
 		p.mu.Lock()
 		ws := p.watchers
+		if len(p.lines) < maxKept {
+			p.lines = append(p.lines, line)
+		}
 		p.mu.Unlock()
 		for _, fn := range ws {
 			fn(at, line)
@@ -74,17 +81,28 @@ func (p *proc) watch(fn func(at time.Time, line string)) {
 	p.mu.Unlock()
 }
 
-// waitLine waits up to d for a line containing substr.
+// waitLine waits up to d for a line containing substr (logged so far or
+// later).
 func (p *proc) waitLine(substr string, d time.Duration) error {
 	ch := make(chan struct{}, 1)
-	p.watch(func(_ time.Time, line string) {
+	signal := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Lock()
+	for _, l := range p.lines {
+		if strings.Contains(l, substr) {
+			signal()
+		}
+	}
+	p.watchers = append(p.watchers, func(_ time.Time, line string) {
 		if strings.Contains(line, substr) {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
+			signal()
 		}
 	})
+	p.mu.Unlock()
 	select {
 	case <-ch:
 		return nil
