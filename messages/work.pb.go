@@ -620,10 +620,14 @@ func (x *WorkIsDone) GetResult() []byte {
 
 // WorkFailed reports that the executor failed (error or panic).
 type WorkFailed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	WorkId        string                 `protobuf:"bytes,2,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	WorkId   string                 `protobuf:"bytes,2,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	Error    string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// The failure will not go away on a retry (bad payload, unknown job
+	// type, the caller's deadline passed or the caller has gone): the master
+	// marks the work dead at once instead of retrying it.
+	Permanent     bool `protobuf:"varint,4,opt,name=permanent,proto3" json:"permanent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -677,6 +681,13 @@ func (x *WorkFailed) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *WorkFailed) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
+	}
+	return false
 }
 
 // WorkResult is published to subscribers once a job's completion is durable.
@@ -1045,12 +1056,13 @@ const file_work_proto_rawDesc = "" +
 	"WorkIsDone\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x16\n" +
-	"\x06result\x18\x03 \x01(\fR\x06result\"X\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\"v\n" +
 	"\n" +
 	"WorkFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"X\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
+	"\tpermanent\x18\x04 \x01(\bR\tpermanent\"X\n" +
 	"\n" +
 	"WorkResult\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +

@@ -512,7 +512,7 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 		}
 		return
 	}
-	stored := &messages.Work{WorkId: w.GetWorkId(), JobType: w.GetJobType(), Payload: w.GetPayload(), DeadlineUnixNano: w.GetDeadlineUnixNano()}
+	stored := &messages.Work{WorkId: w.GetWorkId(), JobType: w.GetJobType(), Payload: w.GetPayload(), DeadlineUnixNano: w.GetDeadlineUnixNano(), Waiter: w.GetWaiter()}
 	a.emit(&messages.WorkAccepted{Work: stored, AtUnixNano: a.clock.Now().UnixNano()})
 	if sender != nil {
 		a.later(c, ack)
@@ -630,7 +630,7 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 		}
 		a.emit(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: w.id, AtUnixNano: now.UnixNano()})
 		out := &messages.Work{WorkId: work.GetWorkId(), JobType: work.GetJobType(), Payload: work.GetPayload(),
-			Attempt: a.state.Attempts(work.GetWorkId()), DeadlineUnixNano: work.GetDeadlineUnixNano()}
+			Attempt: a.state.Attempts(work.GetWorkId()), DeadlineUnixNano: work.GetDeadlineUnixNano(), Waiter: work.GetWaiter()}
 		if a.cfg.awaitStarted {
 			a.later(c, effect{to: w.pid, msg: out})
 		} else {
@@ -689,6 +689,13 @@ func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
 	if !ok {
 		a.log.Debug("failure reported for work the worker does not hold", "work_id", m.GetWorkId(), "worker_id", m.GetWorkerId())
 		return
+	}
+	if m.GetPermanent() {
+		// A retry cannot help (bad payload, unknown type, caller gone):
+		// the work is dead now, visible and re-submittable, and its
+		// remaining attempts are not wasted. The event records the
+		// decision, so replay agrees.
+		ev.Dead, ev.NotBeforeUnixNano = true, 0
 	}
 	a.emit(ev)
 	if ev.GetDead() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master"
@@ -248,6 +249,35 @@ func TestMaster(t *testing.T) {
 		// Re-submitting a dead id makes it pending again.
 		b.submit(t, "a")
 		require.Equal(t, messages.WorkStatus_WORK_STATUS_ACCEPTED, b.workStatus(t, "a").GetStatus())
+	})
+
+	t.Run("PermanentFailureDiesAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t) // 5 attempts by default: none is spent on a failure a retry cannot fix
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "a", Error: "bad payload", Permanent: true})
+		ws := b.workStatus(t, "a")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DEAD, ws.GetStatus())
+		require.Equal(t, int32(1), ws.GetAttempts())
+		require.Equal(t, "bad payload", ws.GetLastError())
+		require.Empty(t, b.requestWork(t, b.worker, "w1", 1), "dead work is not handed out again")
+	})
+
+	t.Run("WaiterTravelsWithTheWork", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.register(t, b.worker, "w1")
+		waiterPID := actor.NewPID("nonhost", "some-waiter")
+		res, err := b.sys.Root.RequestFuture(b.master, &messages.Work{WorkId: "w", JobType: "square", Payload: []byte("2"), Waiter: waiterPID}, testkit.Timeout()).Result()
+		require.NoError(t, err)
+		require.IsType(t, &messages.Ack{}, res)
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		works := b.requestWork(t, b.worker, "w1", 1)
+		require.Len(t, works, 1)
+		require.True(t, proto.Equal(waiterPID, works[0].GetWaiter()), "the worker needs the caller's waiter to ask it")
 	})
 
 	t.Run("CleanupRequeuesTimedOutWorkAndForgetsWorkers", func(t *testing.T) {

@@ -308,6 +308,11 @@ func TestActorControl(t *testing.T) {
 		b := setup(t, throttler.PerSecond(1), false)
 		b.sendAll(1, 3)
 		b.expectFrom(t, "1")
+		// The shell may arm the timer just after the delivery reaches the
+		// target: wait for it rather than read the count at once.
+		armed := make(chan struct{})
+		time.AfterFunc(testkit.Timeout(), func() { close(armed) })
+		require.True(t, b.clk.WaitForPending(armed, 1), "the timer runs while Active")
 		require.Equal(t, 1, b.clk.Pending())
 		require.NoError(t, b.sys.Root.StopFuture(b.thr).Wait())
 		require.Equal(t, 0, b.clk.Pending())

@@ -328,8 +328,10 @@ func TestCrashedWorkerGivesPermitsBack(t *testing.T) {
 	lb.master.Send(w, work("a", "block", "a"))
 	require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
 	lb.master.Send(w, work("b", "block", "b")) // crashes the worker
-	f := testkit.ExpectMsgType[*messages.WorkFailed](lb.master, testkit.Timeout())
-	require.ErrorContains(t, errorOf(f), worker.ErrWorkerStopping.Error())
+	f := lb.master.FishForMessage(testkit.Timeout(), func(m any) bool { _, ok := m.(*messages.WorkFailed); return ok })
+	require.ErrorContains(t, errorOf(f.(*messages.WorkFailed)), worker.ErrWorkerStopping.Error())
+	// The new incarnation asks for work again.
+	lb.master.FishForMessage(testkit.Timeout(), func(m any) bool { _, ok := m.(*messages.WorkerRequestsWork); return ok })
 	close(lb.release)
 	require.NoError(t, lb.sys.Root.StopFuture(lb.workers[0]).Wait())
 	require.Eventually(t, func() bool { return lb.lim.Stats().InFlight == 0 }, testkit.Timeout(), time.Millisecond,

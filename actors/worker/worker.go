@@ -329,7 +329,16 @@ func (w *workerActor) fail(m *messages.Work, err error) {
 	} else {
 		w.log.Warn("Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
 	}
-	w.tell(&messages.WorkFailed{WorkerId: w.id, WorkId: m.GetWorkId(), Error: err.Error()})
+	w.tell(&messages.WorkFailed{WorkerId: w.id, WorkId: m.GetWorkId(), Error: err.Error(), Permanent: Permanent(err)})
+}
+
+// Permanent reports whether a job's error will not go away when the job is
+// retried: a payload the job cannot parse, a job type the worker does not
+// know, a passed deadline or a caller who has gone. The master marks such
+// work dead at once instead of spending its attempts.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrBadPayload) || errors.Is(err, ErrUnknownJobType) ||
+		errors.Is(err, ErrDeadlinePassed) || errors.Is(err, ErrCallerGone)
 }
 
 func (w *workerActor) onResult(m *execResult) {

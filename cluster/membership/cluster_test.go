@@ -138,7 +138,7 @@ func TestClusterGracefulLeaveAndJoin(t *testing.T) {
 }
 
 // TestMemberEndpoint: GET /members answers this node's identity and view as
-// JSON; when the actor system stops without the provider being shut down
+// JSON; a lone member hosts grains; when the actor system stops without the provider being shut down
 // (cluster.Shutdown(false) does not call it), the provider stops by itself.
 func TestMemberEndpoint(t *testing.T) {
 	n := startNodes(t, false, spec{member: true, ownSystem: true})[0]
@@ -161,6 +161,12 @@ func TestMemberEndpoint(t *testing.T) {
 	require.Contains(t, st.Kinds, echoKind)
 	require.False(t, st.Leaving)
 	require.Equal(t, []string{n.sys.ID}, idsOfNodes(st.Members))
+
+	// A lone member (the first seed) must be in its own member list, or
+	// no identity has an owner.
+	addr, err := n.ask("solo", testkit.Timeout())
+	require.NoError(t, err, "a lone member cannot host its grains")
+	require.Equal(t, n.sys.Address(), addr)
 
 	resp, err = http.Post(url, "application/json", nil)
 	require.NoError(t, err)

@@ -116,10 +116,20 @@ func (v *view) kill(id string) {
 // down takes p out of the view, records its incarnation as dead and, for a
 // learned (non-seed) endpoint, forgets the endpoint.
 func (v *view) down(p *peer, ch *change) {
-	if p.alive {
+	wasAlive := p.alive
+	p.alive, p.last = false, nil
+	if p.node.ID != "" {
+		// The same member may be known under several endpoint spellings
+		// (a seed "localhost:6551" and the advertised "127.0.0.1:6551").
+		for _, q := range v.peers {
+			if q.node.ID == p.node.ID && q.alive {
+				q.alive, q.last = false, nil
+				wasAlive = true
+			}
+		}
+	}
+	if wasAlive {
 		ch.left = append(ch.left, p.node)
-		p.alive = false
-		p.last = nil
 	}
 	v.kill(p.node.ID)
 	if !p.seed {
@@ -159,6 +169,9 @@ func (v *view) apply(results []result) change {
 			if v.isDead(st.ID) {
 				// A zombie: declared down or left, still answering. It can
 				// never rejoin under this id; its view does not count.
+				if p.alive {
+					ch.left = append(ch.left, p.node)
+				}
 				p.alive, p.last = false, nil
 				continue
 			}

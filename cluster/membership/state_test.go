@@ -189,6 +189,18 @@ func TestViewApply(t *testing.T) {
 			wantTargets: []string{},
 		},
 		{
+			name:     "a member known under two endpoints goes down once, everywhere",
+			failures: 1,
+			seeds:    []string{a, "localhost:1"},
+			rounds: [][]result{
+				{answer(a, "A"), answer("localhost:1", "A")},
+				{failed(a), answer("localhost:1", "A")},
+			},
+			wantMembers: []string{"self"},
+			wantTargets: []string{a, "localhost:1"},
+			wantLeft:    []string{"A"},
+		},
+		{
 			name:        "unknown endpoints in results are ignored",
 			failures:    2,
 			seeds:       []string{a},
