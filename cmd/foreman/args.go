@@ -28,6 +28,9 @@ type nodeArgs struct {
 	delaySet bool
 	logLevel string
 	produce  bool
+	rate     string
+	adaptive string
+	window   int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -68,6 +71,9 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 		a.delay, a.delaySet = d, true
 		return nil
 	})
+	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the master hands work out, e.g. square=10/s,factorize=100/m (backend and all-in-one nodes)")
+	fs.StringVar(&a.adaptive, "adaptive", "off", "size the node's worker pool itself: default, seed, vegas or off (worker and all-in-one nodes)")
+	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -85,6 +91,17 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 	}
 	if a.workers < 0 {
 		return a, fmt.Errorf("%w: --workers %d: must be 0 or more", errUsage, a.workers)
+	}
+	if a.window < 1 {
+		return a, fmt.Errorf("%w: --window %d: must be 1 or more", errUsage, a.window)
+	}
+	if _, err := node.MasterRateOptions(a.rate); err != nil {
+		return a, fmt.Errorf("%w: --rate: %v", errUsage, err)
+	}
+	if lim, err := node.NewAdaptivePool(a.adaptive, 1); err != nil {
+		return a, fmt.Errorf("%w: --adaptive: %v", errUsage, err)
+	} else if lim != nil {
+		lim.Close()
 	}
 	if a.jobs < 0 {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)

@@ -48,14 +48,22 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		fmt.Fprintf(stderr, "foreman: %v\n", err)
 		return 2
 	}
+	mopts, wopts, closePool, err := tuning(a)
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 2
+	}
+	defer closePool()
 	cfg := node.ClusterConfig{
-		Role:     a.role,
-		Host:     a.host,
-		Port:     a.port,
-		Provider: prov,
-		DataDir:  a.data,
-		Workers:  a.workers,
-		Logger:   log,
+		MasterOptions: mopts,
+		WorkerOptions: wopts,
+		Role:          a.role,
+		Host:          a.host,
+		Port:          a.port,
+		Provider:      prov,
+		DataDir:       a.data,
+		Workers:       a.workers,
+		Logger:        log,
 	}
 	if a.role == node.RoleWorker && a.delaySet {
 		cfg.Registry = builtinRegistry(a)

@@ -66,6 +66,9 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "BadLogLevel", args: []string{"--log-level", "loud"}, want: `"loud" is not a level`},
 		{name: "BadSeed", args: []string{"2551", "--seeds", "nohost"}, want: `"nohost" is not host:port`},
 		{name: "ExtraArgument", args: []string{"2551", "extra"}, want: `unexpected argument "extra"`},
+		{name: "BadRate", args: []string{"--rate", "square=fast"}, want: "--rate:"},
+		{name: "BadAdaptive", args: []string{"--adaptive", "wild"}, want: `unknown policy: "wild"`},
+		{name: "BadWindow", args: []string{"--window", "0"}, want: "--window 0: must be 1 or more"},
 		{name: "BenchExtraArgument", args: []string{"bench", "x"}, want: `unexpected argument "x"`},
 		{name: "BenchBadJobs", args: []string{"bench", "--jobs", "0"}, want: "bench needs jobs"},
 	}

@@ -25,7 +25,14 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	if a.role != node.RoleAll {
 		return runClusterNode(ctx, a, stdout, stderr, log)
 	}
-	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithWorkers(a.workers), node.WithLogger(log)}
+	mopts, wopts, closePool, err := tuning(a)
+	if err != nil {
+		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		return 2
+	}
+	defer closePool()
+	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithWorkers(a.workers), node.WithLogger(log),
+		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...)}
 	if a.delaySet {
 		opts = append(opts, node.WithSquareDelay(a.delay, a.delay))
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/node"
 )
 
 // builtinRegistry returns the built-in jobs with the square job's delay set
@@ -16,4 +18,24 @@ func builtinRegistry(a nodeArgs) *worker.Registry {
 		panic(err) // the built-ins are distinct names: cannot happen
 	}
 	return reg
+}
+
+// tuning turns --rate, --adaptive and --window into master and worker
+// options. done closes the adaptive pool; call it after the workers stop.
+func tuning(a nodeArgs) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
+	mopts, err = node.MasterRateOptions(a.rate)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	wopts = []worker.Option{worker.WithWindow(a.window)}
+	done = func() {}
+	lim, err := node.NewAdaptivePool(a.adaptive, max(a.workers, 1)*a.window)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if lim != nil {
+		wopts = append(wopts, worker.WithLimiter(lim))
+		done = func() { lim.Close() }
+	}
+	return mopts, wopts, done, nil
 }

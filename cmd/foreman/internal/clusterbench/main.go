@@ -601,16 +601,27 @@ func runThroughput(ctx context.Context, args []string) error {
 		if e, ok := firstErr.Load().(error); ok {
 			return acked, 0, e
 		}
-		select {
-		case <-all:
-			return acked, time.Since(start), nil
-		case <-time.After(2 * time.Minute):
+		// Wait for the results while they keep coming (30 s without one
+		// is a failure: pub-sub is at-most-once).
+		last, lastAt := -1, time.Now()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-all:
+				return acked, time.Since(start), nil
+			case <-ctx.Done():
+				return acked, 0, ctx.Err()
+			case <-tick.C:
+			}
 			rmu.Lock()
 			got := resultsN[prefix]
 			rmu.Unlock()
-			return acked, 0, fmt.Errorf("only %d of %d results consumed within 2 min of the last ack (pub-sub is at-most-once; see the logs with -keep)", got, count)
-		case <-ctx.Done():
-			return acked, 0, ctx.Err()
+			if got != last {
+				last, lastAt = got, time.Now()
+			} else if time.Since(lastAt) > 30*time.Second {
+				return acked, 0, fmt.Errorf("only %d of %d results consumed, none for 30 s (pub-sub is at-most-once; see the logs with -keep)", got, count)
+			}
 		}
 	}
 
