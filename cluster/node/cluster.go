@@ -155,6 +155,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		remote.Configure(cfg.Host, cfg.Port),
 		cluster.WithKinds(kinds...),
 		cluster.WithRequestTimeout(cfg.RequestTimeout))
+	// Membership comes from our provider, not from gossip. protoactor's
+	// gossip re-applies every gossiped topology, which writes the remote
+	// block list while incoming connections read it without a lock (a data
+	// race in the pinned version); nothing of ours reads gossip state, so
+	// gossip runs rarely.
+	ccfg.GossipInterval = time.Hour
 	n.c = cluster.New(n.sys, ccfg)
 	if err := n.startCluster(); err != nil {
 		n.closeJournal()

@@ -485,6 +485,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 4, "workers per worker process")
 	window := fs.Int("window", 1, "jobs each worker holds at once (above 1: worker processes are this program's worker mode, foreman has no --window flag)")
 	backends := fs.Int("backends", 1, "backend processes (1 or 2)")
+	level := fs.String("log-level", "warn", "log level of the foreman processes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -511,7 +512,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	for i := range *backends {
 		port := c.base + i
 		p, err := startProc(dir, fmt.Sprintf("backend-%d", port), c.foreman, strconv.Itoa(port),
-			"--seeds", c.seeds(), "--data", filepath.Join(dir, "data"), "--log-level", "warn")
+			"--seeds", c.seeds(), "--data", filepath.Join(dir, "data"), "--log-level", *level)
 		if err != nil {
 			return err
 		}
@@ -521,7 +522,7 @@ func runThroughput(ctx context.Context, args []string) error {
 		var p *proc
 		if *window == 1 {
 			p, err = startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman, "0", "--seeds", c.seeds(),
-				"--workers", strconv.Itoa(*workers), "--delay", "0", "--log-level", "warn")
+				"--workers", strconv.Itoa(*workers), "--delay", "0", "--log-level", *level)
 		} else {
 			p, err = startProc(dir, fmt.Sprintf("worker-%d", i), self, "worker", "-seeds", c.seeds(),
 				"-workers", strconv.Itoa(*workers), "-window", strconv.Itoa(*window))
