@@ -374,6 +374,7 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 			n.prod.Dispose()
 		}
 		n.shutdownCluster(true)
+		n.closeLocator()
 		n.closeJournal()
 		n.log.Info("node stopped")
 	})
@@ -395,8 +396,15 @@ func (n *ClusterNode) Kill() {
 			n.prod.Dispose()
 		}
 		n.shutdownCluster(false)
+		n.closeLocator()
 		n.closeJournal()
 	})
+}
+
+func (n *ClusterNode) closeLocator() {
+	if n.locator != nil {
+		n.locator.Close()
+	}
 }
 
 // shutdownCluster leaves the cluster. protoactor's Cluster.Shutdown sets

@@ -127,12 +127,17 @@ func (c *common) workdir() (string, func(), error) {
 }
 
 // startClient joins the cluster as a frontend client node on port.
-func startClient(ctx context.Context, dir string, port int, seeds string, onResult func(*messages.WorkResult)) (*node.ClusterNode, func(), error) {
+func startClient(ctx context.Context, dir string, port int, seeds, level string, onResult func(*messages.WorkResult)) (*node.ClusterNode, func(), error) {
 	f, err := os.Create(filepath.Join(dir, "client.log"))
 	if err != nil {
 		return nil, nil, err
 	}
-	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("-log-level %q: use debug, info, warn or error", level)
+	}
+	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: l}))
 	prov, err := membership.New(membership.WithSeeds(strings.Split(seeds, ",")...), membership.WithLogger(log))
 	if err != nil {
 		f.Close()
@@ -312,7 +317,7 @@ func runFailoverOnce(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), nil)
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), "warn", nil)
 	if err != nil {
 		return err
 	}
@@ -564,7 +569,7 @@ func runThroughput(ctx context.Context, args []string) error {
 			close(reached[prefix])
 		}
 	}
-	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), onResult)
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), *level, onResult)
 	if err != nil {
 		return err
 	}
