@@ -491,6 +491,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	window := fs.Int("window", 1, "jobs each worker holds at once (above 1: worker processes are this program's worker mode, foreman has no --window flag)")
 	backends := fs.Int("backends", 1, "backend processes (1 or 2)")
 	level := fs.String("log-level", "warn", "log level of the foreman processes")
+	clientLevel := fs.String("client-log-level", "warn", "log level of this program's frontend client (client.log)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -569,7 +570,7 @@ func runThroughput(ctx context.Context, args []string) error {
 			close(reached[prefix])
 		}
 	}
-	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), *level, onResult)
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), *clientLevel, onResult)
 	if err != nil {
 		return err
 	}
