@@ -15,7 +15,7 @@ import (
 type Manual struct {
 	mu      sync.Mutex // guards every field below
 	now     time.Time
-	seq     uint64        // tie-breaker so timers due at one instant fire in creation order
+	seq     uint64         // tie-breaker so timers due at one instant fire in creation order
 	waiters []*manualTimer // pending timers and tickers, unordered
 	changed chan struct{}  // closed and replaced whenever waiters changes
 }
