@@ -1,0 +1,17 @@
+// Package node starts Foreman nodes: the whole system in one process
+// ([StartLocal], what `foreman` with no port runs, and the way to embed
+// Foreman in a Go program) or one node of a cluster ([StartCluster]: a
+// backend that may host the singleton master, a frontend, or a worker node),
+// chosen by port as in the Akka sample ([ParsePort], [RoleForPort]).
+//
+// In a cluster the master is a protoactor virtual actor of kind
+// [MasterKind], registered only on backend nodes; a keep-alive on every
+// backend makes sure it is active on its owner soon after a membership
+// change, and the journal's epoch fence makes an activation that lost its
+// place stop. [MasterLocator] finds it from any node. Results are published
+// on the [ResultsTopic] pub-sub topic.
+//
+// [RunBench] is the end-to-end benchmark behind `foreman bench`;
+// [MasterRateOptions] and [NewAdaptivePool] wire the throttler and the
+// adaptive scheduler into the distributed workers.
+package node
