@@ -49,4 +49,3 @@ func ExampleStartLocal() {
 	}
 	// Output: job-1 done: 144
 }
-

@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -39,6 +40,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
@@ -491,6 +493,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	window := fs.Int("window", 1, "jobs each worker holds at once (above 1: worker processes are this program's worker mode, foreman has no --window flag)")
 	backends := fs.Int("backends", 1, "backend processes (1 or 2)")
 	level := fs.String("log-level", "warn", "log level of the foreman processes")
+	viaHTTP := fs.Bool("http", false, "submit through the HTTP API of a frontend process (foreman base+1001, HTTP on its port+5000) instead of this program's actor client")
 	clientLevel := fs.String("client-log-level", "warn", "log level of this program's frontend client (client.log)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -537,6 +540,29 @@ func runThroughput(ctx context.Context, args []string) error {
 			return err
 		}
 		ps = append(ps, p)
+	}
+
+	var hc *httpapi.Client
+	if *viaHTTP {
+		port := c.base + 1001
+		p, err := startProc(dir, fmt.Sprintf("frontend-%d", port), c.foreman, strconv.Itoa(port), "--seeds", c.seeds(),
+			"--produce=false", "--log-level", *level)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+		tr := &http.Transport{MaxIdleConns: *submitters, MaxIdleConnsPerHost: *submitters}
+		hc, err = httpapi.NewClient(fmt.Sprintf("127.0.0.1:%d", port+5000), httpapi.WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Minute}))
+		if err != nil {
+			return err
+		}
+		deadline := time.Now().Add(time.Minute)
+		for hc.Healthz(ctx) != nil {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the HTTP API of %s did not answer within a minute (see its log with -keep)", p.name)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 
 	// Results: count the distinct ids of each phase.
@@ -594,7 +620,12 @@ func runThroughput(ctx context.Context, args []string) error {
 					}
 					w := &messages.Work{WorkId: prefix + "-" + strconv.FormatInt(i, 10), JobType: "square", Payload: strconv.AppendInt(nil, i, 10)}
 					sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
-					err := client.Submit(sctx, w)
+					var err error
+					if hc != nil {
+						_, err = hc.Submit(sctx, httpapi.SubmitRequest{ID: w.GetWorkId(), Type: w.GetJobType(), Payload: w.GetPayload()})
+					} else {
+						err = client.Submit(sctx, w)
+					}
 					scancel()
 					if err != nil {
 						firstErr.Store(err)
@@ -632,6 +663,25 @@ func runThroughput(ctx context.Context, args []string) error {
 		}
 	}
 
+	// The frontend node subscribes to results at start and every 2 s until
+	// it works; pub-sub is at-most-once, so results published before are
+	// lost to it. Submit probes until one's result comes back.
+	probed := expect("probe", 1)
+	for i := 1; ; i++ {
+		if i > 30 {
+			return errors.New("no result of 30 probe jobs came back: the results subscription does not work (see the logs with -keep)")
+		}
+		w := &messages.Work{WorkId: "probe-" + strconv.Itoa(i), JobType: "square", Payload: []byte("2")}
+		if err := client.Submit(ctx, w); err != nil {
+			return fmt.Errorf("probe: %w", err)
+		}
+		select {
+		case <-probed:
+		case <-time.After(2 * time.Second):
+			continue
+		}
+		break
+	}
 	// Warm up: connections, registrations, the journal's first pages.
 	if _, _, err := phase("warm", 2000); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
@@ -641,8 +691,12 @@ func runThroughput(ctx context.Context, args []string) error {
 		return err
 	}
 	st, serr := client.MasterStatus(ctx)
-	fmt.Printf("throughput: %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, SQLite journal (fsync on), loopback, 2 cores\n",
-		*jobs, *submitters, *backends, *procs, *workers, *window)
+	via := "the actor API (this program's frontend client)"
+	if hc != nil {
+		via = "HTTP (POST /work to a frontend process)"
+	}
+	fmt.Printf("throughput via %s: %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, SQLite journal (fsync on), loopback, 2 cores\n",
+		via, *jobs, *submitters, *backends, *procs, *workers, *window)
 	fmt.Printf("  acked (durable):  %8.0f jobs/s (%v)\n", float64(*jobs)/acked.Seconds(), acked.Round(time.Millisecond))
 	fmt.Printf("  end to end:       %8.0f jobs/s (%v, all results consumed by the client)\n", float64(*jobs)/done.Seconds(), done.Round(time.Millisecond))
 	if serr == nil {
