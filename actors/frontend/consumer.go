@@ -57,10 +57,14 @@ func (r *consumer) Receive(c actor.Context) {
 		if !r.cfg.noStream {
 			sys, self := c.ActorSystem(), c.Self()
 			r.sys = sys
-			r.sub = sys.EventStream.SubscribeWithPredicate(
-				func(evt any) { sys.Root.Send(self, evt) },
-				func(evt any) bool { _, ok := evt.(*messages.WorkResult); return ok },
-			)
+			// Filter in the handler: protoactor's SubscribeWithPredicate
+			// sets the predicate after publishing the subscription, a data
+			// race with a concurrent Publish.
+			r.sub = sys.EventStream.Subscribe(func(evt any) {
+				if _, ok := evt.(*messages.WorkResult); ok {
+					sys.Root.Send(self, evt)
+				}
+			})
 		}
 	case *messages.WorkResult:
 		r.consume(m)
