@@ -61,7 +61,13 @@ type (
 		lastSeq int64
 		err     error
 	}
-	cleanupTick   struct{ gen int64 }
+	cleanupTick struct{ gen int64 }
+	fenceTick   struct{ gen int64 }
+	fenceResult struct {
+		gen   int64
+		from  int64 // the master's next sequence number when the check began
+		other bool  // an event at or after from exists
+	}
 	wakeTick      struct{ gen int64 }
 	retryRecovery struct{ gen int64 }
 	snapshotDone  struct {
@@ -127,6 +133,7 @@ type masterActor struct {
 	wakeAt       time.Time
 	retryTimer   clock.Timer
 	retryDelay   time.Duration
+	fenceTimer   clock.Timer
 }
 
 // Receive implements actor.Actor.
@@ -168,6 +175,14 @@ func (a *masterActor) Receive(c actor.Context) {
 	case *cleanupTick:
 		if msg.gen == a.gen && a.recovered {
 			a.onCleanup(c)
+		}
+	case *fenceTick:
+		if msg.gen == a.gen && a.recovered {
+			a.checkFence()
+		}
+	case *fenceResult:
+		if msg.gen == a.gen && a.recovered {
+			a.onFenceResult(c, msg)
 		}
 	case *wakeTick:
 		if msg.gen == a.gen && a.recovered {
@@ -229,7 +244,46 @@ func (a *masterActor) recover(c actor.Context) {
 	a.log.Info("master recovered", "epoch", a.epoch, "seq", a.durableSeq, "pending", cnt.Pending,
 		"done", cnt.Done, "dead", cnt.Dead, "took", a.clock.Since(start))
 	a.armCleanup()
+	a.armFenceCheck()
 	a.notifyWorkers(c)
+}
+
+// armFenceCheck schedules the next check for a newer activation.
+func (a *masterActor) armFenceCheck() {
+	if a.cfg.fenceCheck <= 0 {
+		return
+	}
+	gen, self, root := a.gen, a.self, a.sys.Root
+	a.fenceTimer = a.clock.AfterFunc(a.cfg.fenceCheck, func() { root.Send(self, &fenceTick{gen: gen}) })
+}
+
+// checkFence looks, off the actor's goroutine, for an event this activation
+// did not write. protoactor may keep a stray activation that recovered once
+// and never wrote since; its own appends would be fenced, but until it
+// writes it would answer workers and status queries from stale state and
+// hold the master's place after a failover. Every activation journals
+// MasterRecovered when it recovers, so a newer one is seen here.
+func (a *masterActor) checkFence() {
+	j, stream, from, timeout := a.j, a.cfg.stream, a.nextSeq, a.cfg.journalTimeout
+	gen, self, root := a.gen, a.self, a.sys.Root
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		found := errors.New("found")
+		err := j.Load(ctx, stream, from, func(journal.Event) error { return found })
+		root.Send(self, &fenceResult{gen: gen, from: from, other: errors.Is(err, found)})
+	}()
+}
+
+func (a *masterActor) onFenceResult(c actor.Context, m *fenceResult) {
+	// If this master assigned sequence numbers since the check began, the
+	// event found may be its own: inconclusive (a stale master that writes
+	// is fenced by the journal anyway).
+	if m.other && a.nextSeq == m.from {
+		a.fenced(c, fmt.Errorf("%w: the journal holds event %d, written by a newer activation", journal.ErrFenced, m.from))
+		return
+	}
+	a.armFenceCheck()
 }
 
 func (a *masterActor) load() error {
@@ -290,12 +344,12 @@ func (a *masterActor) fenced(c actor.Context, err error) {
 }
 
 func (a *masterActor) stopTimers() {
-	for _, t := range []clock.Timer{a.cleanupTimer, a.wakeTimer, a.retryTimer} {
+	for _, t := range []clock.Timer{a.cleanupTimer, a.wakeTimer, a.retryTimer, a.fenceTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	a.cleanupTimer, a.wakeTimer, a.retryTimer = nil, nil, nil
+	a.cleanupTimer, a.wakeTimer, a.retryTimer, a.fenceTimer = nil, nil, nil, nil
 	a.wakeAt = time.Time{}
 }
 

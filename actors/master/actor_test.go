@@ -93,6 +93,13 @@ func (b *bundle) submit(t *testing.T, id string) {
 	b.front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
 }
 
+// submit2 submits to a given master PID.
+func (b *bundle) submit2(t *testing.T, m *actor.PID, id string) {
+	t.Helper()
+	b.front.Send(m, &messages.Work{WorkId: id, JobType: "square", Payload: []byte(id)})
+	b.front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
+}
+
 func (b *bundle) register(t *testing.T, p *testkit.Probe, id string) {
 	t.Helper()
 	p.Send(b.master, &messages.RegisterWorker{WorkerId: id, Worker: p.PID()})
@@ -278,6 +285,23 @@ func TestMaster(t *testing.T) {
 		works := b.requestWork(t, b.worker, "w1", 1)
 		require.Len(t, works, 1)
 		require.True(t, proto.Equal(waiterPID, works[0].GetWaiter()), "the worker needs the caller's waiter to ask it")
+	})
+
+	t.Run("IdleStaleActivationStops", func(t *testing.T) {
+		t.Parallel()
+		// A recovers, then B recovers on the same stream (as protoactor may
+		// do during a membership change): A never writes again, yet its
+		// fence check sees B's MasterRecovered event and stops it.
+		b := setup(t)
+		require.NotNil(t, b.status(t), "A has recovered")
+		b.front.Watch(b.master)
+		second := b.start(t)
+		st, err := b.sys.Root.RequestFuture(second, &messages.GetMasterStatus{}, testkit.Timeout()).Result()
+		require.NoError(t, err)
+		require.IsType(t, &messages.MasterStatus{}, st, "B has recovered")
+		b.advance(t, 1, master.DefaultFenceCheck)
+		b.front.ExpectTerminated(b.master, testkit.Timeout())
+		b.submit2(t, second, "after")
 	})
 
 	t.Run("CleanupRequeuesTimedOutWorkAndForgetsWorkers", func(t *testing.T) {

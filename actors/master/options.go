@@ -41,6 +41,9 @@ const (
 	DefaultSnapshotEvery = 1000
 	// DefaultMaxPayload is the largest accepted Work payload: 1 MiB.
 	DefaultMaxPayload = 1 << 20
+	// DefaultFenceCheck is how often an idle master looks in the journal
+	// for a newer activation (see WithFenceCheck).
+	DefaultFenceCheck = 250 * time.Millisecond
 	// DefaultJournalTimeout bounds each blocking journal call of recovery.
 	DefaultJournalTimeout = 30 * time.Second
 	// maxBatchEvents caps the events of one journal append.
@@ -88,6 +91,7 @@ type config struct {
 	limiters        map[string]DispatchLimiter
 	journalTimeout  time.Duration
 	awaitStarted    bool
+	fenceCheck      time.Duration // 0: off
 }
 
 func defaultConfig() config {
@@ -103,6 +107,7 @@ func defaultConfig() config {
 		maxPayload:      DefaultMaxPayload,
 		clock:           clock.Real,
 		journalTimeout:  DefaultJournalTimeout,
+		fenceCheck:      DefaultFenceCheck,
 	}
 }
 
@@ -126,6 +131,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: max payload %d bytes must be positive (default %d)", ErrInvalidOption, c.maxPayload, DefaultMaxPayload)
 	case c.clock == nil:
 		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
+	case c.fenceCheck < 0:
+		return fmt.Errorf("%w: fence check interval %v must not be negative (0 turns it off; default %v)", ErrInvalidOption, c.fenceCheck, DefaultFenceCheck)
 	case c.journalTimeout <= 0:
 		return fmt.Errorf("%w: journal timeout %v must be positive (default %v)", ErrInvalidOption, c.journalTimeout, DefaultJournalTimeout)
 	}
@@ -223,3 +230,11 @@ func WithJournalTimeout(d time.Duration) Option { return func(c *config) { c.jou
 // hand out at once, since recovery returns in-progress work to pending and a
 // lost WorkStarted only means the work runs again; see BENCH.md).
 func WithAwaitStarted(await bool) Option { return func(c *config) { c.awaitStarted = await } }
+
+// WithFenceCheck sets how often the master reads the journal for an event
+// it did not write, which means a newer activation took over: it then stops
+// at once instead of waiting for its next write to be fenced. protoactor can
+// leave a stray activation of the singleton alive on a member; this bounds
+// how long it can hold the master's place after a failover. Default
+// DefaultFenceCheck; 0 turns the check off.
+func WithFenceCheck(d time.Duration) Option { return func(c *config) { c.fenceCheck = d } }

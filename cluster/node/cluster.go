@@ -100,7 +100,9 @@ type ClusterNode struct {
 	client  *frontend.Client
 	workers []*actor.PID
 	results *actor.PID
-	prod    *cluster.BatchingProducer
+	prodMu  sync.Mutex                // guards prod and prodAt
+	prod    *cluster.BatchingProducer // results producer of a backend
+	prodAt  time.Time                 // when prod was made
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
@@ -173,20 +175,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 
 	switch cfg.Role {
 	case RoleBackend:
-		n.prod = n.c.BatchingProducer(ResultsTopic,
-			cluster.WithBatchingProducerPublishTimeout(5*time.Second),
-			cluster.WithBatchingProducerMaxQueueSize(100000),
-			// The default stops the producer for good on the first failure
-			// (e.g. while membership converges at start or during a
-			// failover). Results are notifications, the durable record is
-			// the master's state, so retry a little, then skip the batch.
-			cluster.WithBatchingProducerOnPublishingError(func(retries int, err error, _ *cluster.PubSubBatch) *cluster.PublishingErrorDecision {
-				if retries < 5 {
-					return cluster.RetryBatchAfter(time.Duration(retries+1) * 100 * time.Millisecond)
-				}
-				n.log.Warn("dropping a batch of result notifications", "error", err)
-				return cluster.FailBatchAndContinue
-			}))
+		n.prodMu.Lock()
+		n.prod, n.prodAt = n.newProducer(), time.Now()
+		n.prodMu.Unlock()
 		n.loop(bg, cfg.KeepAlive, n.keepAlive)
 	case RoleFrontend:
 		if err := n.startFrontend(bg); err != nil {
@@ -244,15 +235,65 @@ func (n *ClusterNode) openJournal() error {
 	return nil
 }
 
+// disposeProducer stops the results producer for good.
+func (n *ClusterNode) disposeProducer() {
+	n.prodMu.Lock()
+	defer n.prodMu.Unlock()
+	if n.prod != nil {
+		n.prod.Dispose()
+		n.prod = nil
+	}
+}
+
+// newProducer returns a batching producer for the results topic.
+func (n *ClusterNode) newProducer() *cluster.BatchingProducer {
+	return n.c.BatchingProducer(ResultsTopic,
+		cluster.WithBatchingProducerPublishTimeout(5*time.Second),
+		cluster.WithBatchingProducerMaxQueueSize(100000),
+		// The default stops the producer for good on the first failure
+		// (e.g. while membership converges at start or during a
+		// failover). Results are notifications, the durable record is
+		// the master's state, so retry a little, then skip the batch.
+		cluster.WithBatchingProducerOnPublishingError(func(retries int, err error, _ *cluster.PubSubBatch) *cluster.PublishingErrorDecision {
+			if retries < 5 {
+				return cluster.RetryBatchAfter(time.Duration(retries+1) * 100 * time.Millisecond)
+			}
+			n.log.Warn("dropping a batch of result notifications", "error", err)
+			return cluster.FailBatchAndContinue
+		}))
+}
+
 // publish hands a result to the pub-sub producer; it never blocks the
-// master (the producer queues and batches).
+// master (the producer queues and batches). protoactor's producer stops for
+// good when its first request to the topic fails (e.g. while membership
+// converges at start), so a stopped producer is replaced, at most once a
+// second.
 func (n *ClusterNode) publish(r *messages.WorkResult) {
-	if n.prod == nil {
+	n.prodMu.Lock()
+	prod := n.prod
+	n.prodMu.Unlock()
+	if prod == nil {
 		return
 	}
-	if _, err := n.prod.Produce(context.Background(), r); err != nil {
-		n.log.Warn("publishing a result failed", "work_id", r.GetWorkId(), "error", err)
+	_, err := prod.Produce(context.Background(), r)
+	if err == nil {
+		return
 	}
+	var stopped *cluster.InvalidOperationException
+	if errors.As(err, &stopped) {
+		n.prodMu.Lock()
+		if n.prod == prod && time.Since(n.prodAt) > time.Second {
+			prod.Dispose()
+			n.prod, n.prodAt = n.newProducer(), time.Now()
+			n.log.Info("result producer restarted", "error", err)
+			if _, err := n.prod.Produce(context.Background(), r); err == nil {
+				n.prodMu.Unlock()
+				return
+			}
+		}
+		n.prodMu.Unlock()
+	}
+	n.log.Warn("publishing a result failed", "work_id", r.GetWorkId(), "error", err)
 }
 
 // keepAlive touches the master so that it is activated on its owner soon
@@ -286,15 +327,52 @@ func (n *ClusterNode) startFrontend(bg context.Context) error {
 	// protoactor's pub-sub keeps subscriptions in the topic actor's memory
 	// and loses them when the topic moves: subscribe again periodically
 	// (subscribing is idempotent per PID).
-	n.subscribe()
-	n.loop(bg, DefaultResubscribe, func(context.Context) { n.subscribe() })
+	// Subscribe at once, every DefaultResubscribe, and as soon as a member
+	// leaves (the topic may have lived on it).
+	kick := make(chan struct{}, 1)
+	sub := n.sys.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok && len(t.Left) > 0 {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
+	})
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.sys.EventStream.Unsubscribe(sub)
+		t := time.NewTicker(DefaultResubscribe)
+		defer t.Stop()
+		// Until the first subscription succeeds (membership is still
+		// converging), retry quickly: results published before it are
+		// not delivered to this frontend.
+		for !n.subscribe() {
+			select {
+			case <-bg.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-t.C:
+			case <-kick:
+			}
+			n.subscribe()
+		}
+	}()
 	return nil
 }
 
-func (n *ClusterNode) subscribe() {
+func (n *ClusterNode) subscribe() bool {
 	if _, err := n.c.SubscribeByPid(ResultsTopic, n.results, cluster.WithTimeout(n.cfg.RequestTimeout)); err != nil {
 		n.log.Debug("subscribing to results failed; will retry", "error", err)
+		return false
 	}
+	return true
 }
 
 func (n *ClusterNode) startWorkers() error {
@@ -370,9 +448,7 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 		if n.results != nil {
 			_ = n.sys.Root.StopFuture(n.results).Wait()
 		}
-		if n.prod != nil {
-			n.prod.Dispose()
-		}
+		n.disposeProducer()
 		n.shutdownCluster(true)
 		n.closeLocator()
 		n.closeJournal()
@@ -392,9 +468,7 @@ func (n *ClusterNode) Kill() {
 			n.cancel()
 		}
 		n.wg.Wait()
-		if n.prod != nil {
-			n.prod.Dispose()
-		}
+		n.disposeProducer()
 		n.shutdownCluster(false)
 		n.closeLocator()
 		n.closeJournal()

@@ -22,22 +22,37 @@ type MasterLocator struct {
 	c   *cluster.Cluster
 	ttl time.Duration
 	sub *eventstream.Subscription
-	wg  sync.WaitGroup // the lookup goroutine in flight
+	wg  sync.WaitGroup // the lookup goroutines in flight
 
-	mu       sync.Mutex    // guards the fields below
-	pid      *actor.PID    // cached master PID; nil when unknown
-	at       time.Time     // when pid was looked up
-	inflight chan struct{} // closed when the running lookup ends; nil when none runs
-	last     *actor.PID    // result of the last lookup
+	mu       sync.Mutex      // guards the fields below
+	alive    map[string]bool // member addresses of the last topology; nil before the first
+	pid      *actor.PID      // cached master PID; nil when unknown
+	at       time.Time       // when pid was looked up
+	inflight chan struct{}   // closed when the running lookup ends; nil when none runs
+	last     *actor.PID      // result of the last lookup
+	gen      uint64          // topology generation; a lookup started in an older one is dropped
 }
 
 // NewMasterLocator returns a locator over c. Close it when the node stops.
 func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 	l := &MasterLocator{c: c, ttl: ttl}
 	l.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
-		if _, ok := evt.(*cluster.ClusterTopology); ok {
-			l.Invalidate()
+		t, ok := evt.(*cluster.ClusterTopology)
+		if !ok {
+			return
 		}
+		alive := make(map[string]bool, len(t.Members))
+		for _, m := range t.Members {
+			alive[m.Address()] = true
+		}
+		l.mu.Lock()
+		l.alive, l.pid = alive, nil
+		// A lookup in flight may be waiting on a member that just left
+		// (protoactor's lookup waits 5 s for a dead owner): let the next
+		// caller start a fresh one instead of queueing behind it.
+		l.gen++
+		l.inflight = nil
+		l.mu.Unlock()
 	})
 	return l
 }
@@ -54,7 +69,7 @@ func (l *MasterLocator) Invalidate() {
 // goes on in the background for the next caller when ctx ends first.
 func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 	l.mu.Lock()
-	if l.pid != nil && time.Since(l.at) < l.ttl {
+	if l.pid != nil && time.Since(l.at) < l.ttl && l.isAliveLocked(l.pid) {
 		pid := l.pid
 		l.mu.Unlock()
 		return pid, nil
@@ -64,7 +79,7 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 		done = make(chan struct{})
 		l.inflight = done
 		l.wg.Add(1)
-		go l.lookup(done)
+		go l.lookup(done, l.gen)
 	}
 	l.mu.Unlock()
 	select {
@@ -81,16 +96,31 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 	return pid, nil
 }
 
-func (l *MasterLocator) lookup(done chan struct{}) {
+func (l *MasterLocator) lookup(done chan struct{}, gen uint64) {
 	defer l.wg.Done()
 	pid := l.c.Get(MasterIdentity, MasterKind)
 	l.mu.Lock()
-	l.last, l.inflight = pid, nil
-	if pid != nil {
-		l.pid, l.at = pid, time.Now()
+	if pid != nil && !l.isAliveLocked(pid) {
+		// protoactor's PID cache may still hold the activation on a member
+		// that has left: never hand that out.
+		pid = nil
+	}
+	if gen == l.gen {
+		l.last, l.inflight = pid, nil
+		if pid != nil {
+			l.pid, l.at = pid, time.Now()
+		}
+	} else if pid != nil && l.isAliveLocked(pid) {
+		l.last = pid // stale generation but still a live member: usable
 	}
 	l.mu.Unlock()
 	close(done)
+}
+
+// isAliveLocked reports whether pid is on a member of the last topology
+// (true before any topology is known).
+func (l *MasterLocator) isAliveLocked(pid *actor.PID) bool {
+	return l.alive == nil || l.alive[pid.GetAddress()]
 }
 
 // Close stops following membership changes and waits for a lookup in
