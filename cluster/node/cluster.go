@@ -440,11 +440,7 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 			n.cancel()
 		}
 		n.wg.Wait()
-		for _, w := range n.workers {
-			if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
-				errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
-			}
-		}
+		errs = append(errs, n.stopWorkers()...)
 		if n.results != nil {
 			_ = n.sys.Root.StopFuture(n.results).Wait()
 		}
@@ -461,18 +457,34 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 }
 
 // Kill stops the node abruptly, without leaving the cluster: as far as the
-// other nodes can tell, the process died. Tests use it.
+// other members can tell, the process died (its membership endpoint and
+// remote go silent). Its own workers are stopped first so that no goroutine
+// of the node outlives it. Tests use it.
 func (n *ClusterNode) Kill() {
 	n.once.Do(func() {
 		if n.cancel != nil {
 			n.cancel()
 		}
 		n.wg.Wait()
+		n.stopWorkers()
 		n.disposeProducer()
 		n.shutdownCluster(false)
 		n.closeLocator()
 		n.closeJournal()
 	})
+}
+
+// stopWorkers stops the node's workers (their running work goes back to the
+// master) and waits for them.
+func (n *ClusterNode) stopWorkers() []error {
+	var errs []error
+	for _, w := range n.workers {
+		if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
+		}
+	}
+	n.workers = nil
+	return errs
 }
 
 func (n *ClusterNode) closeLocator() {

@@ -31,6 +31,7 @@ type MasterLocator struct {
 	inflight chan struct{}   // closed when the running lookup ends; nil when none runs
 	last     *actor.PID      // result of the last lookup
 	gen      uint64          // topology generation; a lookup started in an older one is dropped
+	closed   bool            // Close was called: no new lookups
 }
 
 // NewMasterLocator returns a locator over c. Close it when the node stops.
@@ -73,6 +74,10 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 		pid := l.pid
 		l.mu.Unlock()
 		return pid, nil
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrNoMaster
 	}
 	done := l.inflight
 	if done == nil {
@@ -127,5 +132,8 @@ func (l *MasterLocator) isAliveLocked(pid *actor.PID) bool {
 // flight (protoactor bounds it to 5 s).
 func (l *MasterLocator) Close() {
 	l.c.ActorSystem.EventStream.Unsubscribe(l.sub)
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	l.wg.Wait()
 }
