@@ -94,6 +94,15 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 1
 	}
 	consumer := sys.Root.Spawn(cprops)
+	// The consumer subscribes to results when it starts, which happens on
+	// its own goroutine: wait for it (a request is answered only after
+	// Started), or results of the first jobs could be published before it
+	// listens and --jobs N would wait forever.
+	if _, err := sys.Root.RequestFuture(consumer, &frontend.GetStats{}, 10*time.Second).Result(); err != nil {
+		fmt.Fprintf(stderr, "foreman: the result consumer did not start: %v\n", err)
+		stopNode()
+		return 1
+	}
 
 	fprops, err := frontend.Props(frontend.MasterPID(n.Master()), frontend.WithLogger(log))
 	if err != nil {
