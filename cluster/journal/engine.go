@@ -14,8 +14,9 @@ type backend interface {
 	// begin starts a write transaction that excludes every other writer of
 	// the store (other processes included) until commit or rollback.
 	begin(ctx context.Context) (txn, error)
-	// load calls fn for events of stream with seq >= fromSeq, in order.
-	load(ctx context.Context, stream string, fromSeq int64, fn func(record) error) error
+	// loadPage returns up to loadPage events of stream with seq >= from,
+	// in order; a short page is the last one.
+	loadPage(ctx context.Context, stream string, from int64) ([]record, error)
 	// loadSnapshot returns the stored snapshot of stream, if any.
 	loadSnapshot(ctx context.Context, stream string) (record, bool, error)
 	close() error
@@ -382,7 +383,7 @@ func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func
 		return err
 	}
 	defer e.reads.Done()
-	return e.be.load(ctx, stream, fromSeq, func(r record) error {
+	return loadAll(ctx, e.be, stream, fromSeq, func(r record) error {
 		msg, err := decode(stream, r.seq, r.name, r.data)
 		if err != nil {
 			return err
@@ -456,4 +457,25 @@ func (e *engine) Close() error {
 	}
 	e.log.Info("journal closed", "store", e.name)
 	return nil
+}
+
+// loadAll calls fn for every event of stream with seq >= fromSeq, in order,
+// reading the backend one page at a time.
+func loadAll(ctx context.Context, be backend, stream string, fromSeq int64, fn func(record) error) error {
+	next := fromSeq
+	for {
+		page, err := be.loadPage(ctx, stream, next)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < loadPage {
+			return nil
+		}
+		next = page[len(page)-1].seq + 1
+	}
 }

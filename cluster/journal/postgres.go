@@ -286,25 +286,6 @@ func (b *pgBackend) release(c *pgx.Conn) {
 	b.readers <- c
 }
 
-func (b *pgBackend) load(ctx context.Context, stream string, fromSeq int64, fn func(record) error) error {
-	next := fromSeq
-	for {
-		page, err := b.loadPage(ctx, stream, next)
-		if err != nil {
-			return err
-		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(page) < loadPage {
-			return nil
-		}
-		next = page[len(page)-1].seq + 1
-	}
-}
-
 func (b *pgBackend) loadPage(ctx context.Context, stream string, from int64) ([]record, error) {
 	c, err := b.reader(ctx)
 	if err != nil {

@@ -442,25 +442,6 @@ func (t sqliteTxn) rollback() error {
 	return err
 }
 
-func (b *sqliteBackend) load(ctx context.Context, stream string, fromSeq int64, fn func(record) error) error {
-	next := fromSeq
-	for {
-		page, err := b.loadPage(ctx, stream, next)
-		if err != nil {
-			return err
-		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(page) < loadPage {
-			return nil
-		}
-		next = page[len(page)-1].seq + 1
-	}
-}
-
 func (b *sqliteBackend) loadPage(ctx context.Context, stream string, from int64) ([]record, error) {
 	rows, err := b.rstmts[qLoad].QueryContext(ctx, stream, from, loadPage)
 	if err != nil {

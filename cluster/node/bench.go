@@ -94,13 +94,17 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 
 	// Results arrive on the actor system's event stream, published by the
 	// master once WorkCompleted is durable.
+	// One handler does all the bookkeeping; distinct results of the
+	// throughput phase count down to all.
 	var (
-		mu      sync.Mutex
-		started = map[string]time.Time{}
-		waiting = map[string]chan struct{}{}
-		resLat  []time.Duration
-		dups    atomic.Int64
-		seen    = map[string]bool{}
+		mu        sync.Mutex // guards the maps, resLat, dups and remaining
+		started   = map[string]time.Time{}
+		waiting   = map[string]chan struct{}{}
+		resLat    []time.Duration
+		dups      int64
+		seen      = map[string]bool{}
+		remaining = cfg.Jobs
+		all       = make(chan struct{})
 	)
 	sub := n.System().EventStream.Subscribe(func(evt any) {
 		r, ok := evt.(*messages.WorkResult)
@@ -111,10 +115,13 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if seen[r.GetWorkId()] {
-			dups.Add(1)
+			dups++
 			return
 		}
 		seen[r.GetWorkId()] = true
+		if remaining--; remaining == 0 {
+			close(all)
+		}
 		if t, ok := started[r.GetWorkId()]; ok {
 			resLat = append(resLat, now.Sub(t))
 		}
@@ -139,16 +146,6 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		*lat = append(*lat, time.Since(t0))
 		return nil
 	}
-
-	all := make(chan struct{})
-	var remaining atomic.Int64
-	remaining.Store(int64(cfg.Jobs))
-	sub2 := n.System().EventStream.Subscribe(func(evt any) {
-		if _, ok := evt.(*messages.WorkResult); ok && remaining.Add(-1) == 0 {
-			close(all)
-		}
-	})
-	defer n.System().EventStream.Unsubscribe(sub2)
 
 	ackLats := make([][]time.Duration, cfg.Submitters)
 	errs := make(chan error, cfg.Submitters)
@@ -208,7 +205,9 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	}
 	res.LightAckP50, res.LightAckP99 = percentile(lightAcks, 50), percentile(lightAcks, 99)
 	res.LightResultP50, res.LightResultP99 = percentile(lightRes, 50), percentile(lightRes, 99)
-	res.Duplicates = dups.Load()
+	mu.Lock()
+	res.Duplicates = dups
+	mu.Unlock()
 	return res, nil
 }
 

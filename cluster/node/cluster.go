@@ -222,7 +222,7 @@ func (n *ClusterNode) openJournal() error {
 	}
 	dir := n.cfg.DataDir
 	if dir == "" {
-		dir = "foreman-data"
+		dir = DefaultDataDir
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("node: cannot create data directory %s: %w (pass --data DIR with a writable directory)", dir, err)

@@ -21,6 +21,9 @@ import (
 // directory.
 const JournalFile = "journal.db"
 
+// DefaultDataDir is the journal directory of a node unless told otherwise.
+const DefaultDataDir = "foreman-data"
+
 // DefaultWorkers is the number of workers a node runs unless told otherwise.
 const DefaultWorkers = 2
 
@@ -39,7 +42,6 @@ type localConfig struct {
 	masterOpts    []master.Option
 	workerOpts    []worker.Option
 	frontendOpts  []frontend.Option
-	actorSysOpts  []actor.ConfigOption
 	system        *actor.ActorSystem
 	stopTimeout   time.Duration
 	squareDelayLo time.Duration
@@ -111,7 +113,7 @@ type Local struct {
 // journal before it answers) and the workers, and returns once they are
 // spawned.
 func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
-	cfg := localConfig{dataDir: "foreman-data", workers: DefaultWorkers, stopTimeout: 30 * time.Second}
+	cfg := localConfig{dataDir: DefaultDataDir, workers: DefaultWorkers, stopTimeout: 30 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -153,10 +155,10 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	if cfg.system != nil {
 		n.sys = cfg.system
 	} else {
-		sysOpts := append([]actor.ConfigOption{actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
+		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			return log.With("lib", "protoactor")
-		})}, cfg.actorSysOpts...)
-		n.sys, n.ownSystem = actor.NewActorSystem(sysOpts...), true
+		}))
+		n.ownSystem = true
 	}
 
 	// The workers of a local node are all known, so the master can refuse

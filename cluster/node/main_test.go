@@ -10,9 +10,9 @@ import (
 
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m, clusterLeakIgnores...) }
 
-// discardLogger drops logs, unless FOREMAN_TEST_LOG names a level (debug,
+// testLogger drops logs, unless FOREMAN_TEST_LOG names a level (debug,
 // info, warn, error): then they go to stderr, for debugging a test.
-func discardLogger() *slog.Logger {
+func testLogger() *slog.Logger {
 	var level slog.Level
 	if v := os.Getenv("FOREMAN_TEST_LOG"); v != "" && level.UnmarshalText([]byte(v)) == nil {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))

@@ -10,7 +10,6 @@ import (
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/node"
-	"github.com/foreman-actors/foreman/messages"
 )
 
 // startProducer runs the sample's simulated clients on a frontend node: a
@@ -67,9 +66,6 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 	}
 	if a.role == node.RoleWorker && a.delaySet {
 		cfg.Registry = builtinRegistry(a)
-	}
-	if a.role == node.RoleFrontend {
-		cfg.OnResult = func(*messages.WorkResult) {}
 	}
 	n, err := node.StartCluster(ctx, cfg)
 	if err != nil {
