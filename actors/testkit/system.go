@@ -7,11 +7,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
 )
 
 // Default timeouts used by [Timeout].
@@ -229,33 +227,4 @@ func writeAttr(b *strings.Builder, group string, a slog.Attr) {
 		return
 	}
 	fmt.Fprintf(b, " %s%s=%v", group, a.Key, v.Any())
-}
-
-// LeakIgnores are the goroutines [VerifyTestMain] does not count as leaks.
-// Each entry was reviewed against protoactor-go's source:
-var LeakIgnores = []goleak.Option{
-	// protoactor's dead-letter log throttle (actor/throttler.go) starts a
-	// goroutine on the first dead letter of a period; it waits one
-	// DeadLetterThrottleInterval (1 s by default) on a ticker and exits by
-	// itself, even after the system is shut down. It is bounded, not a leak,
-	// but can outlive goleak's retries when the last test ends with dead
-	// letters (e.g. messages to actors stopped during clean-up).
-	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-}
-
-// VerifyTestMain runs the package's tests, then fails the run if goroutines
-// are left behind (apart from [LeakIgnores]). Call it from TestMain:
-//
-//	func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
-func VerifyTestMain(m *testing.M, extra ...goleak.Option) {
-	code := m.Run()
-	if code == 0 {
-		opts := append(append([]goleak.Option{}, LeakIgnores...), extra...)
-		if err := goleak.Find(opts...); err != nil {
-			fmt.Fprintf(os.Stderr, "testkit: goroutines left behind after all tests passed "+
-				"(stop actors/systems in t.Cleanup, or add a reviewed goleak ignore):\n%v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
-	"go.uber.org/goleak"
 
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/membership"
@@ -32,15 +31,9 @@ func TestMain(m *testing.M) {
 		runChild(strings.Split(seeds, ","))
 		return
 	}
-	testkit.VerifyTestMain(m,
-		// protoactor's gossiper rate-limits its Info logs with an
-		// actor.NewThrottle(3, 60s): the first log of a period (any
-		// Gossip.SetState, e.g. the heartbeat every GossipInterval, or
-		// cluster.Shutdown's "left" state) starts a goroutine that waits one
-		// 60 s period on a ticker and then exits by itself. Bounded, not a
-		// leak; only the example runs gossip (tests set GossipInterval to 1 h).
-		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
-	)
+	// The gossip log throttles this package's example starts are in
+	// testkit.LeakIgnores (60 s timers).
+	testkit.VerifyTestMain(m)
 }
 
 // runChild runs one member with default membership settings on loopback.

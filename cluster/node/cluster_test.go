@@ -212,15 +212,13 @@ func hostOfMaster(t *testing.T, ctx context.Context, fe *node.ClusterNode, backe
 // when a member is killed in-process (no graceful leave, as a crash would):
 // the survivors' endpoint writers retry the dead address up to
 // remote.MaxRetryCount times with 2 s sleeps, their gRPC client connections
-// keep reconnecting until those writers give up, and the gossip throttles
-// wait out their period. All are bounded by protoactor's retry limits; a
-// process would exit instead.
+// keep reconnecting until those writers give up. All are bounded by
+// protoactor's retry limits; a process would exit instead. (protoactor's log
+// throttle timers are waited for, or ignored, by testkit.VerifyTestMain.)
 var clusterLeakIgnores = []goleak.Option{
 	goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
 	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransport"),
 	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
-	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1"),
-	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
 	// A killed member's gossip loop: Cluster.Shutdown(false) does not stop
 	// it, and with the node's hour-long gossip interval it sleeps on.
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).gossipLoop"),
