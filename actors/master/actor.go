@@ -1,37 +1,25 @@
 package master
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/actors/clock"
-	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// Props returns the props of a Master that journals to j. It panics if an
-// option is invalid (a wiring mistake); use NewProps to get the error.
+// Props returns the props of a Master that journals to j, or the error of an
+// invalid option.
 //
-// The master recovers in Started (AcquireEpoch, LoadSnapshot, Load), so the
-// same props serve as a plain actor and as a cluster grain: each activation
-// fences the previous one.
-func Props(j journal.Journal, opts ...Option) *actor.Props {
-	p, err := NewProps(j, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-// NewProps is Props returning an invalid option as an error.
-func NewProps(j journal.Journal, opts ...Option) (*actor.Props, error) {
+// The master recovers in Started, so the same props serve as a plain actor
+// and as a cluster grain: each activation takes a new epoch and fences the
+// previous one.
+func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
 	if j == nil {
 		return nil, fmt.Errorf("%w: journal is nil", ErrInvalidOption)
 	}
@@ -42,102 +30,86 @@ func NewProps(j journal.Journal, opts ...Option) (*actor.Props, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if _, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &masterActor{cfg: cfg, j: j, clock: cfg.clock, policy: cfg.policy(), workers: newWorkerRegistry()}
+		rt, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...)
+		if err != nil {
+			panic(err) // validated above
+		}
+		return &masterActor{cfg: cfg, rt: rt, clock: cfg.clock, policy: cfg.policy(), workers: newWorkerRegistry()}
 	}), nil
 }
 
-// sessions numbers journal sessions process-wide, so that a message from an
-// earlier session, even of an actor instance replaced by a supervisor
-// restart under the same PID, never matches the current one.
-var sessions atomic.Int64
-
-// Messages the master sends itself. gen ties each to one journal session:
-// one from an earlier session (before a re-sync or restart) is ignored.
+// Messages the master sends itself. gen ties a timer to the recovery that
+// armed it.
 type (
-	flushMsg   struct{ gen int64 }
-	appendDone struct {
-		gen     int64
-		lastSeq int64
-		err     error
-	}
 	cleanupTick struct{ gen int64 }
-	fenceTick   struct{ gen int64 }
-	fenceResult struct {
-		gen   int64
-		from  int64 // the master's next sequence number when the check began
-		other bool  // an event at or after from exists
-	}
-	wakeTick      struct{ gen int64 }
-	retryRecovery struct{ gen int64 }
-	snapshotDone  struct {
-		gen int64
-		seq int64
-		err error
-	}
+	wakeTick    struct{ gen int64 }
+	notifyMsg   struct{}
 )
-
-// effect is something done once a batch is durable: a message sent, or a
-// result published.
-type effect struct {
-	to      *actor.PID
-	msg     proto.Message
-	publish *messages.WorkResult
-}
-
-// barrierEffect waits until the events up to seq are durable.
-type barrierEffect struct {
-	seq int64
-	eff effect
-}
-
-// batch is one journal append and the effects that wait for it.
-type batch struct {
-	events  []journal.Event
-	effects []effect
-	lastSeq int64
-	bytes   int // payloads and results in events, to cap the append's size
-}
 
 type masterActor struct {
 	cfg       config
-	j         journal.Journal
+	rt        *persistence.Runtime
 	clock     clock.Clock
 	policy    Policy
 	log       *slog.Logger
 	publisher Publisher
-	sys       *actor.ActorSystem
+	root      *actor.RootContext
 	self      *actor.PID
 
-	state   *WorkState
+	state   *WorkState // decisions: every persisted event applied at once
 	workers *workerRegistry
 
-	// The journal session.
-	gen        int64 // bumped on every (re)recovery
-	recovered  bool
-	epoch      int64
-	nextSeq    int64 // sequence number of the next event
-	durableSeq int64 // highest sequence number known durable
-	building   *batch
-	flushSent  bool
-	notifyDue  bool     // new work arrived: notify workers at the flush
-	inflight   []*batch // appended, not yet confirmed, in order
-	barrier    []barrierEffect
-
-	sinceSnap    int // events since the last snapshot
-	pendingSnap  *journal.Snapshot
-	snapInFlight bool
-
+	gen          int64 // bumped on every recovery and stop
+	notifyDue    bool  // a notifyMsg is queued
 	cleanupTimer clock.Timer
 	wakeTimer    clock.Timer
 	wakeAt       time.Time
-	retryTimer   clock.Timer
-	retryDelay   time.Duration
-	fenceTimer   clock.Timer
+}
+
+// Reset, Replay, Snapshot and RecoveryEvent implement persistence.Handler
+// and persistence.RecoveryMarker.
+
+func (a *masterActor) Reset(snap *persistence.Snapshot) error {
+	if snap == nil {
+		a.state = NewWorkState()
+		return nil
+	}
+	ms, ok := snap.Msg.(*messages.MasterSnapshot)
+	if !ok {
+		return fmt.Errorf("%w: seq %d holds a %T", ErrBadSnapshot, snap.Seq, snap.Msg)
+	}
+	st, err := RestoreWorkState(ms)
+	if err != nil {
+		return err
+	}
+	a.state = st
+	return nil
+}
+
+func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
+
+// Snapshot declines while the state is larger than the events since the
+// last snapshot: replaying those is cheaper than writing it.
+func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
+	if since < a.state.Len() {
+		return nil, false
+	}
+	return a.state.Snapshot(), true
+}
+
+func (a *masterActor) RecoveryEvent(now time.Time) proto.Message {
+	return &messages.MasterRecovered{AtUnixNano: now.UnixNano()}
 }
 
 // Receive implements actor.Actor.
 func (a *masterActor) Receive(c actor.Context) {
+	if a.rt.Handle(c) {
+		return
+	}
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		a.onStarted(c)
@@ -159,203 +131,67 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onGetWorkStatus(c, msg)
 	case *messages.GetMasterStatus:
 		a.onGetMasterStatus(c)
-	case *flushMsg:
-		if msg.gen == a.gen {
-			a.flushSent = false
-			a.flush()
-			if a.notifyDue {
-				a.notifyDue = false
-				a.notifyWorkers(c)
-			}
-		}
-	case *appendDone:
-		if msg.gen == a.gen {
-			a.onAppendDone(c, msg)
-		}
-	case *cleanupTick:
-		if msg.gen == a.gen && a.recovered {
-			a.onCleanup(c)
-		}
-	case *fenceTick:
-		if msg.gen == a.gen && a.recovered {
-			a.checkFence()
-		}
-	case *fenceResult:
-		if msg.gen == a.gen && a.recovered {
-			a.onFenceResult(c, msg)
-		}
-	case *wakeTick:
-		if msg.gen == a.gen && a.recovered {
-			a.wakeAt = time.Time{}
+	case *notifyMsg:
+		a.notifyDue = false
+		if a.rt.Recovered() {
 			a.notifyWorkers(c)
 		}
-	case *retryRecovery:
-		if msg.gen == a.gen && !a.recovered {
-			a.recover(c)
+	case *cleanupTick:
+		if msg.gen == a.gen && a.rt.Recovered() {
+			a.onCleanup(c)
 		}
-	case *snapshotDone:
-		if msg.gen == a.gen {
-			a.onSnapshotDone(c, msg)
+	case *wakeTick:
+		if msg.gen == a.gen && a.rt.Recovered() {
+			a.wakeAt = time.Time{}
+			a.notifyWorkers(c)
 		}
 	}
 }
 
 func (a *masterActor) onStarted(c actor.Context) {
-	a.sys = c.ActorSystem()
-	a.self = c.Self()
+	a.root, a.self = c.ActorSystem().Root, c.Self()
 	a.log = a.cfg.logger
 	if a.log == nil {
-		a.log = a.sys.Logger()
+		a.log = c.ActorSystem().Logger()
 	}
 	a.log = a.log.With("component", "master", "stream", a.cfg.stream, "pid", a.self.GetAddress()+"/"+a.self.GetId())
 	a.publisher = a.cfg.publisher
 	if a.publisher == nil {
-		es := a.sys.EventStream
+		es := c.ActorSystem().EventStream
 		a.publisher = PublisherFunc(func(r *messages.WorkResult) { es.Publish(r) })
 	}
-	a.recover(c)
+	a.rt.Start(c, a, a.onRecovered)
 }
 
-// recover reads the journal back into a fresh WorkState. It blocks the
-// actor: messages wait in the mailbox meanwhile, which is the stash. On
-// failure it retries with backoff, rejecting Work until it succeeds.
-func (a *masterActor) recover(c actor.Context) {
-	a.gen = sessions.Add(1)
-	a.recovered = false
-	a.building, a.flushSent, a.inflight, a.barrier = nil, false, nil, nil
-	a.pendingSnap, a.snapInFlight = nil, false
+// onRecovered runs after every recovery, including the re-sync after a
+// failed journal write.
+func (a *masterActor) onRecovered(c actor.Context) {
 	a.stopTimers()
-	start := a.clock.Now()
-	err := a.load()
-	if err != nil {
-		if errors.Is(err, journal.ErrFenced) {
-			a.fenced(c, err)
-			return
-		}
-		a.retryDelay = min(max(2*a.retryDelay, 100*time.Millisecond), 5*time.Second)
-		a.log.Error("master recovery failed; retrying", "error", err, "retry_in", a.retryDelay)
-		gen, self, root := a.gen, a.self, a.sys.Root
-		a.retryTimer = a.clock.AfterFunc(a.retryDelay, func() { root.Send(self, &retryRecovery{gen: gen}) })
-		return
-	}
-	a.retryDelay = 0
-	a.recovered = true
 	cnt := a.state.Counts()
-	a.log.Info("master recovered", "epoch", a.epoch, "seq", a.durableSeq, "pending", cnt.Pending,
-		"done", cnt.Done, "dead", cnt.Dead, "took", a.clock.Since(start))
+	a.log.Info("master recovered", "epoch", a.rt.Epoch(), "seq", a.rt.DurableSeq(), "pending", cnt.Pending,
+		"done", cnt.Done, "dead", cnt.Dead)
 	a.armCleanup()
-	a.armFenceCheck()
 	a.notifyWorkers(c)
 }
 
-// armFenceCheck schedules the next check for a newer activation.
-func (a *masterActor) armFenceCheck() {
-	if a.cfg.fenceCheck <= 0 {
-		return
-	}
-	gen, self, root := a.gen, a.self, a.sys.Root
-	a.fenceTimer = a.clock.AfterFunc(a.cfg.fenceCheck, func() { root.Send(self, &fenceTick{gen: gen}) })
-}
-
-// checkFence looks, off the actor's goroutine, for an event this activation
-// did not write. protoactor may keep a stray activation that recovered once
-// and never wrote since; its own appends would be fenced, but until it
-// writes it would answer workers and status queries from stale state and
-// hold the master's place after a failover. Every activation journals
-// MasterRecovered when it recovers, so a newer one is seen here.
-func (a *masterActor) checkFence() {
-	j, stream, from, timeout := a.j, a.cfg.stream, a.nextSeq, a.cfg.journalTimeout
-	gen, self, root := a.gen, a.self, a.sys.Root
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		found := errors.New("found")
-		err := j.Load(ctx, stream, from, func(journal.Event) error { return found })
-		root.Send(self, &fenceResult{gen: gen, from: from, other: errors.Is(err, found)})
-	}()
-}
-
-func (a *masterActor) onFenceResult(c actor.Context, m *fenceResult) {
-	// If this master assigned sequence numbers since the check began, the
-	// event found may be its own: inconclusive (a stale master that writes
-	// is fenced by the journal anyway).
-	if m.other && a.nextSeq == m.from {
-		a.fenced(c, fmt.Errorf("%w: the journal holds event %d, written by a newer activation", journal.ErrFenced, m.from))
-		return
-	}
-	a.armFenceCheck()
-}
-
-func (a *masterActor) load() error {
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.journalTimeout)
-	defer cancel()
-	epoch, lastSeq, err := a.j.AcquireEpoch(ctx, a.cfg.stream)
-	if err != nil {
-		return fmt.Errorf("master: acquire epoch of %q: %w", a.cfg.stream, err)
-	}
-	snap, ok, err := a.j.LoadSnapshot(ctx, a.cfg.stream)
-	if err != nil {
-		return fmt.Errorf("master: load snapshot of %q: %w", a.cfg.stream, err)
-	}
-	state := NewWorkState()
-	var seq int64
-	if ok {
-		ms, isMaster := snap.Msg.(*messages.MasterSnapshot)
-		if !isMaster {
-			return fmt.Errorf("%w: stream %q seq %d holds a %T", ErrBadSnapshot, a.cfg.stream, snap.Seq, snap.Msg)
-		}
-		if state, err = RestoreWorkState(ms); err != nil {
-			return fmt.Errorf("master: stream %q snapshot at seq %d: %w", a.cfg.stream, snap.Seq, err)
-		}
-		seq = snap.Seq
-	}
-	snapSeq := seq
-	err = a.j.Load(ctx, a.cfg.stream, seq+1, func(ev journal.Event) error {
-		if ev.Seq != seq+1 {
-			return fmt.Errorf("%w: stream %q: event %d follows %d (a gap)", ErrRecovery, a.cfg.stream, ev.Seq, seq)
-		}
-		seq = ev.Seq
-		return state.Apply(ev.Msg)
-	})
-	if err != nil {
-		return fmt.Errorf("master: load %q from seq %d: %w", a.cfg.stream, snapSeq+1, err)
-	}
-	if seq < lastSeq {
-		return fmt.Errorf("%w: stream %q: last event is %d but load ended at %d", ErrRecovery, a.cfg.stream, lastSeq, seq)
-	}
-	rec := &messages.MasterRecovered{AtUnixNano: a.clock.Now().UnixNano()}
-	if err := a.j.Append(ctx, a.cfg.stream, epoch, []journal.Event{{Seq: seq + 1, Msg: rec}}); err != nil {
-		return fmt.Errorf("master: append MasterRecovered to %q: %w", a.cfg.stream, err)
-	}
-	_ = state.Apply(rec)
-	a.state, a.epoch = state, epoch
-	a.durableSeq = seq + 1
-	a.nextSeq = seq + 2
-	a.sinceSnap = int(a.durableSeq - snapSeq)
-	return nil
-}
-
-func (a *masterActor) fenced(c actor.Context, err error) {
-	a.log.Error("master fenced by a newer activation; stopping", "error", err)
-	a.recovered = false
-	a.gen = sessions.Add(1)
-	a.stopTimers()
-	c.Stop(c.Self())
-}
-
 func (a *masterActor) stopTimers() {
-	for _, t := range []clock.Timer{a.cleanupTimer, a.wakeTimer, a.retryTimer, a.fenceTimer} {
+	a.gen++
+	for _, t := range []clock.Timer{a.cleanupTimer, a.wakeTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	a.cleanupTimer, a.wakeTimer, a.retryTimer, a.fenceTimer = nil, nil, nil, nil
-	a.wakeAt = time.Time{}
+	a.cleanupTimer, a.wakeTimer, a.wakeAt = nil, nil, time.Time{}
 }
 
 func (a *masterActor) armCleanup() {
-	gen, self, root := a.gen, a.self, a.sys.Root
-	a.cleanupTimer = a.clock.AfterFunc(a.cfg.workTimeout/2, func() { root.Send(self, &cleanupTick{gen: gen}) })
+	a.cleanupTimer = a.after(a.cfg.workTimeout/2, &cleanupTick{gen: a.gen})
+}
+
+// after sends msg to the master after d, on the injected clock.
+func (a *masterActor) after(d time.Duration, msg any) clock.Timer {
+	root, self := a.root, a.self
+	return a.clock.AfterFunc(d, func() { root.Send(self, msg) })
 }
 
 // armWake makes sure idle workers are told when work becomes ready at t.
@@ -366,158 +202,17 @@ func (a *masterActor) armWake(t time.Time) {
 	if a.wakeTimer != nil {
 		a.wakeTimer.Stop()
 	}
-	gen, self, root := a.gen, a.self, a.sys.Root
-	d := max(t.Sub(a.clock.Now()), 0)
 	a.wakeAt = t
-	a.wakeTimer = a.clock.AfterFunc(d, func() { root.Send(self, &wakeTick{gen: gen}) })
+	a.wakeTimer = a.after(max(t.Sub(a.clock.Now()), 0), &wakeTick{gen: a.gen})
 }
 
-// emit applies ev to the state and queues it for the journal.
-func (a *masterActor) emit(ev proto.Message) {
+// persist applies ev to the decision state and journals it; then runs once
+// it is durable.
+func (a *masterActor) persist(ev proto.Message, then func()) {
 	if err := a.state.Apply(ev); err != nil {
-		panic(err) // the master only emits events WorkState knows
+		panic(err) // the master only persists events WorkState knows
 	}
-	if a.building == nil {
-		a.building = &batch{}
-	}
-	a.building.events = append(a.building.events, journal.Event{Seq: a.nextSeq, Msg: ev})
-	a.nextSeq++
-	switch ev := ev.(type) {
-	case *messages.WorkAccepted:
-		a.building.bytes += len(ev.GetWork().GetPayload())
-	case *messages.WorkCompleted:
-		a.building.bytes += len(ev.GetResult())
-	}
-	if len(a.building.events) >= maxBatchEvents || a.building.bytes >= maxBatchBytes {
-		a.flush()
-		return
-	}
-	if !a.flushSent {
-		// The flush runs after the messages already in the mailbox, so
-		// everything they emit goes into one append.
-		a.flushSent = true
-		a.sys.Root.Send(a.self, &flushMsg{gen: a.gen})
-	}
-}
-
-// later performs eff once everything emitted so far is durable. Effects of
-// a batch are frozen when it is flushed; one that must wait for batches
-// already in flight waits in barrier.
-func (a *masterActor) later(c actor.Context, eff effect) {
-	switch {
-	case a.building != nil:
-		a.building.effects = append(a.building.effects, eff)
-	case len(a.inflight) > 0:
-		a.barrier = append(a.barrier, barrierEffect{seq: a.inflight[len(a.inflight)-1].lastSeq, eff: eff})
-	default:
-		a.perform(c, eff)
-	}
-}
-
-func (a *masterActor) perform(c actor.Context, eff effect) {
-	if eff.publish != nil {
-		a.publisher.Publish(eff.publish)
-		return
-	}
-	if eff.to != nil {
-		c.Request(eff.to, eff.msg) // the master as sender, for workers
-	}
-}
-
-func (a *masterActor) flush() {
-	b := a.building
-	if b == nil {
-		return
-	}
-	a.building = nil
-	b.lastSeq = b.events[len(b.events)-1].Seq
-	a.inflight = append(a.inflight, b)
-	gen, self, root, last := a.gen, a.self, a.sys.Root, b.lastSeq
-	effects := b.effects // frozen: the actor never changes it after the flush
-	a.j.AppendAsync(a.cfg.stream, a.epoch, b.events, func(err error) {
-		if err == nil {
-			// The batch is durable: its messages (Acks, and Works when
-			// awaiting WorkStarted), built by the actor and never changed,
-			// leave at once instead of queueing behind the master's
-			// mailbox. This touches no actor state.
-			for _, eff := range effects {
-				if eff.to != nil {
-					root.RequestWithCustomSender(eff.to, eff.msg, self)
-				}
-			}
-		}
-		root.Send(self, &appendDone{gen: gen, lastSeq: last, err: err})
-	})
-	a.sinceSnap += len(b.events)
-	if a.sinceSnap >= a.cfg.snapshotEvery && a.sinceSnap >= a.state.Len() && a.pendingSnap == nil && !a.snapInFlight {
-		a.pendingSnap = &journal.Snapshot{Seq: b.lastSeq, Msg: a.state.Snapshot()}
-		a.sinceSnap = 0
-	}
-}
-
-func (a *masterActor) onAppendDone(c actor.Context, m *appendDone) {
-	if m.err != nil {
-		if errors.Is(m.err, journal.ErrFenced) {
-			a.fenced(c, m.err)
-			return
-		}
-		// Memory is ahead of the journal now: drop it (nothing unconfirmed
-		// is acknowledged) and read the journal back, as a restart would.
-		a.log.Error("master journal append failed; re-syncing from the journal", "error", m.err, "seq", m.lastSeq)
-		a.recover(c)
-		return
-	}
-	a.durableSeq = max(a.durableSeq, m.lastSeq)
-	for len(a.inflight) > 0 && a.inflight[0].lastSeq <= a.durableSeq {
-		b := a.inflight[0]
-		a.inflight[0] = nil
-		a.inflight = a.inflight[1:]
-		for _, eff := range b.effects {
-			if eff.publish != nil { // its messages were sent by the callback
-				a.perform(c, eff)
-			}
-		}
-	}
-	n := 0
-	for n < len(a.barrier) && a.barrier[n].seq <= a.durableSeq {
-		a.perform(c, a.barrier[n].eff)
-		a.barrier[n] = barrierEffect{}
-		n++
-	}
-	a.barrier = a.barrier[n:]
-	if a.pendingSnap != nil && a.pendingSnap.Seq <= a.durableSeq {
-		a.saveSnapshot(*a.pendingSnap)
-		a.pendingSnap = nil
-	}
-}
-
-// saveSnapshot stores snap and deletes the events it covers, off the actor's
-// goroutine (the snapshot's messages are never modified).
-func (a *masterActor) saveSnapshot(snap journal.Snapshot) {
-	a.snapInFlight = true
-	j, stream, epoch, timeout := a.j, a.cfg.stream, a.epoch, a.cfg.journalTimeout
-	gen, self, root := a.gen, a.self, a.sys.Root
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		err := j.SaveSnapshot(ctx, stream, epoch, snap)
-		if err == nil {
-			err = j.DeleteEvents(ctx, stream, epoch, snap.Seq)
-		}
-		root.Send(self, &snapshotDone{gen: gen, seq: snap.Seq, err: err})
-	}()
-}
-
-func (a *masterActor) onSnapshotDone(c actor.Context, m *snapshotDone) {
-	a.snapInFlight = false
-	switch {
-	case errors.Is(m.err, journal.ErrFenced):
-		a.fenced(c, m.err)
-	case m.err != nil:
-		a.log.Warn("master snapshot failed; will retry after more events", "error", m.err, "seq", m.seq)
-	default:
-		a.log.Debug("master snapshot saved", "seq", m.seq)
-	}
+	a.rt.Persist([]proto.Message{ev}, then)
 }
 
 func reject(work *messages.Work, code messages.RejectCode, reason string) *messages.WorkRejected {
@@ -545,35 +240,46 @@ func (a *masterActor) validate(w *messages.Work) *messages.WorkRejected {
 
 func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	sender := c.Sender()
-	reply := func(msg proto.Message) {
-		if sender != nil {
-			c.Send(sender, msg)
-		}
-	}
-	if !a.recovered {
-		reply(reject(w, messages.RejectCode_REJECT_CODE_UNAVAILABLE, "master: recovering from the journal; retry later"))
+	if !a.rt.Recovered() {
+		a.tell(sender, reject(w, messages.RejectCode_REJECT_CODE_UNAVAILABLE, "master: recovering from the journal; retry later"))
 		return
 	}
 	if r := a.validate(w); r != nil {
-		reply(r)
+		a.tell(sender, r)
 		return
 	}
-	ack := effect{to: sender, msg: &messages.Ack{WorkId: w.GetWorkId()}}
+	ack := &messages.Ack{WorkId: w.GetWorkId()}
 	if a.state.IsAccepted(w.GetWorkId()) {
 		// A duplicate: acknowledged again once what holds it is durable.
-		if sender != nil {
-			a.later(c, ack)
-		}
+		a.rt.Reply(sender, ack)
 		return
 	}
-	stored := &messages.Work{WorkId: w.GetWorkId(), JobType: w.GetJobType(), Payload: w.GetPayload(), DeadlineUnixNano: w.GetDeadlineUnixNano(), Waiter: w.GetWaiter()}
-	a.emit(&messages.WorkAccepted{Work: stored, AtUnixNano: a.clock.Now().UnixNano()})
-	if sender != nil {
-		a.later(c, ack)
+	ev := &messages.WorkAccepted{Work: messages.StoredWork(w), AtUnixNano: a.clock.Now().UnixNano()}
+	// Known at once (a duplicate is recognised), handed out only once the
+	// event is durable: a crash can never erase work a worker has run.
+	a.state.AcceptHeld(ev)
+	id := ev.GetWork().GetWorkId()
+	a.rt.Persist([]proto.Message{ev}, func() {
+		a.state.Release(id)
+		a.notifySoon()
+	})
+	a.rt.Reply(sender, ack)
+}
+
+// notifySoon tells idle workers about released work after the rest of the
+// current group commit's callbacks: one WorkIsReady per batch.
+func (a *masterActor) notifySoon() {
+	if !a.notifyDue {
+		a.notifyDue = true
+		a.root.Send(a.self, &notifyMsg{})
 	}
-	// Workers are told at the flush, after the rest of the mailbox: one
-	// WorkIsReady per batch of new work, so they pull it in bulk.
-	a.notifyDue = true
+}
+
+// tell answers at once, for replies that record nothing (rejections).
+func (a *masterActor) tell(to *actor.PID, msg proto.Message) {
+	if to != nil {
+		a.root.RequestWithCustomSender(to, msg, a.self)
+	}
 }
 
 // notifyWorkers tells each worker that wants work and can run a ready job
@@ -615,7 +321,7 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 	if isNew {
 		a.log.Info("worker registered", "worker_id", w.id, "worker", pid.GetAddress()+"/"+pid.GetId())
 	}
-	if !a.recovered {
+	if !a.rt.Recovered() {
 		return
 	}
 	if isNew || w.wanting || a.state.RunningCount(w.id) == 0 {
@@ -649,15 +355,17 @@ func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequests
 	if pid != nil {
 		w.pid = pid
 	}
-	if !a.recovered {
+	if !a.rt.Recovered() {
 		return
 	}
 	a.dispatch(c, w, max(int(m.GetCapacity()), 1), now)
 }
 
-// dispatch hands out up to n ready works to w, without waiting for their
-// WorkStarted events to be durable: recovery returns in-progress work to
-// pending, so a lost WorkStarted only means the work runs again.
+// dispatch hands out up to n ready works to w. Only work whose WorkAccepted
+// is durable is ready (AcceptHeld). The master does not wait for the
+// WorkStarted event to be durable before sending (unless WithAwaitStarted):
+// recovery returns in-progress work to pending, so a lost WorkStarted only
+// means the work runs again.
 func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.Time) {
 	var throttled map[string]bool
 	accept := func(jt string) bool { return w.accepts(jt) && !throttled[jt] }
@@ -668,8 +376,8 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 			break
 		}
 		if dl := work.GetDeadlineUnixNano(); dl != 0 && dl <= now.UnixNano() {
-			a.emit(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(),
-				Reason: "deadline of the submitter passed before the work was started"})
+			a.persist(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(),
+				Reason: "deadline of the submitter passed before the work was started"}, nil)
 			continue
 		}
 		if lim := a.cfg.limiters[work.GetJobType()]; lim != nil {
@@ -682,11 +390,10 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 				continue
 			}
 		}
-		a.emit(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: w.id, AtUnixNano: now.UnixNano()})
-		out := &messages.Work{WorkId: work.GetWorkId(), JobType: work.GetJobType(), Payload: work.GetPayload(),
-			Attempt: a.state.Attempts(work.GetWorkId()), DeadlineUnixNano: work.GetDeadlineUnixNano(), Waiter: work.GetWaiter()}
+		a.persist(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: w.id, AtUnixNano: now.UnixNano()}, nil)
+		out := messages.HandedOutWork(work, a.state.Attempts(work.GetWorkId()))
 		if a.cfg.awaitStarted {
-			a.later(c, effect{to: w.pid, msg: out})
+			a.rt.Reply(w.pid, out)
 		} else {
 			c.Request(w.pid, out)
 		}
@@ -710,10 +417,9 @@ func (a *masterActor) onWorkIsDone(c actor.Context, m *messages.WorkIsDone) {
 			to = w.pid
 		}
 	}
-	if !a.recovered {
+	if !a.rt.Recovered() {
 		return // the worker re-sends until acknowledged
 	}
-	ack := effect{to: to, msg: &messages.Ack{WorkId: m.GetWorkId()}}
 	work := a.state.Work(m.GetWorkId())
 	switch {
 	case work == nil:
@@ -723,12 +429,11 @@ func (a *masterActor) onWorkIsDone(c actor.Context, m *messages.WorkIsDone) {
 	case a.state.IsDone(m.GetWorkId()):
 		// Idempotent: the previous Ack was lost.
 	default:
-		a.emit(&messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(), AtUnixNano: now.UnixNano()})
-		a.later(c, effect{publish: &messages.WorkResult{WorkId: m.GetWorkId(), JobType: work.GetJobType(), Result: m.GetResult()}})
+		res := &messages.WorkResult{WorkId: m.GetWorkId(), JobType: work.GetJobType(), Result: m.GetResult()}
+		a.persist(&messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(), AtUnixNano: now.UnixNano()},
+			func() { a.publisher.Publish(res) })
 	}
-	if to != nil {
-		a.later(c, ack)
-	}
+	a.rt.Reply(to, &messages.Ack{WorkId: m.GetWorkId()})
 }
 
 func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
@@ -736,7 +441,7 @@ func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
 	if w := a.workers.get(m.GetWorkerId()); w != nil {
 		w.lastSeen = now
 	}
-	if !a.recovered {
+	if !a.rt.Recovered() {
 		return
 	}
 	ev, ok := a.state.FailureEvent(a.policy, m.GetWorkId(), m.GetWorkerId(), m.GetError(), now)
@@ -751,7 +456,7 @@ func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
 		// decision, so replay agrees.
 		ev.Dead, ev.NotBeforeUnixNano = true, 0
 	}
-	a.emit(ev)
+	a.persist(ev, nil)
 	if ev.GetDead() {
 		a.log.Warn("work is dead: out of attempts", "work_id", m.GetWorkId(), "attempts", a.state.Attempts(m.GetWorkId()), "error", m.GetError())
 	} else {
@@ -766,14 +471,14 @@ func (a *masterActor) onDeregister(c actor.Context, m *messages.DeregisterWorker
 		return
 	}
 	a.workers.remove(m.GetWorkerId())
-	if !a.recovered {
+	if !a.rt.Recovered() {
 		return
 	}
 	now := a.clock.Now()
 	held := a.state.InProgressBy(m.GetWorkerId())
 	for _, id := range held {
-		a.emit(&messages.WorkerFailed{WorkId: id, WorkerId: m.GetWorkerId(), Error: "worker deregistered",
-			AtUnixNano: now.UnixNano(), NotBeforeUnixNano: now.UnixNano()})
+		a.persist(&messages.WorkerFailed{WorkId: id, WorkerId: m.GetWorkerId(), Error: "worker deregistered",
+			AtUnixNano: now.UnixNano(), NotBeforeUnixNano: now.UnixNano()}, nil)
 	}
 	a.log.Info("worker deregistered", "worker_id", m.GetWorkerId(), "returned_work", len(held))
 	a.notifyWorkers(c)
@@ -787,7 +492,7 @@ func (a *masterActor) onCleanup(c actor.Context) {
 			continue
 		}
 		a.log.Info("work timed out", "work_id", r.WorkID, "worker_id", r.WorkerID, "dead", ev.GetDead())
-		a.emit(ev)
+		a.persist(ev, nil)
 		// As in the sample, a worker that let its work time out is
 		// forgotten until it registers again.
 		a.workers.remove(r.WorkerID)
@@ -798,33 +503,38 @@ func (a *masterActor) onCleanup(c actor.Context) {
 	}
 	before := now.Add(-a.cfg.doneRetention).UnixNano()
 	if at, ok := a.state.OldestFinishedAt(); ok && at < before {
-		a.emit(&messages.FinishedForgotten{BeforeUnixNano: before})
+		a.persist(&messages.FinishedForgotten{BeforeUnixNano: before}, nil)
 	}
 	a.notifyWorkers(c)
 	a.armCleanup()
 }
 
+// Status answers reflect the decision state at the query but leave only
+// once everything persisted before it is durable: they never show what a
+// crash could undo.
 func (a *masterActor) onGetWorkStatus(c actor.Context, m *messages.GetWorkStatus) {
-	if a.state == nil {
+	if !a.rt.Recovered() {
 		c.Respond(&messages.WorkStatusReply{WorkId: m.GetWorkId()})
 		return
 	}
-	c.Respond(a.state.Status(m.GetWorkId()))
+	a.rt.Reply(c.Sender(), a.state.Status(m.GetWorkId()))
 }
 
 func (a *masterActor) onGetMasterStatus(c actor.Context) {
 	st := &messages.MasterStatus{Address: a.self.GetAddress()}
-	if a.state != nil {
-		cnt := a.state.Counts()
-		st.Pending, st.InProgress, st.Done, st.Dead, st.AcceptedTotal =
-			int64(cnt.Pending), int64(cnt.InProgress), int64(cnt.Done), int64(cnt.Dead), cnt.AcceptedTotal
-		for _, w := range a.workers.byID {
-			if a.state.RunningCount(w.id) > 0 {
-				st.BusyWorkers++
-			} else {
-				st.IdleWorkers++
-			}
+	if !a.rt.Recovered() {
+		c.Respond(st)
+		return
+	}
+	cnt := a.state.Counts()
+	st.Pending, st.InProgress, st.Done, st.Dead, st.AcceptedTotal =
+		int64(cnt.Pending), int64(cnt.InProgress), int64(cnt.Done), int64(cnt.Dead), cnt.AcceptedTotal
+	for _, w := range a.workers.byID {
+		if a.state.RunningCount(w.id) > 0 {
+			st.BusyWorkers++
+		} else {
+			st.IdleWorkers++
 		}
 	}
-	c.Respond(st)
+	a.rt.Reply(c.Sender(), st)
 }

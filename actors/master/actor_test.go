@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"errors"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -26,22 +27,22 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // faultyJournal wraps a journal; while failing is set, appends fail.
 type faultyJournal struct {
-	journal.Journal
+	persistence.Journal
 	failing atomic.Bool
 }
 
-var _ journal.Journal = (*faultyJournal)(nil)
+var _ persistence.Journal = (*faultyJournal)(nil)
 
 var errDiskFull = errors.New("disk full (injected)")
 
-func (f *faultyJournal) Append(ctx context.Context, stream string, epoch int64, evs []journal.Event) error {
+func (f *faultyJournal) Append(ctx context.Context, stream string, epoch int64, evs []persistence.Event) error {
 	if f.failing.Load() {
 		return errDiskFull
 	}
 	return f.Journal.Append(ctx, stream, epoch, evs)
 }
 
-func (f *faultyJournal) AppendAsync(stream string, epoch int64, evs []journal.Event, done func(error)) {
+func (f *faultyJournal) AppendAsync(stream string, epoch int64, evs []persistence.Event, done func(error)) {
 	if f.failing.Load() {
 		go done(errDiskFull)
 		return
@@ -82,7 +83,7 @@ func setup(t *testing.T, opts ...master.Option) *bundle {
 
 func (b *bundle) start(t *testing.T) *actor.PID {
 	t.Helper()
-	p, err := master.NewProps(b.j, b.opts...)
+	p, err := master.Props(b.j, b.opts...)
 	require.NoError(t, err)
 	return b.sys.Root.Spawn(p)
 }
@@ -144,10 +145,10 @@ func (b *bundle) advance(t *testing.T, n int, d time.Duration) {
 	b.clk.Advance(d)
 }
 
-func events(t *testing.T, j journal.Journal) []any {
+func events(t *testing.T, j persistence.Journal) []any {
 	t.Helper()
 	var out []any
-	require.NoError(t, j.Load(context.Background(), master.DefaultStream, 1, func(ev journal.Event) error {
+	require.NoError(t, j.Load(context.Background(), master.DefaultStream, 1, func(ev persistence.Event) error {
 		out = append(out, ev.Msg)
 		return nil
 	}))
@@ -459,7 +460,7 @@ func TestMaster(t *testing.T) {
 		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())
 		require.NotEmpty(t, events(t, b.mem))
 		first := true
-		require.NoError(t, b.mem.Load(context.Background(), master.DefaultStream, 1, func(ev journal.Event) error {
+		require.NoError(t, b.mem.Load(context.Background(), master.DefaultStream, 1, func(ev persistence.Event) error {
 			if first {
 				require.Greater(t, ev.Seq, snap.Seq, "events covered by the snapshot were deleted")
 				first = false
@@ -537,13 +538,20 @@ func TestNewPropsRejectsBadOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := master.NewProps(j, tt.opt)
+			_, err := master.Props(j, tt.opt)
 			require.ErrorIs(t, err, master.ErrInvalidOption)
 		})
 	}
-	_, err := master.NewProps(nil)
+	_, err := master.Props(nil)
 	require.ErrorIs(t, err, master.ErrInvalidOption)
-	require.Panics(t, func() { master.Props(j, master.WithMaxAttempts(-1)) })
+}
+
+// mustProps is master.Props for options a test knows are valid.
+func mustProps(tb testing.TB, j persistence.Journal, opts ...master.Option) *actor.Props {
+	tb.Helper()
+	p, err := master.Props(j, opts...)
+	require.NoError(tb, err)
+	return p
 }
 
 // fakeLimiter refuses until allow is set, asking to retry in 500 ms.

@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -134,7 +135,7 @@ func BenchmarkMasterEndToEnd(b *testing.B) {
 			tc.journal, tc.submitters, tc.window, tc.workers, tc.capacity, tc.await)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			var j journal.Journal
+			var j persistence.Journal
 			var err error
 			if tc.journal == "memory" {
 				j = journal.NewMemory()
@@ -154,7 +155,7 @@ func BenchmarkMasterEndToEnd(b *testing.B) {
 					close(run.finished)
 				}
 			})
-			m := sys.Root.Spawn(master.Props(j, master.WithPublisher(pub), master.WithLogger(discardLogger()),
+			m := sys.Root.Spawn(mustProps(b, j, master.WithPublisher(pub), master.WithLogger(discardLogger()),
 				master.WithAwaitStarted(tc.await)))
 			_, err = sys.Root.RequestFuture(m, &messages.GetMasterStatus{}, time.Minute).Result()
 			require.NoError(b, err)

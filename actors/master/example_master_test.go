@@ -23,8 +23,12 @@ func Example() {
 	defer system.Shutdown()
 
 	results := make(chan *messages.WorkResult, 1)
-	m := system.Root.Spawn(master.Props(j,
-		master.WithPublisher(master.PublisherFunc(func(r *messages.WorkResult) { results <- r }))))
+	props, err := master.Props(j,
+		master.WithPublisher(master.PublisherFunc(func(r *messages.WorkResult) { results <- r })))
+	if err != nil {
+		panic(err) // an invalid option
+	}
+	m := system.Root.Spawn(props)
 
 	worker := func(c actor.Context) {
 		switch w := c.Message().(type) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -19,8 +20,6 @@ var (
 	ErrUnknownEvent = errors.New("master: unknown journal event")
 	// ErrBadSnapshot means a stored snapshot is not a valid MasterSnapshot.
 	ErrBadSnapshot = errors.New("master: invalid snapshot")
-	// ErrRecovery means the journal could not be read back consistently.
-	ErrRecovery = errors.New("master: recovery failed")
 )
 
 // Defaults for the options (the work timeout, register interval and
@@ -46,10 +45,6 @@ const (
 	DefaultFenceCheck = 250 * time.Millisecond
 	// DefaultJournalTimeout bounds each blocking journal call of recovery.
 	DefaultJournalTimeout = 30 * time.Second
-	// maxBatchEvents caps the events of one journal append.
-	maxBatchEvents = 4096
-	// maxBatchBytes caps the payloads and results of one journal append.
-	maxBatchBytes = 4 << 20
 )
 
 // Publisher receives a WorkResult once the WorkCompleted event of the work
@@ -238,3 +233,17 @@ func WithAwaitStarted(await bool) Option { return func(c *config) { c.awaitStart
 // how long it can hold the master's place after a failover. Default
 // DefaultFenceCheck; 0 turns the check off.
 func WithFenceCheck(d time.Duration) Option { return func(c *config) { c.fenceCheck = d } }
+
+// runtimeOptions are the options of the master's persistence runtime.
+func (c *config) runtimeOptions() []persistence.Option {
+	opts := []persistence.Option{
+		persistence.WithClock(c.clock),
+		persistence.WithSnapshotEvery(c.snapshotEvery),
+		persistence.WithJournalTimeout(c.journalTimeout),
+		persistence.WithFenceCheck(c.fenceCheck),
+	}
+	if c.logger != nil {
+		opts = append(opts, persistence.WithLogger(c.logger))
+	}
+	return opts
+}

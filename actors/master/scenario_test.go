@@ -133,7 +133,7 @@ func TestScenarioDistributedWorkers(t *testing.T) {
 		}
 	})
 	var m atomic.Pointer[actor.PID]
-	m.Store(sys.Root.Spawn(master.Props(j, master.WithPublisher(pub), master.WithWorkTimeout(time.Second),
+	m.Store(sys.Root.Spawn(mustProps(t, j, master.WithPublisher(pub), master.WithWorkTimeout(time.Second),
 		master.WithBackoff(10*time.Millisecond, 100*time.Millisecond))))
 	for i := range 4 {
 		w := &scenarioWorker{id: fmt.Sprintf("w%d", i), master: &m}
@@ -167,7 +167,7 @@ func TestScenarioMasterRestartLosesNothing(t *testing.T) {
 	j := journal.NewMemory()
 	t.Cleanup(func() { _ = j.Close() })
 	sys := testkit.NewSystem(t)
-	props := master.Props(j, master.WithWorkTimeout(time.Second), master.WithSnapshotEvery(50),
+	props := mustProps(t, j, master.WithWorkTimeout(time.Second), master.WithSnapshotEvery(50),
 		master.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
 	var m atomic.Pointer[actor.PID]
 	m.Store(sys.Root.Spawn(props))

@@ -35,6 +35,7 @@ type entry struct {
 	workerID   string
 	startedAt  int64
 	finishedAt int64
+	held       bool // accepted, its event not yet durable: not queued (AcceptHeld)
 }
 
 func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
@@ -153,7 +154,29 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	return nil
 }
 
-func (s *WorkState) applyAccepted(ev *messages.WorkAccepted) {
+// AcceptHeld applies a WorkAccepted whose event is not durable yet: the work
+// is known from now on (IsAccepted: a duplicate is recognised and not queued
+// twice) but NextReady does not hand it out until Release, which the master
+// calls once the event is durable. It keeps its place in the FIFO order.
+// Replay applies WorkAccepted with Apply, which releases at once.
+func (s *WorkState) AcceptHeld(ev *messages.WorkAccepted) { s.accept(ev, true) }
+
+// Release makes held work id available to NextReady (see AcceptHeld). It does
+// nothing for work that is not held.
+func (s *WorkState) Release(id string) {
+	e, ok := s.entries[id]
+	if !ok || !e.held {
+		return
+	}
+	e.held = false
+	if e.status == statusAccepted && e.heapIdx < 0 {
+		s.push(e)
+	}
+}
+
+func (s *WorkState) applyAccepted(ev *messages.WorkAccepted) { s.accept(ev, false) }
+
+func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 	w := ev.GetWork()
 	if w.GetWorkId() == "" {
 		return
@@ -164,10 +187,15 @@ func (s *WorkState) applyAccepted(ev *messages.WorkAccepted) {
 		}
 		s.counts.Dead--
 	}
-	e := &entry{work: w, status: statusAccepted, heapIdx: -1}
+	e := &entry{work: w, status: statusAccepted, heapIdx: -1, held: held}
 	s.entries[w.GetWorkId()] = e
 	s.acceptedTotal++
-	s.enqueue(e, ev.GetAtUnixNano())
+	e.readyAt = ev.GetAtUnixNano()
+	e.order = s.nextOrder
+	s.nextOrder++
+	if !held {
+		s.push(e)
+	}
 }
 
 func (s *WorkState) enqueue(e *entry, readyAt int64) {

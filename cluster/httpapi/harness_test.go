@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"io"
 	"net/http"
 	"strings"
@@ -59,7 +60,7 @@ func startStack(t testing.TB, opts ...stackOption) *stack {
 		o(&cfg)
 	}
 	sys := testkit.NewSystem(t)
-	var inner journal.Journal
+	var inner persistence.Journal
 	if !cfg.sqlite {
 		inner = journal.NewMemory()
 	} else {
@@ -168,13 +169,13 @@ func (s *stack) waitResult(t testing.TB, id string) *messages.WorkResult {
 // stallJournal is a real journal whose appends a test can hold back, to make
 // the real master miss its acknowledgement deadline.
 type stallJournal struct {
-	journal.Journal
+	persistence.Journal
 	mu      sync.Mutex
 	stalled bool
 	parked  []func()
 }
 
-func (j *stallJournal) AppendAsync(stream string, epoch int64, events []journal.Event, done func(error)) {
+func (j *stallJournal) AppendAsync(stream string, epoch int64, events []persistence.Event, done func(error)) {
 	j.mu.Lock()
 	if j.stalled {
 		j.parked = append(j.parked, func() { j.Journal.AppendAsync(stream, epoch, events, done) })

@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,8 +17,8 @@ import (
 )
 
 // benchEvent is about the size of a WorkAccepted event.
-func benchEvent(seq int64) []journal.Event {
-	return []journal.Event{{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("work-%012d/square/payload-0123456789", seq))}}
+func benchEvent(seq int64) []persistence.Event {
+	return []persistence.Event{{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("work-%012d/square/payload-0123456789", seq))}}
 }
 
 // BenchmarkSQLiteAppend measures durable single-event appends per second
@@ -44,7 +45,7 @@ func BenchmarkSQLiteAppend(b *testing.B) {
 	}
 }
 
-func benchAppenders(b *testing.B, j journal.Journal, n int) {
+func benchAppenders(b *testing.B, j persistence.Journal, n int) {
 	ctx := context.Background()
 	run := time.Now().UnixNano() // fresh streams in a database that persists
 	epochs := make([]int64, n)
@@ -100,7 +101,7 @@ func BenchmarkSQLiteAppendAsync(b *testing.B) {
 	}
 }
 
-func benchAsync(b *testing.B, j journal.Journal, window int) {
+func benchAsync(b *testing.B, j persistence.Journal, window int) {
 	ctx := context.Background()
 	stream := fmt.Sprintf("master-%d", time.Now().UnixNano())
 	epoch, _, err := j.AcquireEpoch(ctx, stream)
@@ -158,7 +159,7 @@ func BenchmarkPostgresAppend(b *testing.B) {
 	if dsn == "" {
 		b.Skip("FOREMAN_TEST_POSTGRES_DSN is not set")
 	}
-	open := func(b *testing.B) journal.Journal {
+	open := func(b *testing.B) persistence.Journal {
 		j, err := journal.OpenPostgres(context.Background(), dsn)
 		if err != nil {
 			b.Fatal(err)

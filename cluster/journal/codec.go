@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,7 +20,7 @@ type record struct {
 // encode marshals msg for storage.
 func encode(stream string, seq int64, msg proto.Message) (record, error) {
 	if msg == nil {
-		return record{}, fmt.Errorf("%w: stream %q seq %d: nil message (every event and snapshot needs a generated protobuf message)", ErrInvalid, stream, seq)
+		return record{}, fmt.Errorf("%w: stream %q seq %d: nil message (every event and snapshot needs a generated protobuf message)", persistence.ErrInvalid, stream, seq)
 	}
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	if err != nil {
@@ -30,14 +31,14 @@ func encode(stream string, seq int64, msg proto.Message) (record, error) {
 
 // encodeEvents checks that events are contiguous among themselves and
 // marshals them.
-func encodeEvents(stream string, events []Event) ([]record, error) {
+func encodeEvents(stream string, events []persistence.Event) ([]record, error) {
 	if err := checkStream(stream); err != nil {
 		return nil, err
 	}
 	recs := make([]record, len(events))
 	for i, ev := range events {
 		if i > 0 && ev.Seq != events[i-1].Seq+1 {
-			return nil, fmt.Errorf("%w: stream %q: event %d has seq %d after seq %d (events of one append must be contiguous)", ErrConflict, stream, i, ev.Seq, events[i-1].Seq)
+			return nil, fmt.Errorf("%w: stream %q: event %d has seq %d after seq %d (events of one append must be contiguous)", persistence.ErrConflict, stream, i, ev.Seq, events[i-1].Seq)
 		}
 		r, err := encode(stream, ev.Seq, ev.Msg)
 		if err != nil {
@@ -53,7 +54,7 @@ func encodeEvents(stream string, events []Event) ([]record, error) {
 func decode(stream string, seq int64, name string, data []byte) (proto.Message, error) {
 	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(name))
 	if err != nil {
-		return nil, fmt.Errorf("%w: stream %q seq %d has type %q, which is not linked into this program (import the package that generates it): %v", ErrUnknownType, stream, seq, name, err)
+		return nil, fmt.Errorf("%w: stream %q seq %d has type %q, which is not linked into this program (import the package that generates it): %v", persistence.ErrUnknownType, stream, seq, name, err)
 	}
 	msg := mt.New().Interface()
 	if err := proto.Unmarshal(data, msg); err != nil {
@@ -65,7 +66,7 @@ func decode(stream string, seq int64, name string, data []byte) (proto.Message, 
 // checkStream rejects stream names no backend can store.
 func checkStream(stream string) error {
 	if stream == "" {
-		return fmt.Errorf("%w: empty stream name (pass the persistence id of the actor)", ErrInvalid)
+		return fmt.Errorf("%w: empty stream name (pass the persistence id of the actor)", persistence.ErrInvalid)
 	}
 	return nil
 }
@@ -73,12 +74,12 @@ func checkStream(stream string) error {
 // fenced is the error for an epoch that is not the stream's current one.
 func fenced(stream string, epoch, current int64) error {
 	if epoch > current {
-		return fmt.Errorf("%w: stream %q: epoch %d was never acquired (current epoch %d; call AcquireEpoch)", ErrFenced, stream, epoch, current)
+		return fmt.Errorf("%w: stream %q: epoch %d was never acquired (current epoch %d; call AcquireEpoch)", persistence.ErrFenced, stream, epoch, current)
 	}
-	return fmt.Errorf("%w: stream %q: epoch %d, current epoch %d", ErrFenced, stream, epoch, current)
+	return fmt.Errorf("%w: stream %q: epoch %d, current epoch %d", persistence.ErrFenced, stream, epoch, current)
 }
 
 // conflict is the error for an append that does not follow lastSeq.
 func conflict(stream string, first, lastSeq int64) error {
-	return fmt.Errorf("%w: stream %q: append starts at seq %d but the last stored seq is %d (want %d)", ErrConflict, stream, first, lastSeq, lastSeq+1)
+	return fmt.Errorf("%w: stream %q: append starts at seq %d but the last stored seq is %d (want %d)", persistence.ErrConflict, stream, first, lastSeq, lastSeq+1)
 }

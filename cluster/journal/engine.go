@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"slices"
 	"sync"
@@ -97,12 +98,12 @@ func newEngine(name string, cfg config, be backend) *engine {
 	return e
 }
 
-// submit queues o, or completes it with ErrClosed.
+// submit queues o, or completes it with persistence.ErrClosed.
 func (e *engine) submit(o *op) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		o.err = ErrClosed
+		o.err = persistence.ErrClosed
 		e.comp.push(func() { o.done(o) })
 		return
 	}
@@ -335,13 +336,13 @@ func (e *engine) beginRead() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	e.reads.Add(1)
 	return nil
 }
 
-// AcquireEpoch implements Journal.
+// AcquireEpoch implements persistence.Journal.
 func (e *engine) AcquireEpoch(ctx context.Context, stream string) (epoch, lastSeq int64, err error) {
 	if err := checkStream(stream); err != nil {
 		return 0, 0, err
@@ -353,8 +354,8 @@ func (e *engine) AcquireEpoch(ctx context.Context, stream string) (epoch, lastSe
 	return o.outEpoch, o.outLast, nil
 }
 
-// Append implements Journal.
-func (e *engine) Append(ctx context.Context, stream string, epoch int64, events []Event) error {
+// Append implements persistence.Journal.
+func (e *engine) Append(ctx context.Context, stream string, epoch int64, events []persistence.Event) error {
 	recs, err := encodeEvents(stream, events)
 	if err != nil {
 		return err
@@ -362,8 +363,8 @@ func (e *engine) Append(ctx context.Context, stream string, epoch int64, events 
 	return e.call(ctx, &op{kind: opAppend, stream: stream, epoch: epoch, recs: recs})
 }
 
-// AppendAsync implements Journal.
-func (e *engine) AppendAsync(stream string, epoch int64, events []Event, done func(error)) {
+// AppendAsync implements persistence.Journal.
+func (e *engine) AppendAsync(stream string, epoch int64, events []persistence.Event, done func(error)) {
 	o := &op{kind: opAppend, stream: stream, epoch: epoch, done: func(o *op) { done(o.err) }}
 	recs, err := encodeEvents(stream, events)
 	if err != nil {
@@ -374,8 +375,8 @@ func (e *engine) AppendAsync(stream string, epoch int64, events []Event, done fu
 	e.submit(o)
 }
 
-// Load implements Journal.
-func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func(Event) error) error {
+// Load implements persistence.Journal.
+func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func(persistence.Event) error) error {
 	if err := checkStream(stream); err != nil {
 		return err
 	}
@@ -388,12 +389,12 @@ func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func
 		if err != nil {
 			return err
 		}
-		return fn(Event{Seq: r.seq, Msg: msg})
+		return fn(persistence.Event{Seq: r.seq, Msg: msg})
 	})
 }
 
-// SaveSnapshot implements Journal.
-func (e *engine) SaveSnapshot(ctx context.Context, stream string, epoch int64, snap Snapshot) error {
+// SaveSnapshot implements persistence.Journal.
+func (e *engine) SaveSnapshot(ctx context.Context, stream string, epoch int64, snap persistence.Snapshot) error {
 	if err := checkStream(stream); err != nil {
 		return err
 	}
@@ -404,30 +405,30 @@ func (e *engine) SaveSnapshot(ctx context.Context, stream string, epoch int64, s
 	return e.call(ctx, &op{kind: opSnapshot, stream: stream, epoch: epoch, snap: rec})
 }
 
-// LoadSnapshot implements Journal.
-func (e *engine) LoadSnapshot(ctx context.Context, stream string) (Snapshot, bool, error) {
+// LoadSnapshot implements persistence.Journal.
+func (e *engine) LoadSnapshot(ctx context.Context, stream string) (persistence.Snapshot, bool, error) {
 	if err := checkStream(stream); err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
 	if err := e.beginRead(); err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
 	defer e.reads.Done()
 	rec, ok, err := e.be.loadSnapshot(ctx, stream)
 	if err != nil || !ok {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
 	msg, err := decode(stream, rec.seq, rec.name, rec.data)
 	if err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
-	return Snapshot{Seq: rec.seq, Msg: msg}, true, nil
+	return persistence.Snapshot{Seq: rec.seq, Msg: msg}, true, nil
 }
 
-// DeleteEvents implements Journal.
+// DeleteEvents implements persistence.Journal.
 func (e *engine) DeleteEvents(ctx context.Context, stream string, epoch int64, toSeq int64) error {
 	if err := checkStream(stream); err != nil {
 		return err
@@ -435,13 +436,13 @@ func (e *engine) DeleteEvents(ctx context.Context, stream string, epoch int64, t
 	return e.call(ctx, &op{kind: opDelete, stream: stream, epoch: epoch, toSeq: toSeq})
 }
 
-// Close implements Journal: queued writes are committed, reads in progress
+// Close implements persistence.Journal: queued writes are committed, reads in progress
 // finish, then the store is released.
 func (e *engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	e.closed = true
 	e.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"path/filepath"
 
@@ -30,7 +31,7 @@ func Example() {
 
 	epoch, last, _ := j.AcquireEpoch(ctx, "master-0")
 	fmt.Println("first activation: epoch", epoch, "last seq", last)
-	err = j.Append(ctx, "master-0", epoch, []journal.Event{
+	err = j.Append(ctx, "master-0", epoch, []persistence.Event{
 		{Seq: last + 1, Msg: wrapperspb.String("work-1 accepted")},
 		{Seq: last + 2, Msg: wrapperspb.String("work-2 accepted")},
 	})
@@ -38,20 +39,20 @@ func Example() {
 
 	// A second activation takes over and replays the stream.
 	epoch2, last2, _ := j.AcquireEpoch(ctx, "master-0")
-	_ = j.Load(ctx, "master-0", 1, func(e journal.Event) error {
+	_ = j.Load(ctx, "master-0", 1, func(e persistence.Event) error {
 		fmt.Println("replay", e.Seq, e.Msg.(*wrapperspb.StringValue).GetValue())
 		return nil
 	})
 	fmt.Println("second activation: epoch", epoch2, "last seq", last2)
 
 	// The first one is fenced.
-	err = j.Append(ctx, "master-0", epoch, []journal.Event{{Seq: 3, Msg: wrapperspb.String("late")}})
-	fmt.Println("old epoch fenced:", errors.Is(err, journal.ErrFenced))
+	err = j.Append(ctx, "master-0", epoch, []persistence.Event{{Seq: 3, Msg: wrapperspb.String("late")}})
+	fmt.Println("old epoch fenced:", errors.Is(err, persistence.ErrFenced))
 
 	// Asynchronous appends complete in call order.
 	done := make(chan error, 2)
-	j.AppendAsync("master-0", epoch2, []journal.Event{{Seq: 3, Msg: wrapperspb.String("work-3 accepted")}}, func(err error) { done <- err })
-	j.AppendAsync("master-0", epoch2, []journal.Event{{Seq: 4, Msg: wrapperspb.String("work-4 accepted")}}, func(err error) { done <- err })
+	j.AppendAsync("master-0", epoch2, []persistence.Event{{Seq: 3, Msg: wrapperspb.String("work-3 accepted")}}, func(err error) { done <- err })
+	j.AppendAsync("master-0", epoch2, []persistence.Event{{Seq: 4, Msg: wrapperspb.String("work-4 accepted")}}, func(err error) { done <- err })
 	fmt.Println("async:", <-done, <-done)
 	// Output:
 	// first activation: epoch 1 last seq 0

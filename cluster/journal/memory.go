@@ -3,10 +3,11 @@ package journal
 import (
 	"context"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"sync"
 )
 
-// Memory is an in-memory Journal for tests and for single-process runs that
+// Memory is an in-memory persistence.Journal for tests and for single-process runs that
 // need no durability. It keeps messages marshalled, exactly as a disk
 // backend would, so a type that is not registered or does not round-trip
 // fails here too. Its contents are lost when the program ends.
@@ -29,7 +30,7 @@ type memStream struct {
 	snap    *record  // newest snapshot
 }
 
-var _ Journal = (*Memory)(nil)
+var _ persistence.Journal = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory journal. Close it when done: it runs
 // one goroutine that delivers AppendAsync outcomes.
@@ -47,7 +48,7 @@ func (m *Memory) stream(name string) *memStream {
 	return s
 }
 
-// AcquireEpoch implements Journal.
+// AcquireEpoch implements persistence.Journal.
 func (m *Memory) AcquireEpoch(ctx context.Context, stream string) (epoch, lastSeq int64, err error) {
 	if err := checkStream(stream); err != nil {
 		return 0, 0, err
@@ -58,22 +59,22 @@ func (m *Memory) AcquireEpoch(ctx context.Context, stream string) (epoch, lastSe
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, 0, ErrClosed
+		return 0, 0, persistence.ErrClosed
 	}
 	s := m.stream(stream)
 	s.epoch++
 	return s.epoch, s.lastSeq, nil
 }
 
-// Append implements Journal.
-func (m *Memory) Append(ctx context.Context, stream string, epoch int64, events []Event) error {
+// Append implements persistence.Journal.
+func (m *Memory) Append(ctx context.Context, stream string, epoch int64, events []persistence.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return m.append(stream, epoch, events)
 }
 
-func (m *Memory) append(stream string, epoch int64, events []Event) error {
+func (m *Memory) append(stream string, epoch int64, events []persistence.Event) error {
 	recs, err := encodeEvents(stream, events)
 	if err != nil {
 		return err
@@ -81,7 +82,7 @@ func (m *Memory) append(stream string, epoch int64, events []Event) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	s := m.stream(stream)
 	if epoch != s.epoch {
@@ -98,22 +99,22 @@ func (m *Memory) append(stream string, epoch int64, events []Event) error {
 	return nil
 }
 
-// AppendAsync implements Journal. The append is applied at once, in call
+// AppendAsync implements persistence.Journal. The append is applied at once, in call
 // order; done runs on the journal's delivery goroutine, in call order too.
-func (m *Memory) AppendAsync(stream string, epoch int64, events []Event, done func(error)) {
+func (m *Memory) AppendAsync(stream string, epoch int64, events []persistence.Event, done func(error)) {
 	err := m.append(stream, epoch, events)
 	m.async.push(func() { done(err) })
 }
 
-// Load implements Journal.
-func (m *Memory) Load(ctx context.Context, stream string, fromSeq int64, fn func(Event) error) error {
+// Load implements persistence.Journal.
+func (m *Memory) Load(ctx context.Context, stream string, fromSeq int64, fn func(persistence.Event) error) error {
 	if err := checkStream(stream); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	var recs []record
 	if s, ok := m.streams[stream]; ok {
@@ -135,16 +136,16 @@ func (m *Memory) Load(ctx context.Context, stream string, fromSeq int64, fn func
 		if err != nil {
 			return err
 		}
-		if err := fn(Event{Seq: r.seq, Msg: msg}); err != nil {
+		if err := fn(persistence.Event{Seq: r.seq, Msg: msg}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// SaveSnapshot implements Journal. Only the snapshot with the highest Seq is
+// SaveSnapshot implements persistence.Journal. Only the snapshot with the highest Seq is
 // kept; saving one at a lower Seq than the stored one changes nothing.
-func (m *Memory) SaveSnapshot(ctx context.Context, stream string, epoch int64, snap Snapshot) error {
+func (m *Memory) SaveSnapshot(ctx context.Context, stream string, epoch int64, snap persistence.Snapshot) error {
 	if err := checkStream(stream); err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (m *Memory) SaveSnapshot(ctx context.Context, stream string, epoch int64, s
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	s := m.stream(stream)
 	if epoch != s.epoch {
@@ -173,18 +174,18 @@ func (m *Memory) SaveSnapshot(ctx context.Context, stream string, epoch int64, s
 	return nil
 }
 
-// LoadSnapshot implements Journal.
-func (m *Memory) LoadSnapshot(ctx context.Context, stream string) (Snapshot, bool, error) {
+// LoadSnapshot implements persistence.Journal.
+func (m *Memory) LoadSnapshot(ctx context.Context, stream string) (persistence.Snapshot, bool, error) {
 	if err := checkStream(stream); err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return Snapshot{}, false, ErrClosed
+		return persistence.Snapshot{}, false, persistence.ErrClosed
 	}
 	var rec *record
 	if s, ok := m.streams[stream]; ok {
@@ -192,16 +193,16 @@ func (m *Memory) LoadSnapshot(ctx context.Context, stream string) (Snapshot, boo
 	}
 	m.mu.Unlock()
 	if rec == nil {
-		return Snapshot{}, false, nil
+		return persistence.Snapshot{}, false, nil
 	}
 	msg, err := decode(stream, rec.seq, rec.name, rec.data)
 	if err != nil {
-		return Snapshot{}, false, err
+		return persistence.Snapshot{}, false, err
 	}
-	return Snapshot{Seq: rec.seq, Msg: msg}, true, nil
+	return persistence.Snapshot{Seq: rec.seq, Msg: msg}, true, nil
 }
 
-// DeleteEvents implements Journal.
+// DeleteEvents implements persistence.Journal.
 func (m *Memory) DeleteEvents(ctx context.Context, stream string, epoch int64, toSeq int64) error {
 	if err := checkStream(stream); err != nil {
 		return err
@@ -212,7 +213,7 @@ func (m *Memory) DeleteEvents(ctx context.Context, stream string, epoch int64, t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	s := m.stream(stream)
 	if epoch != s.epoch {
@@ -228,13 +229,13 @@ func (m *Memory) DeleteEvents(ctx context.Context, stream string, epoch int64, t
 	return nil
 }
 
-// Close implements Journal: it waits until every AppendAsync callback has
-// run. A second Close returns ErrClosed.
+// Close implements persistence.Journal: it waits until every AppendAsync callback has
+// run. A second Close returns persistence.ErrClosed.
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	m.closed = true
 	m.mu.Unlock()
@@ -245,10 +246,10 @@ func (m *Memory) Close() error {
 // checkSnapSeq rejects a snapshot that claims events the stream lacks.
 func checkSnapSeq(stream string, seq, lastSeq int64) error {
 	if seq < 0 {
-		return fmt.Errorf("%w: stream %q: snapshot seq %d is negative", ErrInvalid, stream, seq)
+		return fmt.Errorf("%w: stream %q: snapshot seq %d is negative", persistence.ErrInvalid, stream, seq)
 	}
 	if seq > lastSeq {
-		return fmt.Errorf("%w: stream %q: snapshot at seq %d but the last stored seq is %d (snapshot only journaled state)", ErrConflict, stream, seq, lastSeq)
+		return fmt.Errorf("%w: stream %q: snapshot at seq %d but the last stored seq is %d (snapshot only journaled state)", persistence.ErrConflict, stream, seq, lastSeq)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"testing"
 
 	"github.com/foreman-actors/foreman/cluster/journal"
@@ -9,5 +10,5 @@ import (
 
 func TestMemoryConformance(t *testing.T) {
 	t.Parallel()
-	journaltest.Run(t, func(t *testing.T) journal.Journal { return journal.NewMemory() })
+	journaltest.Run(t, func(t *testing.T) persistence.Journal { return journal.NewMemory() })
 }

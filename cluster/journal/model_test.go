@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -17,7 +18,7 @@ import (
 
 // errClass reduces an error to the sentinel a caller branches on.
 func errClass(err error) string {
-	for _, s := range []error{journal.ErrFenced, journal.ErrConflict, journal.ErrInvalid, journal.ErrClosed} {
+	for _, s := range []error{persistence.ErrFenced, persistence.ErrConflict, persistence.ErrInvalid, persistence.ErrClosed} {
 		if errors.Is(err, s) {
 			return s.Error()
 		}
@@ -68,9 +69,9 @@ func runModel(t *testing.T, script []byte) {
 			if op%3 == 2 {
 				first += int64(arg%5) - 2
 			}
-			evs := make([]journal.Event, 1+int(arg%3))
+			evs := make([]persistence.Event, 1+int(arg%3))
 			for k := range evs {
-				evs[k] = journal.Event{Seq: first + int64(k), Msg: wrapperspb.String(fmt.Sprintf("%s-%d-%d", s, i, k))}
+				evs[k] = persistence.Event{Seq: first + int64(k), Msg: wrapperspb.String(fmt.Sprintf("%s-%d-%d", s, i, k))}
 			}
 			if arg%3 == 1 && op%3 != 2 {
 				epoch = epochs[s]
@@ -90,7 +91,7 @@ func runModel(t *testing.T, script []byte) {
 			require.Equal(t, [2]int64{me, ml}, [2]int64{se, sl}, "op %d: acquire %s", i, s)
 			epochs[s] = me
 		case 4: // snapshot
-			snap := journal.Snapshot{Seq: lasts[s] - int64(arg%4) + 1, Msg: wrapperspb.Int64(int64(i))}
+			snap := persistence.Snapshot{Seq: lasts[s] - int64(arg%4) + 1, Msg: wrapperspb.Int64(int64(i))}
 			require.Equal(t, errClass(model.SaveSnapshot(ctx, s, epoch, snap)), errClass(subject.SaveSnapshot(ctx, s, epoch, snap)), "op %d: snapshot %s", i, s)
 		case 5: // delete
 			to := lasts[s] - int64(arg%4)
@@ -113,9 +114,9 @@ func runModel(t *testing.T, script []byte) {
 	}
 }
 
-func loadRaw(t *testing.T, j journal.Journal, s string) []string {
+func loadRaw(t *testing.T, j persistence.Journal, s string) []string {
 	var out []string
-	require.NoError(t, j.Load(context.Background(), s, 0, func(e journal.Event) error {
+	require.NoError(t, j.Load(context.Background(), s, 0, func(e persistence.Event) error {
 		out = append(out, fmt.Sprintf("%d:%s", e.Seq, e.Msg.(*wrapperspb.StringValue).GetValue()))
 		return nil
 	}))

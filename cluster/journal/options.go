@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"io"
 	"log/slog"
 	"time"
@@ -42,16 +43,16 @@ func newConfig(opts []Option) (config, error) {
 		o(&c)
 	}
 	if c.logger == nil {
-		return c, fmt.Errorf("%w: WithLogger(nil) (pass a *slog.Logger or omit the option)", ErrInvalid)
+		return c, fmt.Errorf("%w: WithLogger(nil) (pass a *slog.Logger or omit the option)", persistence.ErrInvalid)
 	}
 	if c.busyTimeout < 0 {
-		return c, fmt.Errorf("%w: busy timeout %v is negative (use 0 to fail at once on a locked database)", ErrInvalid, c.busyTimeout)
+		return c, fmt.Errorf("%w: busy timeout %v is negative (use 0 to fail at once on a locked database)", persistence.ErrInvalid, c.busyTimeout)
 	}
 	if c.maxBatch < 1 {
-		return c, fmt.Errorf("%w: max batch %d must be at least 1 event per transaction", ErrInvalid, c.maxBatch)
+		return c, fmt.Errorf("%w: max batch %d must be at least 1 event per transaction", persistence.ErrInvalid, c.maxBatch)
 	}
 	if c.readConns < 1 {
-		return c, fmt.Errorf("%w: read connections %d must be at least 1", ErrInvalid, c.readConns)
+		return c, fmt.Errorf("%w: read connections %d must be at least 1", persistence.ErrInvalid, c.readConns)
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +55,7 @@ WHERE excluded.seq >= foreman_snapshots.seq`
 	pgLoadSnap = `SELECT seq, type, data FROM foreman_snapshots WHERE stream = $1`
 )
 
-// Postgres is the Journal on PostgreSQL, for backends on several hosts. It
+// Postgres is the persistence.Journal on PostgreSQL, for backends on several hosts. It
 // has the semantics of SQLite: a single writer connection group-commits
 // every queued write in one transaction; fencing holds across processes
 // because each transaction locks the stream's epoch row before checking it.
@@ -65,7 +66,7 @@ type Postgres struct {
 	*engine
 }
 
-var _ Journal = (*Postgres)(nil)
+var _ persistence.Journal = (*Postgres)(nil)
 
 // OpenPostgres connects to the database at dsn (a PostgreSQL URL or
 // key=value string, as pgx accepts) and creates the journal's tables
@@ -77,7 +78,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, e
 	}
 	pcfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: PostgreSQL DSN: %v (want postgres://user@host:port/db or key=value pairs)", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: PostgreSQL DSN: %v (want postgres://user@host:port/db or key=value pairs)", persistence.ErrInvalid, err)
 	}
 	name := fmt.Sprintf("postgres://%s@%s:%d/%s", pcfg.User, pcfg.Host, pcfg.Port, pcfg.Database)
 	be := &pgBackend{name: name, cfg: pcfg, readers: make(chan *pgx.Conn, cfg.readConns)}

@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"context"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func postgresDSN(t *testing.T) string {
 func TestPostgresConformance(t *testing.T) {
 	t.Parallel()
 	dsn := postgresDSN(t)
-	journaltest.Run(t, func(t *testing.T) journal.Journal {
+	journaltest.Run(t, func(t *testing.T) persistence.Journal {
 		j, err := journal.OpenPostgres(context.Background(), dsn, journal.WithReadConns(2))
 		require.NoError(t, err)
 		return j
@@ -37,8 +38,8 @@ func TestPostgresConformance(t *testing.T) {
 func TestPostgresReopen(t *testing.T) {
 	t.Parallel()
 	dsn := postgresDSN(t)
-	journaltest.RunReopen(t, func(t *testing.T) func() (journal.Journal, error) {
-		return func() (journal.Journal, error) {
+	journaltest.RunReopen(t, func(t *testing.T) func() (persistence.Journal, error) {
+		return func() (persistence.Journal, error) {
 			return journal.OpenPostgres(context.Background(), dsn, journal.WithReadConns(2))
 		}
 	})
@@ -106,6 +107,6 @@ func TestPostgresReconnects(t *testing.T) {
 		require.Less(t, len(errs), 3, "writes keep failing after the connection was dropped: %v", errs)
 	}
 	var got int
-	require.NoError(t, j.Load(ctx, stream, 0, func(journal.Event) error { got++; return nil }))
+	require.NoError(t, j.Load(ctx, stream, 0, func(persistence.Event) error { got++; return nil }))
 	require.Equal(t, 2, got)
 }

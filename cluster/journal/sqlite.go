@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 // before the caller's function runs, so it may call back into the journal.
 const loadPage = 512
 
-// SQLite is the embedded, durable Journal: one SQLite file in WAL mode with
+// SQLite is the embedded, durable persistence.Journal: one SQLite file in WAL mode with
 // synchronous=FULL, so an acknowledged append survives a crash or power
 // loss. One writer goroutine group-commits every queued write in a single
 // IMMEDIATE transaction (one fsync). Several processes on one host may open
@@ -56,7 +57,7 @@ type SQLite struct {
 	path string
 }
 
-var _ Journal = (*SQLite)(nil)
+var _ persistence.Journal = (*SQLite)(nil)
 
 // OpenSQLite opens (creating if needed) the journal file at path. The
 // directory must exist and be writable (SQLite also creates path-wal and
@@ -67,7 +68,7 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 		return nil, err
 	}
 	if path == "" {
-		return nil, fmt.Errorf("%w: empty SQLite journal path (pass a file in the node's data directory)", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty SQLite journal path (pass a file in the node's data directory)", persistence.ErrInvalid)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

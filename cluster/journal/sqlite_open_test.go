@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,7 +203,7 @@ func helperMain(path, stream string, n int) error {
 	}
 	for i := range n {
 		seq := last + 1 + int64(i)
-		if err := j.Append(ctx, stream, epoch, []journal.Event{{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("child-%d", seq))}}); err != nil {
+		if err := j.Append(ctx, stream, epoch, []persistence.Event{{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("child-%d", seq))}}); err != nil {
 			return err
 		}
 	}
@@ -238,11 +239,11 @@ func TestSQLiteSecondProcess(t *testing.T) {
 
 	// The parent's journal is still open, but its epoch is stale.
 	err = j.Append(ctx, stream, epoch, journaltest.Evs(3, 3))
-	require.ErrorIs(t, err, journal.ErrFenced)
-	require.ErrorIs(t, j.SaveSnapshot(ctx, stream, epoch, journal.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}), journal.ErrFenced)
+	require.ErrorIs(t, err, persistence.ErrFenced)
+	require.ErrorIs(t, j.SaveSnapshot(ctx, stream, epoch, persistence.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}), persistence.ErrFenced)
 
 	var got []string
-	require.NoError(t, j.Load(ctx, stream, 1, func(e journal.Event) error {
+	require.NoError(t, j.Load(ctx, stream, 1, func(e persistence.Event) error {
 		got = append(got, e.Msg.(*wrapperspb.StringValue).GetValue())
 		return nil
 	}))
@@ -287,6 +288,6 @@ func TestSQLiteWriteWhileLocked(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, j.Append(ctx, "s", epoch, journaltest.Evs(1, 2)))
 	var n int
-	require.NoError(t, j.Load(ctx, "s", 0, func(journal.Event) error { n++; return nil }))
+	require.NoError(t, j.Load(ctx, "s", 0, func(persistence.Event) error { n++; return nil }))
 	require.Equal(t, 2, n)
 }

@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"path/filepath"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 
 func TestSQLiteConformance(t *testing.T) {
 	t.Parallel()
-	journaltest.Run(t, func(t *testing.T) journal.Journal {
+	journaltest.Run(t, func(t *testing.T) persistence.Journal {
 		j, err := journal.OpenSQLite(filepath.Join(t.TempDir(), "journal.db"))
 		require.NoError(t, err)
 		return j
@@ -21,8 +22,8 @@ func TestSQLiteConformance(t *testing.T) {
 
 func TestSQLiteReopen(t *testing.T) {
 	t.Parallel()
-	journaltest.RunReopen(t, func(t *testing.T) func() (journal.Journal, error) {
+	journaltest.RunReopen(t, func(t *testing.T) func() (persistence.Journal, error) {
 		path := filepath.Join(t.TempDir(), "journal.db")
-		return func() (journal.Journal, error) { return journal.OpenSQLite(path) }
+		return func() (persistence.Journal, error) { return journal.OpenSQLite(path) }
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,7 +64,7 @@ type ClusterConfig struct {
 	// Journal is set.
 	DataDir string
 	// Journal overrides the backend's journal (the node does not close it).
-	Journal journal.Journal
+	Journal persistence.Journal
 	// Workers is the number of workers of a worker node.
 	Workers int
 	// Registry holds the job functions of a worker node (default: built-ins).
@@ -94,7 +95,7 @@ type ClusterNode struct {
 	log     *slog.Logger
 	sys     *actor.ActorSystem
 	c       *cluster.Cluster
-	jrnl    journal.Journal
+	jrnl    persistence.Journal
 	ownJ    bool
 	locator *MasterLocator
 	client  *frontend.Client
@@ -145,7 +146,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 		mopts := append([]master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}, cfg.MasterOptions...)
-		props, err := master.NewProps(n.jrnl, mopts...)
+		props, err := master.Props(n.jrnl, mopts...)
 		if err != nil {
 			n.closeJournal()
 			n.sys.Shutdown()

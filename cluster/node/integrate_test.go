@@ -120,7 +120,7 @@ func TestRateLimitedMasterHandsOutAtMostNPerPeriod(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rates, err := node.MasterRateOptions("square=3/s")
 	require.NoError(t, err)
-	props, err := master.NewProps(mem, append([]master.Option{master.WithClock(clk), master.WithLogger(testLogger())}, rates...)...)
+	props, err := master.Props(mem, append([]master.Option{master.WithClock(clk), master.WithLogger(testLogger())}, rates...)...)
 	require.NoError(t, err)
 	m := sys.Root.Spawn(props)
 

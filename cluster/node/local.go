@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -35,7 +36,7 @@ type LocalOption func(*localConfig)
 
 type localConfig struct {
 	dataDir       string
-	journal       journal.Journal
+	journal       persistence.Journal
 	workers       int
 	registry      *worker.Registry
 	logger        *slog.Logger
@@ -54,7 +55,7 @@ func WithDataDir(dir string) LocalOption { return func(c *localConfig) { c.dataD
 
 // WithJournal uses j instead of a SQLite journal in the data directory; the
 // node does not close it.
-func WithJournal(j journal.Journal) LocalOption { return func(c *localConfig) { c.journal = j } }
+func WithJournal(j persistence.Journal) LocalOption { return func(c *localConfig) { c.journal = j } }
 
 // WithWorkers sets how many workers the node runs (default DefaultWorkers;
 // 0 runs none).
@@ -101,7 +102,7 @@ func WithActorSystem(sys *actor.ActorSystem) LocalOption {
 type Local struct {
 	sys       *actor.ActorSystem
 	ownSystem bool
-	jrnl      journal.Journal
+	jrnl      persistence.Journal
 	ownJrnl   bool
 	master    *actor.PID
 	workers   []*actor.PID
@@ -164,7 +165,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	// The workers of a local node are all known, so the master can refuse
 	// a job type none of them runs instead of queueing it forever.
 	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...)}, cfg.masterOpts...)
-	mprops, err := master.NewProps(n.jrnl, mopts...)
+	mprops, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()
 		return nil, err
@@ -201,7 +202,7 @@ func (n *Local) Master() *actor.PID { return n.master }
 func (n *Local) Client() *frontend.Client { return n.client }
 
 // Journal returns the node's journal.
-func (n *Local) Journal() journal.Journal { return n.jrnl }
+func (n *Local) Journal() persistence.Journal { return n.jrnl }
 
 // Stop shuts the node down in order: workers first (running work finishes
 // or is handed back to the master), then the master (its pending journal

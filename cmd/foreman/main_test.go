@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +256,6 @@ func loadState(path string) (*master.WorkState, error) {
 		}
 		from = snap.Seq + 1
 	}
-	err = j.Load(ctx, master.DefaultStream, from, func(ev journal.Event) error { return st.Apply(ev.Msg) })
+	err = j.Load(ctx, master.DefaultStream, from, func(ev persistence.Event) error { return st.Apply(ev.Msg) })
 	return st, err
 }

@@ -3,6 +3,7 @@ package journaltest_test
 import (
 	"context"
 	"errors"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestFaultyPassesConformanceWhenHealthy(t *testing.T) {
 	t.Parallel()
-	journaltest.Run(t, func(t *testing.T) journal.Journal { return journaltest.NewFaulty(journal.NewMemory()) })
+	journaltest.Run(t, func(t *testing.T) persistence.Journal { return journaltest.NewFaulty(journal.NewMemory()) })
 }
 
 func TestFaultyFailsWrites(t *testing.T) {
@@ -35,10 +36,10 @@ func TestFaultyFailsWrites(t *testing.T) {
 	require.ErrorIs(t, <-done, boom)
 	_, _, err = j.AcquireEpoch(ctx, "s")
 	require.ErrorIs(t, err, boom)
-	require.ErrorIs(t, j.SaveSnapshot(ctx, "s", epoch, journal.Snapshot{}), boom)
+	require.ErrorIs(t, j.SaveSnapshot(ctx, "s", epoch, persistence.Snapshot{}), boom)
 	require.ErrorIs(t, j.DeleteEvents(ctx, "s", epoch, 1), boom)
 	n := 0
-	require.NoError(t, j.Load(ctx, "s", 0, func(journal.Event) error { n++; return nil }), "reads still work")
+	require.NoError(t, j.Load(ctx, "s", 0, func(persistence.Event) error { n++; return nil }), "reads still work")
 	require.Zero(t, n, "nothing was written")
 
 	j.FailWrites(nil)

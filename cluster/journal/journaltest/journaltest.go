@@ -1,4 +1,4 @@
-// Package journaltest is the conformance suite every journal.Journal backend
+// Package journaltest is the conformance suite every persistence.Journal backend
 // must pass: fencing, sequence contiguity, loading, snapshots, deletion,
 // concurrency, AppendAsync ordering, Close and persistence across reopen.
 //
@@ -6,7 +6,7 @@
 // RunReopen with one that can open the same store several times:
 //
 //	func TestConformance(t *testing.T) {
-//		journaltest.Run(t, func(t *testing.T) journal.Journal {
+//		journaltest.Run(t, func(t *testing.T) persistence.Journal {
 //			return journal.NewMemory()
 //		})
 //	}
@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"sync"
 	"testing"
 	"time"
@@ -31,29 +32,27 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/foreman-actors/foreman/cluster/journal"
 )
 
 // Factory opens a new, independent journal for one subtest. The suite closes
 // it when the subtest ends.
-type Factory func(t *testing.T) journal.Journal
+type Factory func(t *testing.T) persistence.Journal
 
 // Store returns an opener for one store (a file, a database); every call of
 // the opener opens that same store again, and several may be open at once.
-type Store func(t *testing.T) (open func() (journal.Journal, error))
+type Store func(t *testing.T) (open func() (persistence.Journal, error))
 
 // Timeout bounds every wait of the suite; it is generous because CI machines
 // are loaded.
 const Timeout = 30 * time.Second
 
-// Run runs every clause of the journal.Journal contract against journals
+// Run runs every clause of the persistence.Journal contract against journals
 // made by open.
 func Run(t *testing.T, open Factory) {
 	t.Helper()
 	cases := []struct {
 		name string
-		fn   func(*testing.T, journal.Journal)
+		fn   func(*testing.T, persistence.Journal)
 	}{
 		{"AcquireEpochEmptyStream", testAcquireEmpty},
 		{"AcquireEpochReturnsLastSeq", testAcquireLastSeq},
@@ -96,7 +95,7 @@ func RunReopen(t *testing.T, store Store) {
 	t.Helper()
 	cases := []struct {
 		name string
-		fn   func(*testing.T, func() journal.Journal)
+		fn   func(*testing.T, func() persistence.Journal)
 	}{
 		{"PersistsAcrossReopen", testPersist},
 		{"TwoHandlesFenceEachOther", testTwoHandles},
@@ -106,7 +105,7 @@ func RunReopen(t *testing.T, store Store) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			opener := store(t)
-			open := func() journal.Journal {
+			open := func() persistence.Journal {
 				t.Helper()
 				j, err := opener()
 				require.NoError(t, err)
@@ -128,13 +127,13 @@ func Stream(t *testing.T, label string) string {
 }
 
 // Ev returns the test event with sequence number seq.
-func Ev(seq int64) journal.Event {
-	return journal.Event{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("event-%d", seq))}
+func Ev(seq int64) persistence.Event {
+	return persistence.Event{Seq: seq, Msg: wrapperspb.String(fmt.Sprintf("event-%d", seq))}
 }
 
 // Evs returns the test events from..to inclusive.
-func Evs(from, to int64) []journal.Event {
-	evs := make([]journal.Event, 0, max(0, to-from+1))
+func Evs(from, to int64) []persistence.Event {
+	evs := make([]persistence.Event, 0, max(0, to-from+1))
 	for s := from; s <= to; s++ {
 		evs = append(evs, Ev(s))
 	}
@@ -148,10 +147,10 @@ func ctx(t *testing.T) context.Context {
 }
 
 // loadAll returns the events of stream from fromSeq.
-func loadAll(t *testing.T, j journal.Journal, stream string, fromSeq int64) []journal.Event {
+func loadAll(t *testing.T, j persistence.Journal, stream string, fromSeq int64) []persistence.Event {
 	t.Helper()
-	var got []journal.Event
-	require.NoError(t, j.Load(ctx(t), stream, fromSeq, func(e journal.Event) error {
+	var got []persistence.Event
+	require.NoError(t, j.Load(ctx(t), stream, fromSeq, func(e persistence.Event) error {
 		got = append(got, e)
 		return nil
 	}))
@@ -159,7 +158,7 @@ func loadAll(t *testing.T, j journal.Journal, stream string, fromSeq int64) []jo
 }
 
 // requireEvents checks that got are exactly the test events from..to.
-func requireEvents(t *testing.T, got []journal.Event, from, to int64) {
+func requireEvents(t *testing.T, got []persistence.Event, from, to int64) {
 	t.Helper()
 	want := Evs(from, to)
 	require.Len(t, got, len(want), "events loaded")
@@ -169,7 +168,7 @@ func requireEvents(t *testing.T, got []journal.Event, from, to int64) {
 	}
 }
 
-func acquire(t *testing.T, j journal.Journal, stream string) (epoch, last int64) {
+func acquire(t *testing.T, j persistence.Journal, stream string) (epoch, last int64) {
 	t.Helper()
 	epoch, last, err := j.AcquireEpoch(ctx(t), stream)
 	require.NoError(t, err)
@@ -177,7 +176,7 @@ func acquire(t *testing.T, j journal.Journal, stream string) (epoch, last int64)
 	return epoch, last
 }
 
-func testAcquireEmpty(t *testing.T, j journal.Journal) {
+func testAcquireEmpty(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e1, last := acquire(t, j, s)
 	require.Zero(t, last)
@@ -186,7 +185,7 @@ func testAcquireEmpty(t *testing.T, j journal.Journal) {
 	require.Greater(t, e2, e1)
 }
 
-func testAcquireLastSeq(t *testing.T, j journal.Journal) {
+func testAcquireLastSeq(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 3)))
@@ -196,7 +195,7 @@ func testAcquireLastSeq(t *testing.T, j journal.Journal) {
 	require.Equal(t, int64(4), last)
 }
 
-func testAppendLoad(t *testing.T, j journal.Journal) {
+func testAppendLoad(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 3)))
@@ -205,7 +204,7 @@ func testAppendLoad(t *testing.T, j journal.Journal) {
 	require.Empty(t, loadAll(t, j, Stream(t, "other"), 1), "unknown stream loads nothing")
 }
 
-func testLoadFrom(t *testing.T, j journal.Journal) {
+func testLoadFrom(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 10)))
@@ -229,13 +228,13 @@ func testLoadFrom(t *testing.T, j journal.Journal) {
 	}
 }
 
-func testLoadStops(t *testing.T, j journal.Journal) {
+func testLoadStops(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 5)))
 	stop := errors.New("stop here")
 	var seen []int64
-	err := j.Load(ctx(t), s, 1, func(ev journal.Event) error {
+	err := j.Load(ctx(t), s, 1, func(ev persistence.Event) error {
 		seen = append(seen, ev.Seq)
 		if ev.Seq == 2 {
 			return stop
@@ -246,7 +245,7 @@ func testLoadStops(t *testing.T, j journal.Journal) {
 	require.Equal(t, []int64{1, 2}, seen)
 }
 
-func testStreamsIndependent(t *testing.T, j journal.Journal) {
+func testStreamsIndependent(t *testing.T, j persistence.Journal) {
 	a, b := Stream(t, "a"), Stream(t, "b")
 	ea, _ := acquire(t, j, a)
 	eb, _ := acquire(t, j, b)
@@ -259,23 +258,23 @@ func testStreamsIndependent(t *testing.T, j journal.Journal) {
 	requireEvents(t, loadAll(t, j, b, 1), 1, 2)
 }
 
-func testContiguityFirst(t *testing.T, j journal.Journal) {
+func testContiguityFirst(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
-	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(2, 3)), journal.ErrConflict, "an empty stream starts at 1")
-	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(0, 1)), journal.ErrConflict, "seq 0 does not exist")
+	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(2, 3)), persistence.ErrConflict, "an empty stream starts at 1")
+	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(0, 1)), persistence.ErrConflict, "seq 0 does not exist")
 	require.Empty(t, loadAll(t, j, s, 0))
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 2)))
 	requireEvents(t, loadAll(t, j, s, 0), 1, 2)
 }
 
-func testContiguityDupGap(t *testing.T, j journal.Journal) {
+func testContiguityDupGap(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 3)))
 	tests := []struct {
 		name string
-		evs  []journal.Event
+		evs  []persistence.Event
 	}{
 		{name: "duplicate of last", evs: Evs(3, 3)},
 		{name: "overlap", evs: Evs(2, 4)},
@@ -284,7 +283,7 @@ func testContiguityDupGap(t *testing.T, j journal.Journal) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.ErrorIs(t, j.Append(ctx(t), s, e, tc.evs), journal.ErrConflict)
+			require.ErrorIs(t, j.Append(ctx(t), s, e, tc.evs), persistence.ErrConflict)
 		})
 	}
 	requireEvents(t, loadAll(t, j, s, 1), 1, 3)
@@ -292,51 +291,51 @@ func testContiguityDupGap(t *testing.T, j journal.Journal) {
 	require.Equal(t, int64(3), last)
 }
 
-func testContiguityWithin(t *testing.T, j journal.Journal) {
+func testContiguityWithin(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
-	bad := []journal.Event{Ev(1), Ev(3)}
-	require.ErrorIs(t, j.Append(ctx(t), s, e, bad), journal.ErrConflict)
-	bad = []journal.Event{Ev(1), Ev(1)}
-	require.ErrorIs(t, j.Append(ctx(t), s, e, bad), journal.ErrConflict)
+	bad := []persistence.Event{Ev(1), Ev(3)}
+	require.ErrorIs(t, j.Append(ctx(t), s, e, bad), persistence.ErrConflict)
+	bad = []persistence.Event{Ev(1), Ev(1)}
+	require.ErrorIs(t, j.Append(ctx(t), s, e, bad), persistence.ErrConflict)
 	require.Empty(t, loadAll(t, j, s, 0), "a rejected append stores nothing")
 }
 
-func testEmptyAppend(t *testing.T, j journal.Journal) {
+func testEmptyAppend(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, nil))
 	acquire(t, j, s)
-	require.ErrorIs(t, j.Append(ctx(t), s, e, nil), journal.ErrFenced, "an empty append still checks the epoch")
+	require.ErrorIs(t, j.Append(ctx(t), s, e, nil), persistence.ErrFenced, "an empty append still checks the epoch")
 }
 
-func testInvalid(t *testing.T, j journal.Journal) {
+func testInvalid(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	_, _, err := j.AcquireEpoch(ctx(t), "")
-	require.ErrorIs(t, err, journal.ErrInvalid)
-	require.ErrorIs(t, j.Append(ctx(t), "", e, Evs(1, 1)), journal.ErrInvalid)
-	require.ErrorIs(t, j.Append(ctx(t), s, e, []journal.Event{{Seq: 1}}), journal.ErrInvalid)
-	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{}), journal.ErrInvalid)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+	require.ErrorIs(t, j.Append(ctx(t), "", e, Evs(1, 1)), persistence.ErrInvalid)
+	require.ErrorIs(t, j.Append(ctx(t), s, e, []persistence.Event{{Seq: 1}}), persistence.ErrInvalid)
+	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{}), persistence.ErrInvalid)
 	require.Empty(t, loadAll(t, j, s, 0))
 }
 
-func testFencing(t *testing.T, j journal.Journal) {
+func testFencing(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	old, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, old, Evs(1, 2)))
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, old, journal.Snapshot{Seq: 1, Msg: wrapperspb.Int64(1)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, old, persistence.Snapshot{Seq: 1, Msg: wrapperspb.Int64(1)}))
 
 	cur, last := acquire(t, j, s)
 	require.Greater(t, cur, old)
 	require.Equal(t, int64(2), last)
 
-	require.ErrorIs(t, j.Append(ctx(t), s, old, Evs(3, 3)), journal.ErrFenced)
-	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, old, journal.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}), journal.ErrFenced)
-	require.ErrorIs(t, j.DeleteEvents(ctx(t), s, old, 2), journal.ErrFenced)
+	require.ErrorIs(t, j.Append(ctx(t), s, old, Evs(3, 3)), persistence.ErrFenced)
+	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, old, persistence.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}), persistence.ErrFenced)
+	require.ErrorIs(t, j.DeleteEvents(ctx(t), s, old, 2), persistence.ErrFenced)
 	errc := make(chan error, 1)
 	j.AppendAsync(s, old, Evs(3, 3), func(err error) { errc <- err })
-	require.ErrorIs(t, waitErr(t, errc), journal.ErrFenced)
+	require.ErrorIs(t, waitErr(t, errc), persistence.ErrFenced)
 
 	// Nothing the fenced writer tried is visible.
 	requireEvents(t, loadAll(t, j, s, 1), 1, 2)
@@ -350,70 +349,70 @@ func testFencing(t *testing.T, j journal.Journal) {
 	requireEvents(t, loadAll(t, j, s, 1), 1, 3)
 }
 
-func testNeverAcquired(t *testing.T, j journal.Journal) {
+func testNeverAcquired(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
-	require.ErrorIs(t, j.Append(ctx(t), s, 1, Evs(1, 1)), journal.ErrFenced, "no epoch acquired yet")
+	require.ErrorIs(t, j.Append(ctx(t), s, 1, Evs(1, 1)), persistence.ErrFenced, "no epoch acquired yet")
 	e, _ := acquire(t, j, s)
-	require.ErrorIs(t, j.Append(ctx(t), s, e+1, Evs(1, 1)), journal.ErrFenced, "an epoch from the future")
+	require.ErrorIs(t, j.Append(ctx(t), s, e+1, Evs(1, 1)), persistence.ErrFenced, "an epoch from the future")
 	require.Empty(t, loadAll(t, j, s, 0))
 }
 
-func testSnapshotNone(t *testing.T, j journal.Journal) {
+func testSnapshotNone(t *testing.T, j persistence.Journal) {
 	_, ok, err := j.LoadSnapshot(ctx(t), Stream(t, "s"))
 	require.NoError(t, err)
 	require.False(t, ok)
 }
 
-func testSnapshotNewest(t *testing.T, j journal.Journal) {
+func testSnapshotNewest(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 5)))
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}))
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 4, Msg: wrapperspb.Int64(4)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 4, Msg: wrapperspb.Int64(4)}))
 	// An older snapshot saved later does not replace a newer one.
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 3, Msg: wrapperspb.Int64(3)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 3, Msg: wrapperspb.Int64(3)}))
 	snap, ok, err := j.LoadSnapshot(ctx(t), s)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(4), snap.Seq)
 	require.True(t, proto.Equal(wrapperspb.Int64(4), snap.Msg), "got %v", snap.Msg)
 	// Saving at the same seq again replaces it.
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 4, Msg: wrapperspb.Int64(44)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 4, Msg: wrapperspb.Int64(44)}))
 	snap, _, err = j.LoadSnapshot(ctx(t), s)
 	require.NoError(t, err)
 	require.True(t, proto.Equal(wrapperspb.Int64(44), snap.Msg), "got %v", snap.Msg)
 	// A snapshot of the empty state (seq 0) is allowed.
 	s2 := Stream(t, "empty")
 	e2, _ := acquire(t, j, s2)
-	require.NoError(t, j.SaveSnapshot(ctx(t), s2, e2, journal.Snapshot{Seq: 0, Msg: wrapperspb.Int64(0)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s2, e2, persistence.Snapshot{Seq: 0, Msg: wrapperspb.Int64(0)}))
 	snap, ok, err = j.LoadSnapshot(ctx(t), s2)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, snap.Seq)
 }
 
-func testSnapshotBeyond(t *testing.T, j journal.Journal) {
+func testSnapshotBeyond(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 2)))
-	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 3, Msg: wrapperspb.Int64(3)}), journal.ErrConflict)
-	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: -1, Msg: wrapperspb.Int64(3)}), journal.ErrInvalid)
+	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 3, Msg: wrapperspb.Int64(3)}), persistence.ErrConflict)
+	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: -1, Msg: wrapperspb.Int64(3)}), persistence.ErrInvalid)
 	_, ok, err := j.LoadSnapshot(ctx(t), s)
 	require.NoError(t, err)
 	require.False(t, ok)
 }
 
-func testDeleteEvents(t *testing.T, j journal.Journal) {
+func testDeleteEvents(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 5)))
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 3, Msg: wrapperspb.Int64(3)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 3, Msg: wrapperspb.Int64(3)}))
 	require.NoError(t, j.DeleteEvents(ctx(t), s, e, 3))
 	requireEvents(t, loadAll(t, j, s, 1), 4, 5)
 	require.NoError(t, j.DeleteEvents(ctx(t), s, e, 3), "deleting again is harmless")
 
 	// The stream's position survives deletion.
-	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(1, 1)), journal.ErrConflict)
+	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(1, 1)), persistence.ErrConflict)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(6, 6)))
 	e2, last := acquire(t, j, s)
 	require.Equal(t, int64(6), last)
@@ -425,7 +424,7 @@ func testDeleteEvents(t *testing.T, j journal.Journal) {
 	require.Equal(t, int64(3), snap.Seq, "deleting events keeps snapshots")
 }
 
-func testDeleteBeyond(t *testing.T, j journal.Journal) {
+func testDeleteBeyond(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 3)))
@@ -438,7 +437,7 @@ func testDeleteBeyond(t *testing.T, j journal.Journal) {
 	requireEvents(t, loadAll(t, j, s, 0), 4, 4)
 }
 
-func testConcurrentAppends(t *testing.T, j journal.Journal) {
+func testConcurrentAppends(t *testing.T, j persistence.Journal) {
 	const writers, perWriter = 16, 25
 	streams := make([]string, writers)
 	epochs := make([]int64, writers)
@@ -472,7 +471,7 @@ func testConcurrentAppends(t *testing.T, j journal.Journal) {
 	}
 }
 
-func testAsyncOrder(t *testing.T, j journal.Journal) {
+func testAsyncOrder(t *testing.T, j persistence.Journal) {
 	const n = 300
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
@@ -507,7 +506,7 @@ func testAsyncOrder(t *testing.T, j journal.Journal) {
 	requireEvents(t, loadAll(t, j, s, 1), 1, n)
 }
 
-func testAsyncIsolated(t *testing.T, j journal.Journal) {
+func testAsyncIsolated(t *testing.T, j persistence.Journal) {
 	a, b := Stream(t, "a"), Stream(t, "b")
 	ea, _ := acquire(t, j, a)
 	eb, _ := acquire(t, j, b)
@@ -516,17 +515,17 @@ func testAsyncIsolated(t *testing.T, j journal.Journal) {
 	type call struct {
 		stream string
 		epoch  int64
-		evs    []journal.Event
+		evs    []persistence.Event
 		want   error
 	}
 	calls := []call{
 		{a, ea, Evs(1, 1), nil},
-		{a, ea, Evs(1, 1), journal.ErrConflict}, // duplicate
+		{a, ea, Evs(1, 1), persistence.ErrConflict}, // duplicate
 		{b, eb, Evs(1, 2), nil},
-		{a, stale, Evs(2, 2), journal.ErrFenced},
+		{a, stale, Evs(2, 2), persistence.ErrFenced},
 		{a, ea, Evs(2, 3), nil},
-		{a, ea, []journal.Event{{Seq: 4}}, journal.ErrInvalid},
-		{b, eb, Evs(4, 4), journal.ErrConflict}, // gap
+		{a, ea, []persistence.Event{{Seq: 4}}, persistence.ErrInvalid},
+		{b, eb, Evs(4, 4), persistence.ErrConflict}, // gap
 		{b, eb, Evs(3, 3), nil},
 	}
 	results := make([]chan error, len(calls))
@@ -546,7 +545,7 @@ func testAsyncIsolated(t *testing.T, j journal.Journal) {
 	requireEvents(t, loadAll(t, j, b, 1), 1, 3)
 }
 
-func testCanceled(t *testing.T, j journal.Journal) {
+func testCanceled(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	c, cancel := context.WithCancel(context.Background())
@@ -556,7 +555,7 @@ func testCanceled(t *testing.T, j journal.Journal) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-func testCloseWaits(t *testing.T, j journal.Journal) {
+func testCloseWaits(t *testing.T, j persistence.Journal) {
 	const n = 200
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
@@ -579,32 +578,32 @@ func testCloseWaits(t *testing.T, j journal.Journal) {
 	require.Zero(t, fails, "appends queued before Close are committed")
 }
 
-func testAfterClose(t *testing.T, j journal.Journal) {
+func testAfterClose(t *testing.T, j persistence.Journal) {
 	s := Stream(t, "s")
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 1)))
 	require.NoError(t, j.Close())
 
 	_, _, err := j.AcquireEpoch(ctx(t), s)
-	require.ErrorIs(t, err, journal.ErrClosed)
-	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(2, 2)), journal.ErrClosed)
-	require.ErrorIs(t, j.Load(ctx(t), s, 0, func(journal.Event) error { return nil }), journal.ErrClosed)
-	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 1, Msg: wrapperspb.Int64(1)}), journal.ErrClosed)
+	require.ErrorIs(t, err, persistence.ErrClosed)
+	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(2, 2)), persistence.ErrClosed)
+	require.ErrorIs(t, j.Load(ctx(t), s, 0, func(persistence.Event) error { return nil }), persistence.ErrClosed)
+	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 1, Msg: wrapperspb.Int64(1)}), persistence.ErrClosed)
 	_, _, err = j.LoadSnapshot(ctx(t), s)
-	require.ErrorIs(t, err, journal.ErrClosed)
-	require.ErrorIs(t, j.DeleteEvents(ctx(t), s, e, 1), journal.ErrClosed)
+	require.ErrorIs(t, err, persistence.ErrClosed)
+	require.ErrorIs(t, j.DeleteEvents(ctx(t), s, e, 1), persistence.ErrClosed)
 	errc := make(chan error, 1)
 	j.AppendAsync(s, e, Evs(2, 2), func(err error) { errc <- err })
-	require.ErrorIs(t, waitErr(t, errc), journal.ErrClosed)
-	require.ErrorIs(t, j.Close(), journal.ErrClosed, "a second Close")
+	require.ErrorIs(t, waitErr(t, errc), persistence.ErrClosed)
+	require.ErrorIs(t, j.Close(), persistence.ErrClosed, "a second Close")
 }
 
-func testPersist(t *testing.T, open func() journal.Journal) {
+func testPersist(t *testing.T, open func() persistence.Journal) {
 	s := Stream(t, "s")
 	j := open()
 	e, _ := acquire(t, j, s)
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 3)))
-	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, journal.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}))
 	require.NoError(t, j.DeleteEvents(ctx(t), s, e, 1))
 	done := make(chan error, 1)
 	j.AppendAsync(s, e, Evs(4, 4), func(err error) { done <- err })
@@ -621,11 +620,11 @@ func testPersist(t *testing.T, open func() journal.Journal) {
 	require.True(t, ok)
 	require.Equal(t, int64(2), snap.Seq)
 	require.True(t, proto.Equal(wrapperspb.Int64(2), snap.Msg))
-	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(5, 5)), journal.ErrFenced, "the old epoch stays fenced")
+	require.ErrorIs(t, j.Append(ctx(t), s, e, Evs(5, 5)), persistence.ErrFenced, "the old epoch stays fenced")
 	require.NoError(t, j.Append(ctx(t), s, e2, Evs(5, 5)))
 }
 
-func testTwoHandles(t *testing.T, open func() journal.Journal) {
+func testTwoHandles(t *testing.T, open func() persistence.Journal) {
 	s := Stream(t, "s")
 	a, b := open(), open()
 	ea, _ := acquire(t, a, s)
@@ -633,9 +632,9 @@ func testTwoHandles(t *testing.T, open func() journal.Journal) {
 	eb, last := acquire(t, b, s)
 	require.Greater(t, eb, ea)
 	require.Equal(t, int64(2), last, "b sees what a wrote")
-	require.ErrorIs(t, a.Append(ctx(t), s, ea, Evs(3, 3)), journal.ErrFenced, "b's epoch fences a")
-	require.ErrorIs(t, a.SaveSnapshot(ctx(t), s, ea, journal.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}), journal.ErrFenced)
-	require.ErrorIs(t, a.DeleteEvents(ctx(t), s, ea, 1), journal.ErrFenced)
+	require.ErrorIs(t, a.Append(ctx(t), s, ea, Evs(3, 3)), persistence.ErrFenced, "b's epoch fences a")
+	require.ErrorIs(t, a.SaveSnapshot(ctx(t), s, ea, persistence.Snapshot{Seq: 2, Msg: wrapperspb.Int64(2)}), persistence.ErrFenced)
+	require.ErrorIs(t, a.DeleteEvents(ctx(t), s, ea, 1), persistence.ErrFenced)
 	require.NoError(t, b.Append(ctx(t), s, eb, Evs(3, 3)))
 	requireEvents(t, loadAll(t, a, s, 1), 1, 3)
 }
@@ -643,9 +642,9 @@ func testTwoHandles(t *testing.T, open func() journal.Journal) {
 // testTwoHandlesConcurrent races two handles' writers on one stream, each
 // re-acquiring when fenced: every stored event must be contiguous and every
 // acknowledged append present exactly once.
-func testTwoHandlesConcurrent(t *testing.T, open func() journal.Journal) {
+func testTwoHandlesConcurrent(t *testing.T, open func() persistence.Journal) {
 	s := Stream(t, "s")
-	hs := []journal.Journal{open(), open()}
+	hs := []persistence.Journal{open(), open()}
 	const rounds = 20
 	var mu sync.Mutex
 	acked := map[string]bool{}
@@ -665,8 +664,8 @@ func testTwoHandlesConcurrent(t *testing.T, open func() journal.Journal) {
 				}
 				for k := range 3 {
 					val := fmt.Sprintf("h%d-r%d-k%d", hi, r, k)
-					err := h.Append(c, s, epoch, []journal.Event{{Seq: last + 1, Msg: wrapperspb.String(val)}})
-					if errors.Is(err, journal.ErrFenced) {
+					err := h.Append(c, s, epoch, []persistence.Event{{Seq: last + 1, Msg: wrapperspb.String(val)}})
+					if errors.Is(err, persistence.ErrFenced) {
 						break
 					}
 					if err != nil {

@@ -1,0 +1,114 @@
+package persistence
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+)
+
+// Defaults of a [Runtime]'s options.
+const (
+	// DefaultSnapshotEvery is the number of events between snapshots.
+	DefaultSnapshotEvery = 10000
+	// DefaultJournalTimeout bounds one journal call made for recovery, a
+	// snapshot or a fence check.
+	DefaultJournalTimeout = 10 * time.Second
+	// DefaultMaxBatchEvents caps the events of one group commit.
+	DefaultMaxBatchEvents = 4096
+	// DefaultMaxBatchBytes caps the encoded size of one group commit's
+	// events (4 MiB, gRPC's default message limit, keeps a batch movable).
+	DefaultMaxBatchBytes = 4 << 20
+	// DefaultRetryMin and DefaultRetryMax bound the backoff between
+	// recovery attempts while the journal is unavailable.
+	DefaultRetryMin = 100 * time.Millisecond
+	// DefaultRetryMax is the longest wait between recovery attempts.
+	DefaultRetryMax = 5 * time.Second
+)
+
+// Option configures a [Runtime].
+type Option func(*config)
+
+type config struct {
+	clock          clock.Clock
+	logger         *slog.Logger
+	snapshotEvery  int // 0: never
+	journalTimeout time.Duration
+	fenceCheck     time.Duration // 0: off
+	maxBatchEvents int
+	maxBatchBytes  int
+	retryMin       time.Duration
+	retryMax       time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		clock:          clock.Real,
+		snapshotEvery:  DefaultSnapshotEvery,
+		journalTimeout: DefaultJournalTimeout,
+		maxBatchEvents: DefaultMaxBatchEvents,
+		maxBatchBytes:  DefaultMaxBatchBytes,
+		retryMin:       DefaultRetryMin,
+		retryMax:       DefaultRetryMax,
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.clock == nil:
+		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
+	case c.snapshotEvery < 0:
+		return fmt.Errorf("%w: snapshot every %d events must not be negative (0 turns snapshots off; default %d)", ErrInvalidOption, c.snapshotEvery, DefaultSnapshotEvery)
+	case c.journalTimeout <= 0:
+		return fmt.Errorf("%w: journal timeout %v must be positive (default %v)", ErrInvalidOption, c.journalTimeout, DefaultJournalTimeout)
+	case c.fenceCheck < 0:
+		return fmt.Errorf("%w: fence check interval %v must not be negative (0 turns it off)", ErrInvalidOption, c.fenceCheck)
+	case c.maxBatchEvents < 1:
+		return fmt.Errorf("%w: max batch events %d must be at least 1 (default %d)", ErrInvalidOption, c.maxBatchEvents, DefaultMaxBatchEvents)
+	case c.maxBatchBytes < 1:
+		return fmt.Errorf("%w: max batch bytes %d must be at least 1 (default %d)", ErrInvalidOption, c.maxBatchBytes, DefaultMaxBatchBytes)
+	case c.retryMin <= 0 || c.retryMax < c.retryMin:
+		return fmt.Errorf("%w: recovery retry backoff %v..%v needs 0 < min <= max (defaults %v, %v)", ErrInvalidOption, c.retryMin, c.retryMax, DefaultRetryMin, DefaultRetryMax)
+	}
+	return nil
+}
+
+// WithClock sets the clock the runtime's timers read (default the real
+// clock); tests pass a clock.Manual.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithLogger sets the logger (default the actor system's).
+func WithLogger(l *slog.Logger) Option { return func(cfg *config) { cfg.logger = l } }
+
+// WithSnapshotEvery sets the number of events between snapshots (default
+// DefaultSnapshotEvery; 0 never snapshots). The Handler may still decline a
+// snapshot, e.g. one larger than the events it would replace.
+func WithSnapshotEvery(n int) Option { return func(cfg *config) { cfg.snapshotEvery = n } }
+
+// WithJournalTimeout bounds each journal call of recovery, snapshots and
+// fence checks (default DefaultJournalTimeout).
+func WithJournalTimeout(d time.Duration) Option {
+	return func(cfg *config) { cfg.journalTimeout = d }
+}
+
+// WithFenceCheck makes the runtime look every d for events it did not write
+// (default off). A cluster singleton needs it: protoactor can keep a stale
+// activation that recovered once and never writes again; its own appends
+// would be fenced, but until it writes it would answer from stale state.
+// With a RecoveryMarker every activation writes an event when it recovers,
+// so an older one sees it here and stops.
+func WithFenceCheck(d time.Duration) Option { return func(cfg *config) { cfg.fenceCheck = d } }
+
+// WithMaxBatch caps one group commit at events events and bytes encoded
+// bytes (defaults DefaultMaxBatchEvents, DefaultMaxBatchBytes).
+func WithMaxBatch(events, bytes int) Option {
+	return func(cfg *config) { cfg.maxBatchEvents, cfg.maxBatchBytes = events, bytes }
+}
+
+// WithRecoveryRetry sets the backoff between recovery attempts while the
+// journal is unavailable: min doubling up to max (defaults
+// DefaultRetryMin, DefaultRetryMax).
+func WithRecoveryRetry(minimum, maximum time.Duration) Option {
+	return func(cfg *config) { cfg.retryMin, cfg.retryMax = minimum, maximum }
+}

@@ -1,0 +1,605 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+)
+
+// Handler is the persistent actor's side of recovery and snapshots. The
+// runtime calls it on the actor's goroutine.
+type Handler interface {
+	// Reset discards the actor's journaled state and restores it from snap,
+	// the stream's newest snapshot, or to the empty state when snap is nil.
+	// It is called at the start of every recovery, including the re-sync
+	// after a failed append.
+	Reset(snap *Snapshot) error
+	// Replay applies one stored event during recovery, in sequence order.
+	Replay(ev Event) error
+	// Snapshot returns the state after every event persisted so far (its
+	// sequence number is the last one), or ok false to skip this snapshot,
+	// e.g. when it would be larger than the since events it replaces.
+	Snapshot(since int) (msg proto.Message, ok bool)
+}
+
+// RecoveryMarker is implemented by a Handler whose every activation journals
+// an event when it has recovered. The event is replayed to the Handler like
+// any other. With WithFenceCheck, an older activation that sees an event it
+// did not write stops: this is how a stale cluster singleton learns that a
+// newer one took over even when it never writes again.
+type RecoveryMarker interface {
+	RecoveryEvent(now time.Time) proto.Message
+}
+
+// Phase is where a Runtime is in its life.
+type Phase int
+
+// The phases of a Runtime.
+const (
+	// PhaseRecovering: loading the snapshot and replaying events, or waiting
+	// to retry that. Entered at Start and after a failed append; left for
+	// PhaseRunning when recovery succeeds, for PhaseStopped when fenced.
+	PhaseRecovering Phase = iota + 1
+	// PhaseRunning: recovered; Persist, Reply and Defer are allowed.
+	PhaseRunning
+	// PhaseStopped: fenced by a newer activation or stopped with the actor.
+	// Terminal.
+	PhaseStopped
+)
+
+// String returns the phase's name.
+func (p Phase) String() string {
+	switch p {
+	case PhaseRecovering:
+		return "recovering"
+	case PhaseRunning:
+		return "running"
+	case PhaseStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Runtime gives one actor Akka-style persistence over a [Journal]: recovery
+// from snapshot plus replay under a new epoch, persist-then-effect with group
+// commit, snapshots, fencing and recovery retries. It belongs to one actor
+// and every method must be called on that actor's goroutine.
+//
+// The actor's decisions stay in its own pure state type. The contract:
+//
+//   - Apply an event to the decision state just before you Persist it, so
+//     the next decision sees it (a duplicate is recognised even while the
+//     first is being written) and a snapshot taken by Persist includes it.
+//   - Make nothing observable until it is durable: state others can see,
+//     replies and publishes go in Persist's then, Reply or Defer, which run
+//     only once every event persisted before them is durable.
+//
+// Events of all messages handled while the previous append was being
+// written share one group commit; then callbacks and replies run in
+// sequence order. A journal write error never lets a then or a reply run: the
+// runtime drops the unconfirmed state and recovers from the journal (Handler
+// Reset and Replay), as a restart would. A fenced append or snapshot stops
+// the actor.
+type Runtime struct {
+	cfg    config
+	j      Journal
+	stream string
+
+	// Set by Start.
+	h           Handler
+	marker      RecoveryMarker
+	onRecovered func(c actor.Context)
+	log         *slog.Logger
+	root        *actor.RootContext
+	self        *actor.PID
+
+	phase      Phase
+	gen        int64 // bumped on every (re)recovery: messages of an older one are ignored
+	epoch      int64
+	nextSeq    int64 // sequence number of the next event
+	durableSeq int64 // highest sequence number known durable
+	building   *batch
+	flushSent  bool
+	inflight   []*batch // appended, not yet confirmed, in order
+	barrier    []deferred
+
+	sinceSnap    int // events since the last snapshot
+	pendingSnap  *Snapshot
+	snapInFlight bool
+
+	retryTimer clock.Timer
+	retryDelay time.Duration
+	fenceTimer clock.Timer
+
+	// wg counts the goroutines the runtime starts (snapshots, fence
+	// checks); Stop waits for them.
+	wg sync.WaitGroup
+}
+
+// batch is one journal append and what waits for it.
+type batch struct {
+	events  []Event
+	thens   []func()
+	replies []reply
+	lastSeq int64
+	bytes   int
+}
+
+type reply struct {
+	to  *actor.PID
+	msg proto.Message
+}
+
+// deferred waits for the events up to seq, appended before it was made.
+type deferred struct {
+	seq   int64
+	then  func()
+	reply reply
+}
+
+// Messages the runtime sends its actor. rt and gen tie each to one recovery
+// of one runtime: one from an earlier recovery, or from the runtime of an
+// actor instance a supervisor replaced, is ignored.
+type (
+	flushMsg struct {
+		rt  *Runtime
+		gen int64
+	}
+	appendDone struct {
+		rt      *Runtime
+		gen     int64
+		lastSeq int64
+		err     error
+	}
+	retryMsg struct {
+		rt  *Runtime
+		gen int64
+	}
+	fenceTick struct {
+		rt  *Runtime
+		gen int64
+	}
+	fenceResult struct {
+		rt    *Runtime
+		gen   int64
+		from  int64 // nextSeq when the check began
+		other bool  // an event at or after from exists
+		err   error
+	}
+	snapshotDone struct {
+		rt  *Runtime
+		gen int64
+		seq int64
+		err error
+	}
+)
+
+// New returns a runtime for stream in j. It does nothing until Start.
+func New(j Journal, stream string, opts ...Option) (*Runtime, error) {
+	if j == nil {
+		return nil, fmt.Errorf("%w: journal is nil", ErrInvalidOption)
+	}
+	if stream == "" {
+		return nil, fmt.Errorf("%w: stream name is empty; give each persistent actor its own stream", ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Runtime{cfg: cfg, j: j, stream: stream}, nil
+}
+
+// Start recovers the actor's state: it takes a new epoch (fencing every older
+// activation), hands h the newest snapshot and replays the events after it,
+// journals h's RecoveryEvent if h is a RecoveryMarker, and then calls
+// onRecovered (may be nil). Call it from the actor's *actor.Started.
+//
+// Recovery blocks the actor, so messages wait in its mailbox meanwhile. If
+// the journal is unavailable, Start logs it and retries with backoff; the
+// actor stays PhaseRecovering and should refuse commands until then.
+func (r *Runtime) Start(c actor.Context, h Handler, onRecovered func(c actor.Context)) {
+	r.h, r.onRecovered = h, onRecovered
+	r.marker, _ = h.(RecoveryMarker)
+	r.root, r.self = c.ActorSystem().Root, c.Self()
+	r.log = r.cfg.logger
+	if r.log == nil {
+		r.log = c.ActorSystem().Logger()
+	}
+	r.log = r.log.With("component", "persistence", "stream", r.stream, "pid", r.self.GetAddress()+"/"+r.self.GetId())
+	r.recover(c)
+}
+
+// Phase returns the runtime's phase.
+func (r *Runtime) Phase() Phase { return r.phase }
+
+// Recovered reports whether the runtime is PhaseRunning.
+func (r *Runtime) Recovered() bool { return r.phase == PhaseRunning }
+
+// Epoch returns the epoch of the current activation.
+func (r *Runtime) Epoch() int64 { return r.epoch }
+
+// LastSeq returns the sequence number of the last event persisted (durable
+// or not).
+func (r *Runtime) LastSeq() int64 { return r.nextSeq - 1 }
+
+// DurableSeq returns the highest sequence number known durable.
+func (r *Runtime) DurableSeq() int64 { return r.durableSeq }
+
+// Handle processes the runtime's own messages and reports whether msg was
+// one. Call it first in the actor's Receive. It also stops the runtime's
+// timers and waits for its goroutines on *actor.Stopping and
+// *actor.Restarting (and reports false, so the actor sees those too).
+func (r *Runtime) Handle(c actor.Context) bool {
+	switch m := c.Message().(type) {
+	case *flushMsg:
+		if m.rt == r && m.gen == r.gen {
+			r.flushSent = false
+			r.flush()
+		}
+	case *appendDone:
+		if m.rt == r && m.gen == r.gen {
+			r.onAppendDone(c, m)
+		}
+	case *retryMsg:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRecovering {
+			r.recover(c)
+		}
+	case *fenceTick:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
+			r.checkFence()
+		}
+	case *fenceResult:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
+			r.onFenceResult(c, m)
+		}
+	case *snapshotDone:
+		if m.rt == r && m.gen == r.gen {
+			r.onSnapshotDone(c, m)
+		}
+	case *actor.Stopping, *actor.Restarting:
+		r.Stop()
+		return false
+	default:
+		return false
+	}
+	return true
+}
+
+// Stop stops the runtime's timers and waits for the goroutines it started.
+// Appends already handed to the journal complete there; their effects are
+// dropped. Stop is idempotent; the actor's Stopping calls it through Handle.
+func (r *Runtime) Stop() {
+	r.phase = PhaseStopped
+	r.gen++
+	r.stopTimers()
+	r.wg.Wait()
+}
+
+// Persist adds events to the current group commit, numbered after every
+// event persisted before, and runs then (may be nil) on the actor's
+// goroutine once they and everything before them are durable. Apply the
+// events to the actor's decision state yourself, before the call (a full
+// batch is flushed, and may be snapshotted, inside it). It panics unless the
+// runtime is PhaseRunning: check Recovered before deciding.
+func (r *Runtime) Persist(events []proto.Message, then func()) {
+	if r.phase != PhaseRunning {
+		panic(fmt.Sprintf("persistence: Persist while %s; check Recovered first", r.phase))
+	}
+	if len(events) == 0 {
+		r.Defer(then)
+		return
+	}
+	if r.building == nil {
+		r.building = &batch{}
+	}
+	for _, ev := range events {
+		r.building.events = append(r.building.events, Event{Seq: r.nextSeq, Msg: ev})
+		r.building.bytes += proto.Size(ev)
+		r.nextSeq++
+	}
+	if then != nil {
+		r.building.thens = append(r.building.thens, then)
+	}
+	if len(r.building.events) >= r.cfg.maxBatchEvents || r.building.bytes >= r.cfg.maxBatchBytes {
+		r.flush()
+		return
+	}
+	if !r.flushSent {
+		// The flush runs after the messages already in the mailbox, so
+		// everything they persist goes into one append.
+		r.flushSent = true
+		r.root.Send(r.self, &flushMsg{rt: r, gen: r.gen})
+	}
+}
+
+// Reply sends msg to to, with the actor as sender, once every event
+// persisted so far is durable; at once if nothing is pending. A reply that
+// waits for the open group commit leaves from the journal's goroutine as
+// soon as the commit is durable, without queueing behind the actor's
+// mailbox; msg must not be modified after the call. A nil to is ignored.
+func (r *Runtime) Reply(to *actor.PID, msg proto.Message) {
+	if to == nil {
+		return
+	}
+	rep := reply{to: to, msg: msg}
+	switch {
+	case r.building != nil:
+		r.building.replies = append(r.building.replies, rep)
+	case len(r.inflight) > 0:
+		r.barrier = append(r.barrier, deferred{seq: r.inflight[len(r.inflight)-1].lastSeq, reply: rep})
+	default:
+		r.send(rep)
+	}
+}
+
+// Defer runs then on the actor's goroutine once every event persisted so far
+// is durable; at once if nothing is pending. Use it for answers that read
+// the state (a status query), so they never show what a crash could undo.
+func (r *Runtime) Defer(then func()) {
+	if then == nil {
+		return
+	}
+	switch {
+	case r.building != nil:
+		r.building.thens = append(r.building.thens, then)
+	case len(r.inflight) > 0:
+		r.barrier = append(r.barrier, deferred{seq: r.inflight[len(r.inflight)-1].lastSeq, then: then})
+	default:
+		then()
+	}
+}
+
+func (r *Runtime) send(rep reply) {
+	r.root.RequestWithCustomSender(rep.to, rep.msg, r.self)
+}
+
+// recover reads the journal back through the Handler. On failure it retries
+// with backoff; a fenced journal stops the actor.
+func (r *Runtime) recover(c actor.Context) {
+	r.gen++
+	r.phase = PhaseRecovering
+	r.building, r.flushSent, r.inflight, r.barrier = nil, false, nil, nil
+	r.pendingSnap, r.snapInFlight = nil, false
+	r.stopTimers()
+	start := r.cfg.clock.Now()
+	if err := r.load(); err != nil {
+		if errors.Is(err, ErrFenced) {
+			r.fenced(c, err)
+			return
+		}
+		r.retryDelay = min(max(2*r.retryDelay, r.cfg.retryMin), r.cfg.retryMax)
+		r.log.Error("recovery failed; retrying", "error", err, "retry_in", r.retryDelay)
+		gen := r.gen
+		r.retryTimer = r.cfg.clock.AfterFunc(r.retryDelay, func() { r.root.Send(r.self, &retryMsg{rt: r, gen: gen}) })
+		return
+	}
+	r.retryDelay = 0
+	r.phase = PhaseRunning
+	r.log.Info("recovered", "epoch", r.epoch, "seq", r.durableSeq, "took", r.cfg.clock.Since(start))
+	r.armFenceCheck()
+	if r.onRecovered != nil {
+		r.onRecovered(c)
+	}
+}
+
+func (r *Runtime) load() error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.journalTimeout)
+	defer cancel()
+	epoch, lastSeq, err := r.j.AcquireEpoch(ctx, r.stream)
+	if err != nil {
+		return fmt.Errorf("persistence: acquire epoch of %q: %w", r.stream, err)
+	}
+	snap, ok, err := r.j.LoadSnapshot(ctx, r.stream)
+	if err != nil {
+		return fmt.Errorf("persistence: load snapshot of %q: %w", r.stream, err)
+	}
+	var seq int64
+	var from *Snapshot
+	if ok {
+		from, seq = &snap, snap.Seq
+	}
+	if err := r.h.Reset(from); err != nil {
+		return fmt.Errorf("%w: stream %q: snapshot at seq %d: %w", ErrRecovery, r.stream, seq, err)
+	}
+	snapSeq := seq
+	err = r.j.Load(ctx, r.stream, seq+1, func(ev Event) error {
+		if ev.Seq != seq+1 {
+			return fmt.Errorf("%w: stream %q: event %d follows %d (a gap)", ErrRecovery, r.stream, ev.Seq, seq)
+		}
+		seq = ev.Seq
+		return r.h.Replay(ev)
+	})
+	if err != nil {
+		return fmt.Errorf("persistence: load %q from seq %d: %w", r.stream, snapSeq+1, err)
+	}
+	if seq < lastSeq {
+		return fmt.Errorf("%w: stream %q: last event is %d but load ended at %d", ErrRecovery, r.stream, lastSeq, seq)
+	}
+	if r.marker != nil {
+		ev := Event{Seq: seq + 1, Msg: r.marker.RecoveryEvent(r.cfg.clock.Now())}
+		if err := r.j.Append(ctx, r.stream, epoch, []Event{ev}); err != nil {
+			return fmt.Errorf("persistence: append the recovery marker to %q: %w", r.stream, err)
+		}
+		if err := r.h.Replay(ev); err != nil {
+			return fmt.Errorf("persistence: apply the recovery marker of %q: %w", r.stream, err)
+		}
+		seq++
+	}
+	r.epoch = epoch
+	r.durableSeq = seq
+	r.nextSeq = seq + 1
+	r.sinceSnap = int(seq - snapSeq)
+	return nil
+}
+
+func (r *Runtime) fenced(c actor.Context, err error) {
+	r.log.Error("fenced by a newer activation; stopping", "error", err)
+	r.phase = PhaseStopped
+	r.gen++
+	r.stopTimers()
+	c.Stop(c.Self())
+}
+
+func (r *Runtime) stopTimers() {
+	for _, t := range []clock.Timer{r.retryTimer, r.fenceTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	r.retryTimer, r.fenceTimer = nil, nil
+}
+
+// flush hands the open batch to the journal.
+func (r *Runtime) flush() {
+	b := r.building
+	if b == nil {
+		return
+	}
+	r.building = nil
+	b.lastSeq = b.events[len(b.events)-1].Seq
+	r.inflight = append(r.inflight, b)
+	gen, last := r.gen, b.lastSeq
+	replies := b.replies // frozen: never changed after the flush
+	r.j.AppendAsync(r.stream, r.epoch, b.events, func(err error) {
+		if err == nil {
+			// Durable: the replies (built by the actor and never changed)
+			// leave now rather than queue behind the actor's mailbox. This
+			// touches no actor state.
+			for _, rep := range replies {
+				r.root.RequestWithCustomSender(rep.to, rep.msg, r.self)
+			}
+		}
+		r.root.Send(r.self, &appendDone{rt: r, gen: gen, lastSeq: last, err: err})
+	})
+	r.sinceSnap += len(b.events)
+	if r.cfg.snapshotEvery > 0 && r.sinceSnap >= r.cfg.snapshotEvery && r.pendingSnap == nil && !r.snapInFlight {
+		if msg, ok := r.h.Snapshot(r.sinceSnap); ok {
+			r.pendingSnap = &Snapshot{Seq: b.lastSeq, Msg: msg}
+			r.sinceSnap = 0
+		}
+	}
+}
+
+func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
+	if m.err != nil {
+		if errors.Is(m.err, ErrFenced) {
+			r.fenced(c, m.err)
+			return
+		}
+		// Memory is ahead of the journal: drop it (nothing unconfirmed is
+		// observed) and read the journal back, as a restart would.
+		r.log.Error("journal append failed; recovering from the journal", "error", m.err, "seq", m.lastSeq)
+		r.recover(c)
+		return
+	}
+	r.durableSeq = max(r.durableSeq, m.lastSeq)
+	for len(r.inflight) > 0 && r.inflight[0].lastSeq <= r.durableSeq {
+		b := r.inflight[0]
+		r.inflight[0] = nil
+		r.inflight = r.inflight[1:]
+		gen := r.gen
+		for _, then := range b.thens {
+			then()
+			if r.gen != gen {
+				return // a then stopped the actor or the runtime
+			}
+		}
+	}
+	n := 0
+	for n < len(r.barrier) && r.barrier[n].seq <= r.durableSeq {
+		d := r.barrier[n]
+		r.barrier[n] = deferred{}
+		n++
+		if d.then != nil {
+			d.then()
+		} else {
+			r.send(d.reply)
+		}
+	}
+	r.barrier = r.barrier[n:]
+	if r.pendingSnap != nil && r.pendingSnap.Seq <= r.durableSeq {
+		r.saveSnapshot(*r.pendingSnap)
+		r.pendingSnap = nil
+	}
+}
+
+// saveSnapshot stores snap and deletes the events it covers, off the actor's
+// goroutine (the snapshot's message is never modified).
+func (r *Runtime) saveSnapshot(snap Snapshot) {
+	r.snapInFlight = true
+	j, stream, epoch, timeout, gen := r.j, r.stream, r.epoch, r.cfg.journalTimeout, r.gen
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		err := j.SaveSnapshot(ctx, stream, epoch, snap)
+		if err == nil {
+			err = j.DeleteEvents(ctx, stream, epoch, snap.Seq)
+		}
+		r.root.Send(r.self, &snapshotDone{rt: r, gen: gen, seq: snap.Seq, err: err})
+	}()
+}
+
+func (r *Runtime) onSnapshotDone(c actor.Context, m *snapshotDone) {
+	r.snapInFlight = false
+	switch {
+	case errors.Is(m.err, ErrFenced):
+		r.fenced(c, m.err)
+	case m.err != nil:
+		r.log.Warn("snapshot failed; will retry after more events", "error", m.err, "seq", m.seq)
+	default:
+		r.log.Debug("snapshot saved", "seq", m.seq)
+	}
+}
+
+func (r *Runtime) armFenceCheck() {
+	if r.cfg.fenceCheck <= 0 {
+		return
+	}
+	gen := r.gen
+	r.fenceTimer = r.cfg.clock.AfterFunc(r.cfg.fenceCheck, func() { r.root.Send(r.self, &fenceTick{rt: r, gen: gen}) })
+}
+
+// checkFence looks, off the actor's goroutine, for an event this activation
+// did not write.
+func (r *Runtime) checkFence() {
+	j, stream, from, timeout, gen := r.j, r.stream, r.nextSeq, r.cfg.journalTimeout, r.gen
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		errFound := errors.New("found")
+		err := j.Load(ctx, stream, from, func(Event) error { return errFound })
+		res := &fenceResult{rt: r, gen: gen, from: from, other: errors.Is(err, errFound)}
+		if !res.other {
+			res.err = err
+		}
+		r.root.Send(r.self, res)
+	}()
+}
+
+func (r *Runtime) onFenceResult(c actor.Context, m *fenceResult) {
+	// If the actor persisted since the check began, the event found may be
+	// its own: inconclusive (a stale writer is fenced by the journal anyway).
+	if m.other && r.nextSeq == m.from {
+		r.fenced(c, fmt.Errorf("%w: the journal holds event %d, written by a newer activation", ErrFenced, m.from))
+		return
+	}
+	if m.err != nil {
+		r.log.Debug("fence check could not read the journal", "error", m.err)
+	}
+	r.armFenceCheck()
+}
