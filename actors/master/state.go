@@ -170,6 +170,7 @@ func (s *WorkState) Release(id string) {
 	}
 	e.held = false
 	if e.status == statusAccepted && e.heapIdx < 0 {
+		s.counts.Pending-- // counted when held; push counts it again
 		s.push(e)
 	}
 }
@@ -193,7 +194,9 @@ func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 	e.readyAt = ev.GetAtUnixNano()
 	e.order = s.nextOrder
 	s.nextOrder++
-	if !held {
+	if held {
+		s.counts.Pending++ // pending, just not handed out yet
+	} else {
 		s.push(e)
 	}
 }
