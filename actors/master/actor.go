@@ -1,7 +1,6 @@
 package master
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,35 +11,6 @@ import (
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
 )
-
-// Props returns the props of a Master that journals to j, or the error of an
-// invalid option.
-//
-// The master recovers in Started, so the same props serve as a plain actor
-// and as a cluster grain: each activation takes a new epoch and fences the
-// previous one.
-func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
-	if j == nil {
-		return nil, fmt.Errorf("%w: journal is nil", ErrInvalidOption)
-	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if _, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	return actor.PropsFromProducer(func() actor.Actor {
-		rt, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...)
-		if err != nil {
-			panic(err) // validated above
-		}
-		return &masterActor{cfg: cfg, rt: rt, clock: cfg.clock, policy: cfg.policy(), workers: newWorkerRegistry()}
-	}), nil
-}
 
 // Messages the master sends itself. gen ties a timer to the recovery that
 // armed it.
@@ -68,41 +38,6 @@ type masterActor struct {
 	cleanupTimer clock.Timer
 	wakeTimer    clock.Timer
 	wakeAt       time.Time
-}
-
-// Reset, Replay, Snapshot and RecoveryEvent implement persistence.Handler
-// and persistence.RecoveryMarker.
-
-func (a *masterActor) Reset(snap *persistence.Snapshot) error {
-	if snap == nil {
-		a.state = NewWorkState()
-		return nil
-	}
-	ms, ok := snap.Msg.(*messages.MasterSnapshot)
-	if !ok {
-		return fmt.Errorf("%w: seq %d holds a %T", ErrBadSnapshot, snap.Seq, snap.Msg)
-	}
-	st, err := RestoreWorkState(ms)
-	if err != nil {
-		return err
-	}
-	a.state = st
-	return nil
-}
-
-func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
-
-// Snapshot declines while the state is larger than the events since the
-// last snapshot: replaying those is cheaper than writing it.
-func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
-	if since < a.state.Len() {
-		return nil, false
-	}
-	return a.state.Snapshot(), true
-}
-
-func (a *masterActor) RecoveryEvent(now time.Time) proto.Message {
-	return &messages.MasterRecovered{AtUnixNano: now.UnixNano()}
 }
 
 // Receive implements actor.Actor.
@@ -215,36 +150,14 @@ func (a *masterActor) persist(ev proto.Message, then func()) {
 	a.rt.Persist([]proto.Message{ev}, then)
 }
 
-func reject(work *messages.Work, code messages.RejectCode, reason string) *messages.WorkRejected {
-	return &messages.WorkRejected{WorkId: work.GetWorkId(), Code: code, Reason: reason}
-}
-
-func (a *masterActor) validate(w *messages.Work) *messages.WorkRejected {
-	switch {
-	case w.GetWorkId() == "":
-		return reject(w, messages.RejectCode_REJECT_CODE_INVALID, "master: work id is empty; give every job a unique id")
-	case w.GetJobType() == "":
-		return reject(w, messages.RejectCode_REJECT_CODE_INVALID, "master: job type is empty; set it to a type the workers run (e.g. \"square\")")
-	case len(w.GetPayload()) > a.cfg.maxPayload:
-		return reject(w, messages.RejectCode_REJECT_CODE_TOO_LARGE,
-			fmt.Sprintf("master: payload is %d bytes, over the limit of %d; send a reference to the data instead", len(w.GetPayload()), a.cfg.maxPayload))
-	}
-	if a.cfg.jobTypes != nil {
-		if _, ok := a.cfg.jobTypes[w.GetJobType()]; !ok {
-			return reject(w, messages.RejectCode_REJECT_CODE_UNKNOWN_TYPE,
-				fmt.Sprintf("master: unknown job type %q; this master accepts only its configured job types", w.GetJobType()))
-		}
-	}
-	return nil
-}
-
 func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	sender := c.Sender()
 	if !a.rt.Recovered() {
-		a.tell(sender, reject(w, messages.RejectCode_REJECT_CODE_UNAVAILABLE, "master: recovering from the journal; retry later"))
+		a.tell(sender, &messages.WorkRejected{WorkId: w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE,
+			Reason: "master: recovering from the journal; retry later"})
 		return
 	}
-	if r := a.validate(w); r != nil {
+	if r := a.cfg.check(w); r != nil {
 		a.tell(sender, r)
 		return
 	}
@@ -282,25 +195,15 @@ func (a *masterActor) tell(to *actor.PID, msg proto.Message) {
 	}
 }
 
-// notifyWorkers tells each worker that wants work and can run a ready job
-// WorkIsReady (once; it is told again after its next unmet request).
+// notifyWorkers tells each wanting worker that can run a ready job
+// WorkIsReady (see workerRegistry.readyToTell).
 func (a *masterActor) notifyWorkers(c actor.Context) {
-	if len(a.workers.wanting) == 0 {
-		return
+	told, wakeAt := a.workers.readyToTell(a.state, a.clock.Now())
+	for _, w := range told {
+		c.Request(w.pid, &messages.WorkIsReady{})
 	}
-	now := a.clock.Now()
-	for _, w := range a.workers.wanting {
-		if a.state.NextReady(now, w.accepts) != nil {
-			a.workers.setWanting(w, false)
-			if w.pid != nil {
-				c.Request(w.pid, &messages.WorkIsReady{})
-			}
-		}
-	}
-	if len(a.workers.wanting) > 0 {
-		if at, ok := a.state.NextReadyAt(now); ok {
-			a.armWake(at)
-		}
+	if !wakeAt.IsZero() {
+		a.armWake(wakeAt)
 	}
 }
 
@@ -324,13 +227,8 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 	if !a.rt.Recovered() {
 		return
 	}
-	if isNew || w.wanting || a.state.RunningCount(w.id) == 0 {
-		if a.state.NextReady(now, w.accepts) != nil {
-			a.workers.setWanting(w, false)
-			c.Request(w.pid, &messages.WorkIsReady{})
-		} else {
-			a.workers.setWanting(w, true)
-		}
+	if a.workers.registered(w, isNew, a.state, now) {
+		c.Request(w.pid, &messages.WorkIsReady{})
 	}
 }
 
@@ -361,49 +259,26 @@ func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequests
 	a.dispatch(c, w, max(int(m.GetCapacity()), 1), now)
 }
 
-// dispatch hands out up to n ready works to w. Only work whose WorkAccepted
-// is durable is ready (AcceptHeld). The master does not wait for the
-// WorkStarted event to be durable before sending (unless WithAwaitStarted):
-// recovery returns in-progress work to pending, so a lost WorkStarted only
-// means the work runs again.
+// dispatch hands out up to n ready works to w (planDispatch). Only work
+// whose WorkAccepted is durable is ready (AcceptHeld). The Work is sent
+// without waiting for its WorkStarted to be durable (unless
+// WithAwaitStarted): recovery returns in-progress work to pending, so a lost
+// WorkStarted only means the work runs again.
 func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.Time) {
-	var throttled map[string]bool
-	accept := func(jt string) bool { return w.accepts(jt) && !throttled[jt] }
-	given := 0
-	for given < n {
-		work := a.state.NextReady(now, accept)
-		if work == nil {
-			break
-		}
-		if dl := work.GetDeadlineUnixNano(); dl != 0 && dl <= now.UnixNano() {
-			a.persist(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(),
-				Reason: "deadline of the submitter passed before the work was started"}, nil)
-			continue
-		}
-		if lim := a.cfg.limiters[work.GetJobType()]; lim != nil {
-			if ok, retry := lim.Reserve(now); !ok {
-				if throttled == nil {
-					throttled = make(map[string]bool)
-				}
-				throttled[work.GetJobType()] = true
-				a.armWake(now.Add(max(retry, time.Millisecond)))
-				continue
-			}
-		}
-		a.persist(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: w.id, AtUnixNano: now.UnixNano()}, nil)
-		out := messages.HandedOutWork(work, a.state.Attempts(work.GetWorkId()))
+	p := planDispatch(a.state, a.cfg.limiters, w.accepts, w.id, n, now)
+	if len(p.events) > 0 {
+		a.rt.Persist(p.events, nil)
+	}
+	for _, out := range p.works {
 		if a.cfg.awaitStarted {
 			a.rt.Reply(w.pid, out)
 		} else {
 			c.Request(w.pid, out)
 		}
-		given++
 	}
-	a.workers.setWanting(w, given < n)
-	if given < n {
-		if at, ok := a.state.NextReadyAt(now); ok {
-			a.armWake(at)
-		}
+	a.workers.setWanting(w, p.short)
+	if !p.wakeAt.IsZero() {
+		a.armWake(p.wakeAt)
 	}
 }
 
@@ -486,24 +361,21 @@ func (a *masterActor) onDeregister(c actor.Context, m *messages.DeregisterWorker
 
 func (a *masterActor) onCleanup(c actor.Context) {
 	now := a.clock.Now()
-	for _, r := range a.state.Overdue(now, a.cfg.workTimeout) {
-		ev, ok := a.state.TimeoutEvent(a.policy, r.WorkID, r.WorkerID, now)
-		if !ok {
-			continue
+	events := planCleanup(a.state, a.policy, a.cfg.workTimeout, a.cfg.doneRetention, now)
+	for _, ev := range events {
+		if to, ok := ev.(*messages.WorkerTimedOut); ok {
+			a.log.Info("work timed out", "work_id", to.GetWorkId(), "worker_id", to.GetWorkerId(), "dead", to.GetDead())
+			// As in the sample, a worker that let its work time out is
+			// forgotten until it registers again.
+			a.workers.remove(to.GetWorkerId())
 		}
-		a.log.Info("work timed out", "work_id", r.WorkID, "worker_id", r.WorkerID, "dead", ev.GetDead())
-		a.persist(ev, nil)
-		// As in the sample, a worker that let its work time out is
-		// forgotten until it registers again.
-		a.workers.remove(r.WorkerID)
+	}
+	if len(events) > 0 {
+		a.rt.Persist(events, nil)
 	}
 	for _, id := range a.workers.stale(now, a.cfg.workerDeadAfter, func(id string) bool { return a.state.RunningCount(id) > 0 }) {
 		a.log.Info("too long since heard from worker; pruning", "worker_id", id)
 		a.workers.remove(id)
-	}
-	before := now.Add(-a.cfg.doneRetention).UnixNano()
-	if at, ok := a.state.OldestFinishedAt(); ok && at < before {
-		a.persist(&messages.FinishedForgotten{BeforeUnixNano: before}, nil)
 	}
 	a.notifyWorkers(c)
 	a.armCleanup()

@@ -98,3 +98,39 @@ func (r *workerRegistry) sorted() []*workerInfo {
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }
+
+// readyToTell returns the wanting workers that can run a ready job at now,
+// marked as no longer wanting (each is told WorkIsReady once, and again
+// after its next unmet request), and when to look again for the rest (zero:
+// no need).
+func (r *workerRegistry) readyToTell(s *WorkState, now time.Time) (told []*workerInfo, wakeAt time.Time) {
+	if len(r.wanting) == 0 {
+		return nil, time.Time{}
+	}
+	for _, w := range r.wanting {
+		if w.pid != nil && s.NextReady(now, w.accepts) != nil {
+			told = append(told, w)
+		}
+	}
+	for _, w := range told {
+		r.setWanting(w, false)
+	}
+	if len(r.wanting) > 0 {
+		if at, ok := s.NextReadyAt(now); ok {
+			wakeAt = at
+		}
+	}
+	return told, wakeAt
+}
+
+// registered decides what a (re-)registration of w means: a new worker, one
+// that wanted work, or an idle one is told WorkIsReady at once when work is
+// ready (true), or marked as wanting work.
+func (r *workerRegistry) registered(w *workerInfo, isNew bool, s *WorkState, now time.Time) (tell bool) {
+	if !isNew && !w.wanting && s.RunningCount(w.id) > 0 {
+		return false
+	}
+	tell = s.NextReady(now, w.accepts) != nil
+	r.setWanting(w, !tell)
+	return tell
+}

@@ -1,0 +1,79 @@
+package master
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// The master on the persistence runtime: its props, and how WorkState is
+// recovered and snapshotted.
+
+// Props returns the props of a Master that journals to j, or the error of an
+// invalid option.
+//
+// The master recovers in Started, so the same props serve as a plain actor
+// and as a cluster grain: each activation takes a new epoch and fences the
+// previous one.
+func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
+	if j == nil {
+		return nil, fmt.Errorf("%w: journal is nil", ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		rt, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...)
+		if err != nil {
+			panic(err) // validated above
+		}
+		return &masterActor{cfg: cfg, rt: rt, clock: cfg.clock, policy: cfg.policy(), workers: newWorkerRegistry()}
+	}), nil
+}
+
+// Reset, Replay, Snapshot and RecoveryEvent implement persistence.Handler
+// and persistence.RecoveryMarker.
+
+func (a *masterActor) Reset(snap *persistence.Snapshot) error {
+	if snap == nil {
+		a.state = NewWorkState()
+		return nil
+	}
+	ms, ok := snap.Msg.(*messages.MasterSnapshot)
+	if !ok {
+		return fmt.Errorf("%w: seq %d holds a %T", ErrBadSnapshot, snap.Seq, snap.Msg)
+	}
+	st, err := RestoreWorkState(ms)
+	if err != nil {
+		return err
+	}
+	a.state = st
+	return nil
+}
+
+func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
+
+// Snapshot declines while the state is larger than the events since the
+// last snapshot: replaying those is cheaper than writing it.
+func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
+	if since < a.state.Len() {
+		return nil, false
+	}
+	return a.state.Snapshot(), true
+}
+
+func (a *masterActor) RecoveryEvent(now time.Time) proto.Message {
+	return &messages.MasterRecovered{AtUnixNano: now.UnixNano()}
+}

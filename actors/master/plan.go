@@ -1,0 +1,118 @@
+package master
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// The master's decisions that take more than one step, as pure functions
+// of the state and the time: each applies the events it decides to the
+// state and returns them, for the shell to persist, with what to send.
+
+// dispatchPlan is what planDispatch decides for one request for work.
+type dispatchPlan struct {
+	events []proto.Message  // already applied to the state; persist in order
+	works  []*messages.Work // to send to the worker, in order
+	wakeAt time.Time        // when to look again for idle workers; zero: no need
+	short  bool             // fewer works than asked: the worker still wants work
+}
+
+// planDispatch picks up to n ready works for worker workerID among the job
+// types accepts allows, honouring the per-type limiters: expired work is
+// made dead (WorkExpired), a throttled type is skipped until its limiter
+// allows, each hand-out is a WorkStarted.
+func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts func(string) bool,
+	workerID string, n int, now time.Time) dispatchPlan {
+	var p dispatchPlan
+	wake := func(t time.Time) {
+		if p.wakeAt.IsZero() || t.Before(p.wakeAt) {
+			p.wakeAt = t
+		}
+	}
+	apply := func(ev proto.Message) {
+		if err := s.Apply(ev); err != nil {
+			panic(err) // only events WorkState knows are planned
+		}
+		p.events = append(p.events, ev)
+	}
+	var throttled map[string]bool
+	accept := func(jt string) bool { return (accepts == nil || accepts(jt)) && !throttled[jt] }
+	for len(p.works) < n {
+		work := s.NextReady(now, accept)
+		if work == nil {
+			break
+		}
+		if dl := work.GetDeadlineUnixNano(); dl != 0 && dl <= now.UnixNano() {
+			apply(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(),
+				Reason: "deadline of the submitter passed before the work was started"})
+			continue
+		}
+		if lim := limiters[work.GetJobType()]; lim != nil {
+			if ok, retry := lim.Reserve(now); !ok {
+				if throttled == nil {
+					throttled = make(map[string]bool)
+				}
+				throttled[work.GetJobType()] = true
+				wake(now.Add(max(retry, time.Millisecond)))
+				continue
+			}
+		}
+		apply(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: workerID, AtUnixNano: now.UnixNano()})
+		p.works = append(p.works, messages.HandedOutWork(work, s.Attempts(work.GetWorkId())))
+	}
+	p.short = len(p.works) < n
+	if p.short {
+		if at, ok := s.NextReadyAt(now); ok {
+			wake(at)
+		}
+	}
+	return p
+}
+
+// planCleanup times out work running longer than workTimeout (the events are
+// WorkerTimedOut, retried or dead by policy) and forgets finished work older
+// than the retention (FinishedForgotten).
+func planCleanup(s *WorkState, policy Policy, workTimeout, retention time.Duration, now time.Time) []proto.Message {
+	var events []proto.Message
+	for _, r := range s.Overdue(now, workTimeout) {
+		if ev, ok := s.TimeoutEvent(policy, r.WorkID, r.WorkerID, now); ok {
+			_ = s.Apply(ev) // a WorkerTimedOut always applies
+			events = append(events, ev)
+		}
+	}
+	before := now.Add(-retention).UnixNano()
+	if at, ok := s.OldestFinishedAt(); ok && at < before {
+		ev := &messages.FinishedForgotten{BeforeUnixNano: before}
+		_ = s.Apply(ev)
+		events = append(events, ev)
+	}
+	return events
+}
+
+// check validates submitted work against the configuration; nil means
+// acceptable.
+func (c *config) check(w *messages.Work) *messages.WorkRejected {
+	reject := func(code messages.RejectCode, reason string) *messages.WorkRejected {
+		return &messages.WorkRejected{WorkId: w.GetWorkId(), Code: code, Reason: reason}
+	}
+	switch {
+	case w.GetWorkId() == "":
+		return reject(messages.RejectCode_REJECT_CODE_INVALID, "master: work id is empty; give every job a unique id")
+	case w.GetJobType() == "":
+		return reject(messages.RejectCode_REJECT_CODE_INVALID, "master: job type is empty; set it to a type the workers run (e.g. \"square\")")
+	case len(w.GetPayload()) > c.maxPayload:
+		return reject(messages.RejectCode_REJECT_CODE_TOO_LARGE,
+			fmt.Sprintf("master: payload is %d bytes, over the limit of %d; send a reference to the data instead", len(w.GetPayload()), c.maxPayload))
+	}
+	if c.jobTypes != nil {
+		if _, ok := c.jobTypes[w.GetJobType()]; !ok {
+			return reject(messages.RejectCode_REJECT_CODE_UNKNOWN_TYPE,
+				fmt.Sprintf("master: unknown job type %q; this master accepts only its configured job types", w.GetJobType()))
+		}
+	}
+	return nil
+}
