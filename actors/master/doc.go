@@ -6,10 +6,11 @@
 //
 // The package has two layers. [WorkState] is pure and event-sourced: it
 // changes only by applying the journal events of messages/master.proto, so
-// replaying the journal (from a snapshot) rebuilds it exactly. The actor
-// made by [Props] is a thin shell around it: it decides, emits events,
-// appends them to the journal and performs the effects (acks, results) once
-// they are durable.
+// replaying the journal (from a snapshot) rebuilds it exactly; the master's
+// multi-step decisions (dispatch, cleanup, validation) are pure functions
+// of it too. The actor made by [Props] is a thin shell on the
+// persistence.Runtime of actors/persistence: it decides, persists the events
+// and performs the effects (acks, hand-outs, results) once they are durable.
 //
 // # Messages
 //
@@ -38,28 +39,34 @@
 //
 // # Durability
 //
-// Persist before effect: Acks and published results wait for their events.
-// Events are appended with journal.AppendAsync, batched naturally (everything
-// the messages in the mailbox produce goes into one append), and the
-// outcome comes back to the actor as a message; the actor never waits for
-// an fsync. The Acks of a batch, prepared by the actor when it flushed the
-// batch and never changed after, are sent by the append's completion
-// callback itself, so they do not queue behind the master's mailbox (this
-// cut the ack latency by about a quarter); results are published by the
-// actor. Work is handed out without waiting for WorkStarted to be durable
-// (WithAwaitStarted changes that): recovery returns in-progress work to
-// pending, so a lost WorkStarted only means the work runs again. An append
+// Persist before effect, as Akka's persist: nothing a frontend, a worker or
+// a subscriber can observe precedes its record. Acks and status replies wait
+// for everything persisted before them (persistence.Runtime.Reply), results
+// are published once their WorkCompleted is durable, and new work is handed
+// out only once its WorkAccepted is durable: the master knows it at once (a
+// duplicate is recognised, WorkState.AcceptHeld) but releases it to the
+// queue in the append's callback. The events of all messages handled while
+// an append is being written share one group commit; the actor never waits
+// for an fsync. A Work is sent without waiting for its WorkStarted to be
+// durable (WithAwaitStarted changes that): recovery returns in-progress work
+// to pending, so a lost WorkStarted only means the work runs again. An append
 // fenced by a newer activation stops the master; any other append error
-// drops the unconfirmed acks and re-reads the journal, as a restart would.
+// drops the unconfirmed state and re-reads the journal, as a restart would,
+// so nothing unconfirmed is ever acknowledged.
 //
-// Recovery runs in Started (AcquireEpoch, LoadSnapshot, Load, then a
-// MasterRecovered event that returns in-progress work to pending), blocking
-// the actor so that messages wait in its mailbox; the same Props therefore
-// serve as a plain actor and as a cluster grain.
+// Recovery runs in Started (a new epoch, the snapshot, the events after it,
+// then a MasterRecovered event that returns in-progress work to pending and
+// lets an older activation see that it was replaced), blocking the actor so
+// that messages wait in its mailbox; the same Props therefore serve as a
+// plain actor and as a cluster grain.
 //
 // # Example
 //
 //	j, _ := journal.OpenSQLite("foreman-data/journal.db")
-//	pid := system.Root.Spawn(master.Props(j, master.WithWorkTimeout(10*time.Second)))
+//	props, err := master.Props(j, master.WithWorkTimeout(10*time.Second))
+//	if err != nil {
+//		return err // an option out of range, named in the error
+//	}
+//	pid := system.Root.Spawn(props)
 //	ack, _ := system.Root.RequestFuture(pid, &messages.Work{WorkId: "1", JobType: "square", Payload: []byte("7")}, 5*time.Second).Result()
 package master
