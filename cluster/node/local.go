@@ -13,6 +13,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
 )
@@ -175,14 +176,14 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		return nil, fmt.Errorf("node: spawn master: %w", err)
 	}
 	for i := 0; i < cfg.workers; i++ {
-		wprops, err := worker.Props(worker.MasterPID(n.master), reg, append([]worker.Option{worker.WithLogger(log)}, cfg.workerOpts...)...)
+		wprops, err := worker.Props(route.Fixed(n.master), reg, append([]worker.Option{worker.WithLogger(log)}, cfg.workerOpts...)...)
 		if err != nil {
 			n.shutdown()
 			return nil, err
 		}
 		n.workers = append(n.workers, n.sys.Root.Spawn(wprops))
 	}
-	n.client, err = frontend.NewClient(n.sys, frontend.MasterPID(n.master), append([]frontend.Option{frontend.WithLogger(log)}, cfg.frontendOpts...)...)
+	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), append([]frontend.Option{frontend.WithLogger(log)}, cfg.frontendOpts...)...)
 	if err != nil {
 		n.shutdown()
 		return nil, err
