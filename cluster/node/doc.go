@@ -13,7 +13,6 @@
 // master that cannot be found is route.ErrNoMaster). Results are published
 // on the [ResultsTopic] pub-sub topic.
 //
-// [RunBench] is the end-to-end benchmark behind `foreman bench`;
 // [MasterRateOptions] and [NewAdaptivePool] wire the throttler and the
 // adaptive scheduler into the distributed workers.
 package node
