@@ -42,7 +42,6 @@ type localConfig struct {
 	logger        *slog.Logger
 	masterOpts    []master.Option
 	workerOpts    []worker.Option
-	frontendOpts  []frontend.Option
 	system        *actor.ActorSystem
 	stopTimeout   time.Duration
 	squareDelayLo time.Duration
@@ -83,11 +82,6 @@ func WithMasterOptions(opts ...master.Option) LocalOption {
 // WithWorkerOptions passes options to every worker.
 func WithWorkerOptions(opts ...worker.Option) LocalOption {
 	return func(c *localConfig) { c.workerOpts = append(c.workerOpts, opts...) }
-}
-
-// WithFrontendOptions passes options to the node's frontend client.
-func WithFrontendOptions(opts ...frontend.Option) LocalOption {
-	return func(c *localConfig) { c.frontendOpts = append(c.frontendOpts, opts...) }
 }
 
 // WithActorSystem runs the node's actors in sys instead of a new actor
@@ -183,7 +177,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		}
 		n.workers = append(n.workers, n.sys.Root.Spawn(wprops))
 	}
-	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), append([]frontend.Option{frontend.WithLogger(log)}, cfg.frontendOpts...)...)
+	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), frontend.WithLogger(log))
 	if err != nil {
 		n.shutdown()
 		return nil, err

@@ -57,13 +57,6 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 	return l
 }
 
-// Invalidate drops the cached PID.
-func (l *MasterLocator) Invalidate() {
-	l.mu.Lock()
-	l.pid = nil
-	l.mu.Unlock()
-}
-
 // Route returns the route to the master through this locator
 // (route.Resolver(l.Resolve)), for worker.Props and frontend.NewClient.
 func (l *MasterLocator) Route() route.Master { return route.Resolver(l.Resolve) }
