@@ -12,6 +12,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -37,7 +38,7 @@ func TestFrontend(t *testing.T) {
 	sys := testkit.NewSystem(t)
 	master := testkit.NewProbe(t, sys)
 	client := testkit.NewProbe(t, sys)
-	props, err := frontend.Props(frontend.MasterPID(master.PID()), frontend.WithAskTimeout(200*time.Millisecond))
+	props, err := frontend.Props(route.Fixed(master.PID()), frontend.WithAskTimeout(200*time.Millisecond))
 	fe := spawn(t, sys, props, err)
 
 	t.Run("OkAfterAck", func(t *testing.T) {

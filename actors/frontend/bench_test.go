@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkClientSubmit(b *testing.B) {
 			c.Respond(&messages.Ack{WorkId: w.GetWorkId()})
 		}
 	}))
-	client, err := frontend.NewClient(sys, frontend.MasterPID(master))
+	client, err := frontend.NewClient(sys, route.Fixed(master))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -17,14 +18,14 @@ import (
 // for concurrent use.
 type Client struct {
 	sys    *actor.ActorSystem
-	master MasterRef
+	master route.Master
 	cfg    config
 	log    *slog.Logger
 }
 
 // NewClient returns a client of the master reached through master. It reads
 // WithAskTimeout, WithRetryBackoff, WithClock and WithLogger.
-func NewClient(sys *actor.ActorSystem, master MasterRef, opts ...Option) (*Client, error) {
+func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Client, error) {
 	if sys == nil {
 		return nil, fmt.Errorf("%w: nil actor system", ErrInvalidOption)
 	}
@@ -70,7 +71,7 @@ func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 }
 
 // SubmitOnce makes one attempt: nil once the master acknowledged w, or
-// ErrTimeout, ErrNoMaster, *RejectedError, ErrInvalidWork, ctx.Err().
+// ErrTimeout, route.ErrNoMaster, *RejectedError, ErrInvalidWork, ctx.Err().
 func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	if w == nil {
 		return fmt.Errorf("%w: nil work", ErrInvalidWork)
@@ -137,7 +138,7 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %w", ErrNoMaster, err)
+		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
 	}
 	timeout := c.cfg.askTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -159,9 +160,9 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 		}
 		return nil, fmt.Errorf("%w (ask timeout %v, master %s)", ErrTimeout, timeout, pid)
 	case errors.Is(err, actor.ErrDeadLetter):
-		return nil, fmt.Errorf("%w: %s is gone (dead letter)", ErrNoMaster, pid)
+		return nil, fmt.Errorf("frontend: %w: %s is gone (dead letter)", route.ErrNoMaster, pid)
 	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrNoMaster, err)
+		return nil, fmt.Errorf("frontend: %w: %w", route.ErrNoMaster, err)
 	}
 	if _, ok := res.(cancelled); ok {
 		return nil, ctx.Err()
@@ -171,7 +172,7 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 
 // Submit is Client.Submit without keeping a client: it sends w to master
 // until acknowledged, rejected for good, or ctx ends.
-func Submit(ctx context.Context, sys *actor.ActorSystem, master MasterRef, w *messages.Work, opts ...Option) error {
+func Submit(ctx context.Context, sys *actor.ActorSystem, master route.Master, w *messages.Work, opts ...Option) error {
 	c, err := NewClient(sys, master, opts...)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -28,7 +29,7 @@ func TestClient(t *testing.T) {
 		t.Helper()
 		sys := testkit.NewSystem(t)
 		master := testkit.NewProbe(t, sys)
-		c, err := frontend.NewClient(sys, frontend.MasterPID(master.PID()), opts...)
+		c, err := frontend.NewClient(sys, route.Fixed(master.PID()), opts...)
 		require.NoError(t, err)
 		return c, master
 	}
@@ -143,25 +144,25 @@ func TestClient(t *testing.T) {
 	t.Run("NoMaster", func(t *testing.T) {
 		t.Parallel()
 		sys := testkit.NewSystem(t)
-		c, err := frontend.NewClient(sys, frontend.MasterResolver(func(context.Context) (*actor.PID, error) {
+		c, err := frontend.NewClient(sys, route.Resolver(func(context.Context) (*actor.PID, error) {
 			return nil, errors.New("no backend node up")
 		}))
 		require.NoError(t, err)
 		err = c.SubmitOnce(context.Background(), work("a"))
-		require.ErrorIs(t, err, frontend.ErrNoMaster)
+		require.ErrorIs(t, err, route.ErrNoMaster)
 		require.Contains(t, err.Error(), "no backend node up")
 
 		gone := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 		require.NoError(t, sys.Root.StopFuture(gone).Wait())
-		c, err = frontend.NewClient(sys, frontend.MasterPID(gone))
+		c, err = frontend.NewClient(sys, route.Fixed(gone))
 		require.NoError(t, err)
-		require.ErrorIs(t, c.SubmitOnce(context.Background(), work("a")), frontend.ErrNoMaster)
+		require.ErrorIs(t, c.SubmitOnce(context.Background(), work("a")), route.ErrNoMaster)
 	})
 
 	t.Run("BadOptions", func(t *testing.T) {
 		t.Parallel()
 		sys := testkit.NewSystem(t)
-		pid := frontend.MasterPID(sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})))
+		pid := route.Fixed(sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})))
 		for _, o := range []frontend.Option{
 			frontend.WithAskTimeout(0),
 			frontend.WithRetryBackoff(0, time.Second),
@@ -178,11 +179,11 @@ func TestClient(t *testing.T) {
 			_, err := frontend.NewClient(sys, pid, o)
 			require.ErrorIs(t, err, frontend.ErrInvalidOption)
 		}
-		_, err := frontend.NewClient(sys, frontend.MasterRef{})
+		_, err := frontend.NewClient(sys, route.Master{})
 		require.ErrorIs(t, err, frontend.ErrInvalidOption)
 		_, err = frontend.ProducerProps(nil)
 		require.ErrorIs(t, err, frontend.ErrInvalidOption)
-		_, err = frontend.Props(frontend.MasterRef{})
+		_, err = frontend.Props(route.Master{})
 		require.ErrorIs(t, err, frontend.ErrInvalidOption)
 	})
 }

@@ -16,6 +16,11 @@
 //
 // # Submitting from Go
 //
+// The Client and the Frontend actor reach the master through a
+// route.Master (package actors/route): route.Fixed(pid) in one process,
+// route.Resolver(fn) in a cluster. An unreachable master is reported as
+// route.ErrNoMaster, the one "no master" error of Foreman.
+//
 // [Client.Submit] (or [Submit]) sends a Work until the master acknowledges
 // it: nil means the work is durable. Timeouts, an unreachable master and a
 // temporary rejection (REJECT_CODE_UNAVAILABLE) are retried with backoff and
@@ -32,7 +37,7 @@
 //
 // # Example
 //
-//	client, err := frontend.NewClient(sys, frontend.MasterPID(master))
+//	client, err := frontend.NewClient(sys, route.Fixed(master))
 //	if err != nil { ... }
 //	err = client.Submit(ctx, &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")})
 //	switch {

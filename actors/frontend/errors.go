@@ -4,18 +4,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// Sentinel errors of the frontend package; returned errors wrap one of them.
+// Sentinel errors of the frontend package; returned errors wrap one of them
+// or route.ErrNoMaster (the master could not be found or its PID is gone).
 var (
 	// ErrRejected: the master refused the work (see *RejectedError for the
 	// code and reason). Nothing was stored.
 	ErrRejected = errors.New("frontend: work rejected by master")
 	// ErrTimeout: the master did not answer within the ask timeout.
 	ErrTimeout = errors.New("frontend: master did not answer in time")
-	// ErrNoMaster: the master could not be found or its PID is gone.
-	ErrNoMaster = errors.New("frontend: master not reachable")
 	// ErrInvalidWork: the Work is nil or has no work id.
 	ErrInvalidWork = errors.New("frontend: invalid work")
 	// ErrUnexpectedReply: the master answered with a message of the wrong type.
@@ -54,7 +54,7 @@ func retryable(err error) bool {
 	if errors.As(err, &rej) {
 		return rej.Temporary()
 	}
-	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoMaster)
+	return errors.Is(err, ErrTimeout) || errors.Is(err, route.ErrNoMaster)
 }
 
 func wrapOpt(msg string) error { return fmt.Errorf("%w: %s", ErrInvalidOption, msg) }

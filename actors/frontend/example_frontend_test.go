@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -37,7 +38,7 @@ func Example() {
 	consumer := sys.Root.Spawn(consumerProps)
 	_, _ = sys.Root.RequestFuture(consumer, &frontend.GetStats{}, time.Second).Result() // subscribed
 
-	feProps, _ := frontend.Props(frontend.MasterPID(master))
+	feProps, _ := frontend.Props(route.Fixed(master))
 	fe := sys.Root.Spawn(feProps)
 	producerProps, _ := frontend.ProducerProps(fe, frontend.WithJobs(3),
 		frontend.WithWorkID(func(n int) string { return fmt.Sprint("job-", n) }))
@@ -48,7 +49,7 @@ func Example() {
 	}
 
 	// The same submission from plain Go code, e.g. an HTTP handler.
-	err := frontend.Submit(context.Background(), sys, frontend.MasterPID(master),
+	err := frontend.Submit(context.Background(), sys, route.Fixed(master),
 		&messages.Work{WorkId: "job-4", JobType: "square", Payload: []byte("4")})
 	fmt.Println("job-4 acknowledged:", err == nil)
 	r := <-results

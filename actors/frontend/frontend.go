@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -24,7 +25,7 @@ type Ok struct {
 type NotOk struct {
 	// WorkID is the work's id.
 	WorkID string
-	// Err says why: it matches ErrTimeout, ErrNoMaster, ErrRejected, ...
+	// Err says why: it matches ErrTimeout, route.ErrNoMaster, ErrRejected, ...
 	Err error
 }
 
@@ -33,7 +34,7 @@ type NotOk struct {
 // master with the ask timeout (default 5 s) and answers the sender Ok or
 // NotOk, as the sample's Frontend does. Each request is one attempt; the
 // sender decides about retries. It reads WithAskTimeout and WithLogger.
-func Props(master MasterRef, opts ...Option) (*actor.Props, error) {
+func Props(master route.Master, opts ...Option) (*actor.Props, error) {
 	if err := master.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -47,7 +48,7 @@ func Props(master MasterRef, opts ...Option) (*actor.Props, error) {
 // master does not block other requests; the goroutines touch no actor
 // state and are waited for when the actor stops.
 type frontendActor struct {
-	master MasterRef
+	master route.Master
 	opts   []Option
 	client *Client
 	log    *slog.Logger

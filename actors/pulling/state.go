@@ -188,9 +188,6 @@ func (s *State[T]) Running() bool { return s.running }
 // Epic returns the number of the current (or last) Epic.
 func (s *State[T]) Epic() uint64 { return s.epic }
 
-// Registered tells whether w is a registered worker.
-func (s *State[T]) Registered(w WorkerID) bool { _, ok := s.workers[w]; return ok }
-
 // Stats returns the progress counters.
 func (s *State[T]) Stats() Stats {
 	st := s.stats

@@ -10,14 +10,14 @@ import (
 	"github.com/foreman-actors/foreman/actors/clock"
 )
 
-// NewProps returns the props of a throttler actor that delivers at most
+// Props returns the props of a throttler actor that delivers at most
 // rate to its target, validating rate and opts. Options: all of them; see
 // WithMode, WithBurst, WithMaxQueue, WithOverflow, WithClock, WithLogger and
 // WithTarget.
 //
 // The queue lives in the actor: if the actor stops or restarts, the
 // messages still queued are lost (as in seed 002 and Akka's version).
-func NewProps(rate Rate, opts ...Option) (*actor.Props, error) {
+func Props(rate Rate, opts ...Option) (*actor.Props, error) {
 	cfg, err := newConfig(defaultConfig(), opts)
 	if err != nil {
 		return nil, err

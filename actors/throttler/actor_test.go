@@ -34,7 +34,7 @@ func setup(t *testing.T, rate throttler.Rate, real bool, opts ...throttler.Optio
 		b.clk = clock.NewManual(t0)
 		opts = append(opts, throttler.WithClock(b.clk))
 	}
-	props, err := throttler.NewProps(rate, opts...)
+	props, err := throttler.Props(rate, opts...)
 	require.NoError(t, err)
 	b.thr = b.sys.Root.Spawn(props)
 	return b

@@ -90,7 +90,7 @@ func BenchmarkActor(b *testing.B) {
 			target := sys.Root.Spawn(actor.PropsFromFunc(c.receive))
 			to := target
 			if mode != 0 {
-				props, err := throttler.NewProps(unlimited(mode), throttler.WithMode(mode),
+				props, err := throttler.Props(unlimited(mode), throttler.WithMode(mode),
 					throttler.WithTarget(target), throttler.WithMaxQueue(1<<30))
 				if err != nil {
 					b.Fatal(err)
@@ -136,7 +136,7 @@ func BenchmarkAccuracy(b *testing.B) {
 				total := (periods + 1) * rate.Calls
 				c := newCounter(total, true)
 				target := sys.Root.Spawn(actor.PropsFromFunc(c.receive))
-				props, err := throttler.NewProps(rate, append(tc.opts, throttler.WithTarget(target))...)
+				props, err := throttler.Props(rate, append(tc.opts, throttler.WithTarget(target))...)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,7 +3,7 @@
 // 2"), ported to protoactor-go, with strict modes, a bounded queue and a
 // rate limiter usable without an actor.
 //
-// A throttler is an actor. Spawn it from [NewProps] with a [Rate], give it a
+// A throttler is an actor. Spawn it from [Props] with a [Rate], give it a
 // target with [SetTarget] (or [WithTarget]) and send it the messages to
 // throttle. It delivers them in the order received, to the target, with the
 // original sender (and headers) preserved, so the target's c.Sender() is
@@ -48,7 +48,7 @@
 //
 // # Example
 //
-//	props, err := throttler.NewProps(throttler.PerSecond(3),
+//	props, err := throttler.Props(throttler.PerSecond(3),
 //		throttler.WithTarget(printer), throttler.WithMode(throttler.ModeSlidingWindow))
 //	if err != nil { ... }
 //	thr := system.Root.Spawn(props)

@@ -23,7 +23,7 @@ func Example() {
 			printed <- s
 		}
 	}))
-	props, err := throttler.NewProps(throttler.PerSecond(3), throttler.WithClock(clk), throttler.WithTarget(printer))
+	props, err := throttler.Props(throttler.PerSecond(3), throttler.WithClock(clk), throttler.WithTarget(printer))
 	if err != nil {
 		panic(err)
 	}

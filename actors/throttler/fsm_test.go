@@ -370,7 +370,7 @@ func TestNewFSMRejectsBadOptions(t *testing.T) {
 			t.Parallel()
 			_, err := throttler.NewFSM[string, int](tt.rate, tt.opts...)
 			require.ErrorIs(t, err, tt.want)
-			_, err = throttler.NewProps(tt.rate, tt.opts...)
+			_, err = throttler.Props(tt.rate, tt.opts...)
 			require.ErrorIs(t, err, tt.want)
 		})
 	}

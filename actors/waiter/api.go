@@ -158,9 +158,6 @@ func reasonOf(ctxErr error) giveUpReason {
 // Stats returns a snapshot of the scheduler's counters. It does not block.
 func (a *API[W, R]) Stats() Stats { return a.stats.get() }
 
-// SchedulerPID returns the WorkScheduler actor's PID (for logs and tests).
-func (a *API[W, R]) SchedulerPID() *actor.PID { return a.scheduler }
-
 // Stop refuses new work (Do returns ErrClosed), lets queued and running jobs
 // finish (jobs whose callers have gone are skipped as usual), and returns
 // once the scheduler and every WorkWaiter have stopped.

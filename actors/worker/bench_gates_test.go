@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
@@ -74,7 +75,7 @@ func BenchmarkWorkerGates(b *testing.B) {
 					}
 				}
 			}))
-			props, err := worker.Props(worker.MasterPID(master), reg, opts...)
+			props, err := worker.Props(route.Fixed(master), reg, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -48,7 +49,7 @@ func BenchmarkWorker(b *testing.B) {
 					}
 				}
 			}))
-			props, err := worker.Props(worker.MasterPID(master), reg, worker.WithWindow(window))
+			props, err := worker.Props(route.Fixed(master), reg, worker.WithWindow(window))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -79,7 +79,8 @@
 //
 // # Finding the master
 //
-// [MasterPID] names a master at a fixed PID (one process). [MasterResolver]
+// The master is given as a [route.Master]:
+// [route.Fixed] names a master at a fixed PID (one process), [route.Resolver]
 // finds it through a function (the cluster singleton): the worker calls it
 // off its own goroutine at start, on every register tick, when the master's
 // PID terminates and when a WorkIsDone goes unacknowledged.
@@ -88,7 +89,7 @@
 //
 //	reg := worker.NewRegistry()
 //	_ = worker.RegisterBuiltins(reg)
-//	props, err := worker.Props(worker.MasterPID(masterPID), reg, worker.WithWindow(4))
+//	props, err := worker.Props(route.Fixed(masterPID), reg, worker.WithWindow(4))
 //	if err != nil { ... }
 //	for range k {
 //		sys.Root.Spawn(props)

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
@@ -54,7 +55,7 @@ func ExampleWithLimiter() {
 		}
 	}))
 
-	props, _ := worker.Props(worker.MasterPID(master), reg, worker.WithLimiter(lim))
+	props, _ := worker.Props(route.Fixed(master), reg, worker.WithLimiter(lim))
 	w := sys.Root.Spawn(props)
 	<-done
 	_ = sys.Root.PoisonFuture(w).Wait()

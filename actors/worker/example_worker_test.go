@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -44,7 +45,7 @@ func Example() {
 		}
 	}))
 
-	props, err := worker.Props(worker.MasterPID(master), reg, worker.WithWorkerID("worker-1"))
+	props, err := worker.Props(route.Fixed(master), reg, worker.WithWorkerID("worker-1"))
 	if err != nil {
 		panic(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
@@ -34,7 +35,7 @@ func TestFlakyWorkerOfTheAkkaSpec(t *testing.T) {
 		return p, nil
 	}))
 	var self atomic.Pointer[actor.PID]
-	props, err := worker.Props(worker.MasterPID(master.PID()), reg,
+	props, err := worker.Props(route.Fixed(master.PID()), reg,
 		worker.WithClock(clock.NewManual(epoch)), worker.WithWorkerID("flaky"),
 		worker.WithOnWork(func(seq int, _ *messages.Work) {
 			if seq == 5 {

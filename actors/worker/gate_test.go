@@ -11,6 +11,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/actors/worker"
@@ -193,7 +194,7 @@ func setupShared(t *testing.T, n, window, limit int, opts ...worker.Option) *lim
 	for i := range n {
 		all := append([]worker.Option{worker.WithClock(b.clk), worker.WithWorkerID(fmt.Sprint("w", i)),
 			worker.WithWindow(window), worker.WithLimiter(lim), worker.WithRegisterInterval(time.Hour)}, opts...)
-		props, err := worker.Props(worker.MasterPID(b.master.PID()), b.reg, all...)
+		props, err := worker.Props(route.Fixed(b.master.PID()), b.reg, all...)
 		require.NoError(t, err)
 		pid := b.sys.Root.Spawn(props)
 		lb.workers = append(lb.workers, pid)
@@ -358,7 +359,7 @@ func errorOf(f *messages.WorkFailed) error { return fmt.Errorf("%s", f.GetError(
 
 func TestLimiterOptions(t *testing.T) {
 	t.Parallel()
-	master := worker.MasterPID(actor.NewPID("nonhost", "master"))
+	master := route.Fixed(actor.NewPID("nonhost", "master"))
 	for _, tc := range []struct {
 		name string
 		opt  worker.Option

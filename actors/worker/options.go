@@ -26,7 +26,7 @@ const (
 	// the bound is reached it asks for no work. The default is the larger of
 	// this and twice the window.
 	DefaultMaxUnacked = 32
-	// DefaultResolveTimeout bounds one call of a MasterResolver.
+	// DefaultResolveTimeout bounds one call of a route.Resolver.
 	DefaultResolveTimeout = 5 * time.Second
 	// DefaultInterestTimeout bounds the wait for the answer of a Work's
 	// waiter to AreYouStillInterested; no answer in time counts as "not
@@ -105,7 +105,7 @@ func WithResendInterval(d time.Duration) Option {
 	return func(c *config) { c.resendInterval = d }
 }
 
-// WithResolveTimeout bounds each call of a MasterResolver (default
+// WithResolveTimeout bounds each call of a route.Resolver (default
 // DefaultResolveTimeout).
 func WithResolveTimeout(d time.Duration) Option {
 	return func(c *config) { c.resolveTimeout = d }

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -18,13 +19,13 @@ import (
 // it with the job functions of reg. Spawn it once per worker (a node runs K
 // of them); each instance gets its own random id unless WithWorkerID is used.
 // It fails when master is empty, reg is nil or an option is out of range.
-func Props(master MasterRef, reg *Registry, opts ...Option) (*actor.Props, error) {
+func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := master.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry; use NewRegistry and RegisterBuiltins", ErrInvalidOption)
@@ -60,7 +61,7 @@ type (
 // goroutine, except wg, which the resolver goroutines signal.
 type workerActor struct {
 	cfg    config
-	master MasterRef
+	master route.Master
 	reg    *Registry
 	id     string
 	log    *slog.Logger

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
@@ -71,7 +72,7 @@ func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
 	b.clk = clock.NewManual(epoch)
 	b.reg = testRegistry(t, b)
 	all := append([]worker.Option{worker.WithClock(b.clk), worker.WithWorkerID("w1")}, opts...)
-	props, err := worker.Props(worker.MasterPID(b.master.PID()), b.reg, all...)
+	props, err := worker.Props(route.Fixed(b.master.PID()), b.reg, all...)
 	require.NoError(t, err)
 	pid := b.sys.Root.Spawn(props)
 	var once sync.Once
@@ -311,7 +312,7 @@ func TestWorkerResolver(t *testing.T) {
 	var current atomic.Pointer[actor.PID]
 	current.Store(m1.PID())
 	var calls atomic.Int32
-	resolver := worker.MasterResolver(func(ctx context.Context) (*actor.PID, error) {
+	resolver := route.Resolver(func(ctx context.Context) (*actor.PID, error) {
 		calls.Add(1)
 		if pid := current.Load(); pid != nil {
 			return pid, nil
@@ -347,16 +348,16 @@ func TestProps(t *testing.T) {
 	t.Parallel()
 	sys := testkit.NewSystem(t)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	ok := worker.MasterPID(pid)
+	ok := route.Fixed(pid)
 	reg := worker.NewRegistry()
 	tests := []struct {
 		name   string
-		master worker.MasterRef
+		master route.Master
 		reg    *worker.Registry
 		opts   []worker.Option
 		want   string
 	}{
-		{name: "EmptyMaster", master: worker.MasterRef{}, reg: reg, want: "empty MasterRef"},
+		{name: "EmptyMaster", master: route.Master{}, reg: reg, want: "empty master route"},
 		{name: "NilRegistry", master: ok, want: "nil registry"},
 		{name: "Window", master: ok, reg: reg, opts: []worker.Option{worker.WithWindow(0)}, want: "window 0"},
 		{name: "RegisterInterval", master: ok, reg: reg, opts: []worker.Option{worker.WithRegisterInterval(0)}, want: "register interval"},

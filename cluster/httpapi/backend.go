@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -92,7 +93,7 @@ func (b *ActorBackend) Submit(ctx context.Context, w *messages.Work) error {
 		}
 	case errors.Is(err, frontend.ErrInvalidWork):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	case ctx.Err() != nil, errors.Is(err, frontend.ErrTimeout), errors.Is(err, frontend.ErrNoMaster):
+	case ctx.Err() != nil, errors.Is(err, frontend.ErrTimeout), errors.Is(err, route.ErrNoMaster):
 		return fmt.Errorf("%w: the master did not acknowledge work %q in time; retry with the same id (%w)", ErrUnavailable, w.GetWorkId(), err)
 	default:
 		return fmt.Errorf("%w: %w", ErrServer, err)
@@ -146,7 +147,7 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 
 // queryErr maps a failed one-shot query to the API's errors.
 func (b *ActorBackend) queryErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil || errors.Is(err, frontend.ErrTimeout) || errors.Is(err, frontend.ErrNoMaster) {
+	if ctx.Err() != nil || errors.Is(err, frontend.ErrTimeout) || errors.Is(err, route.ErrNoMaster) {
 		return fmt.Errorf("%w: the master did not answer in time (%w)", ErrUnavailable, err)
 	}
 	return fmt.Errorf("%w: %w", ErrServer, err)

@@ -312,7 +312,7 @@ func (n *ClusterNode) startFrontend(bg context.Context) error {
 		frontend.WithAskTimeout(DefaultFrontendAskTimeout),
 		frontend.WithRetryBackoff(20*time.Millisecond, 500*time.Millisecond),
 	}, n.cfg.FrontendOptions...)
-	n.client, err = frontend.NewClient(n.sys, frontend.MasterResolver(n.locator.Resolve), fopts...)
+	n.client, err = frontend.NewClient(n.sys, n.locator.Route(), fopts...)
 	if err != nil {
 		return err
 	}
@@ -389,7 +389,7 @@ func (n *ClusterNode) startWorkers() error {
 		// worker finds a new master after a failover, so it bounds how long
 		// work waits for workers then.
 		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister)}, n.cfg.WorkerOptions...)
-		props, err := worker.Props(worker.MasterResolver(n.locator.Resolve), reg, wopts...)
+		props, err := worker.Props(n.locator.Route(), reg, wopts...)
 		if err != nil {
 			return err
 		}

@@ -8,10 +8,11 @@
 // [MasterKind], registered only on backend nodes; a keep-alive on every
 // backend makes sure it is active on its owner soon after a membership
 // change, and the journal's epoch fence makes an activation that lost its
-// place stop. [MasterLocator] finds it from any node. Results are published
+// place stop. [MasterLocator] finds it from any node ([MasterLocator.Route]
+// is the route.Master that the node's workers and frontend client use; a
+// master that cannot be found is route.ErrNoMaster). Results are published
 // on the [ResultsTopic] pub-sub topic.
 //
-// [RunBench] is the end-to-end benchmark behind `foreman bench`;
 // [MasterRateOptions] and [NewAdaptivePool] wire the throttler and the
 // adaptive scheduler into the distributed workers.
 package node

@@ -14,6 +14,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
 )
@@ -42,7 +43,6 @@ type localConfig struct {
 	logger        *slog.Logger
 	masterOpts    []master.Option
 	workerOpts    []worker.Option
-	frontendOpts  []frontend.Option
 	system        *actor.ActorSystem
 	stopTimeout   time.Duration
 	squareDelayLo time.Duration
@@ -83,11 +83,6 @@ func WithMasterOptions(opts ...master.Option) LocalOption {
 // WithWorkerOptions passes options to every worker.
 func WithWorkerOptions(opts ...worker.Option) LocalOption {
 	return func(c *localConfig) { c.workerOpts = append(c.workerOpts, opts...) }
-}
-
-// WithFrontendOptions passes options to the node's frontend client.
-func WithFrontendOptions(opts ...frontend.Option) LocalOption {
-	return func(c *localConfig) { c.frontendOpts = append(c.frontendOpts, opts...) }
 }
 
 // WithActorSystem runs the node's actors in sys instead of a new actor
@@ -176,14 +171,14 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		return nil, fmt.Errorf("node: spawn master: %w", err)
 	}
 	for i := 0; i < cfg.workers; i++ {
-		wprops, err := worker.Props(worker.MasterPID(n.master), reg, append([]worker.Option{worker.WithLogger(log)}, cfg.workerOpts...)...)
+		wprops, err := worker.Props(route.Fixed(n.master), reg, append([]worker.Option{worker.WithLogger(log)}, cfg.workerOpts...)...)
 		if err != nil {
 			n.shutdown()
 			return nil, err
 		}
 		n.workers = append(n.workers, n.sys.Root.Spawn(wprops))
 	}
-	n.client, err = frontend.NewClient(n.sys, frontend.MasterPID(n.master), append([]frontend.Option{frontend.WithLogger(log)}, cfg.frontendOpts...)...)
+	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), frontend.WithLogger(log))
 	if err != nil {
 		n.shutdown()
 		return nil, err

@@ -2,17 +2,16 @@ package node
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
-)
 
-// ErrNoMaster means the cluster could not place or reach the master.
-var ErrNoMaster = errors.New("node: no master reachable")
+	"github.com/foreman-actors/foreman/actors/route"
+)
 
 // MasterLocator finds the singleton master's current PID through the
 // cluster's identity lookup and caches it. The cache is dropped on every
@@ -58,16 +57,15 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 	return l
 }
 
-// Invalidate drops the cached PID.
-func (l *MasterLocator) Invalidate() {
-	l.mu.Lock()
-	l.pid = nil
-	l.mu.Unlock()
-}
+// Route returns the route to the master through this locator
+// (route.Resolver(l.Resolve)), for worker.Props and frontend.NewClient.
+func (l *MasterLocator) Route() route.Master { return route.Resolver(l.Resolve) }
 
 // Resolve returns the master's PID, activating the master on its owner if
-// needed. It honours ctx; protoactor's lookup itself may take up to 5 s, and
-// goes on in the background for the next caller when ctx ends first.
+// needed; it is a route.ResolveFunc. It honours ctx (returning ctx.Err());
+// every other error wraps route.ErrNoMaster. protoactor's lookup itself may
+// take up to 5 s, and goes on in the background for the next caller when ctx
+// ends first.
 func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 	l.mu.Lock()
 	if l.pid != nil && time.Since(l.at) < l.ttl && l.isAliveLocked(l.pid) {
@@ -77,7 +75,7 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 	}
 	if l.closed {
 		l.mu.Unlock()
-		return nil, ErrNoMaster
+		return nil, fmt.Errorf("node: %w: the master locator is closed", route.ErrNoMaster)
 	}
 	done := l.inflight
 	if done == nil {
@@ -96,7 +94,7 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 	pid := l.last
 	l.mu.Unlock()
 	if pid == nil {
-		return nil, ErrNoMaster
+		return nil, fmt.Errorf("node: %w: the cluster lookup of %s/%s found no live activation", route.ErrNoMaster, MasterKind, MasterIdentity)
 	}
 	return pid, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
@@ -78,7 +79,7 @@ func TestDistributedWorkerSpec(t *testing.T) {
 		return json.Marshal(v * v)
 	}))
 	var diedOnce atomic.Bool
-	flakyProps, err := worker.Props(worker.MasterPID(n.Master()), flakyReg,
+	flakyProps, err := worker.Props(route.Fixed(n.Master()), flakyReg,
 		worker.WithRegisterInterval(time.Second),
 		worker.WithOnWork(func(seq int, _ *messages.Work) {
 			if seq == 5 && diedOnce.CompareAndSwap(false, true) {

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
 )
 
 // runBench runs `foreman bench`: end-to-end throughput and latency in one
@@ -17,7 +18,7 @@ import (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("foreman bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg := node.BenchConfig{}
+	cfg := bench.Config{}
 	fs.IntVar(&cfg.Jobs, "jobs", 100000, "jobs of the throughput phase")
 	fs.IntVar(&cfg.Submitters, "submitters", 64, "concurrent submitters")
 	fs.IntVar(&cfg.Workers, "workers", 8, "workers")
@@ -36,7 +37,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	if cfg.DataDir == "" {
-		dir, err := node.TempDataDir()
+		dir, err := bench.TempDataDir()
 		if err != nil {
 			fmt.Fprintf(stderr, "foreman bench: %v\n", err)
 			return 1
@@ -58,7 +59,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stdout, "foreman bench: %d jobs, %d submitters, %d workers x window %d, SQLite journal in %s\n", cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window, cfg.DataDir)
-	res, err := node.RunBench(ctx, cfg)
+	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, node.ErrInvalidConfig) {
 			fmt.Fprintf(stderr, "foreman bench: %v\n", err)

@@ -16,7 +16,7 @@ import (
 // Frontend actor that asks the master, fed by a WorkProducer.
 func startProducer(n *node.ClusterNode, a nodeArgs, log *slog.Logger) error {
 	sys := n.System()
-	fprops, err := frontend.Props(frontend.MasterResolver(n.Locator().Resolve), frontend.WithLogger(log), frontend.WithAskTimeout(node.DefaultFrontendAskTimeout))
+	fprops, err := frontend.Props(n.Locator().Route(), frontend.WithLogger(log), frontend.WithAskTimeout(node.DefaultFrontendAskTimeout))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -104,7 +105,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	fprops, err := frontend.Props(frontend.MasterPID(n.Master()), frontend.WithLogger(log))
+	fprops, err := frontend.Props(route.Fixed(n.Master()), frontend.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(stderr, "foreman: %v\n", err)
 		return 1

@@ -169,7 +169,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.mode == throttler.ModeTokenBucket {
 		opts = append(opts, throttler.WithBurst(cfg.burst))
 	}
-	props, err := throttler.NewProps(rate, opts...)
+	props, err := throttler.Props(rate, opts...)
 	if err != nil {
 		return err
 	}

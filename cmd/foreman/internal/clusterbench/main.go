@@ -11,10 +11,7 @@
 //	go run ./cmd/foreman/internal/clusterbench failover -foreman /tmp/foreman -runs 7
 //	go run ./cmd/foreman/internal/clusterbench throughput -foreman /tmp/foreman -jobs 100000 -worker-procs 2 -workers 4 -window 32
 //
-// Worker processes with -window 1 are `foreman 0 --workers K --delay 0`;
-// foreman has no flag for the worker window yet, so with -window above 1
-// the worker processes are this program in its `worker` mode, which starts
-// the same cluster/node worker node with worker.WithWindow.
+// Worker processes are `foreman 0 --workers K --window N --delay 0`.
 package main
 
 import (
@@ -39,7 +36,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/node"
@@ -61,8 +57,6 @@ func main() {
 		err = runFailoverOnce(ctx, os.Args[2:])
 	case "throughput":
 		err = runThroughput(ctx, os.Args[2:])
-	case "worker":
-		err = runWorker(ctx, os.Args[2:])
 	default:
 		usage()
 		os.Exit(2)
@@ -490,7 +484,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	submitters := fs.Int("submitters", 256, "concurrent submissions of this program's frontend client")
 	procs := fs.Int("worker-procs", 2, "worker processes")
 	workers := fs.Int("workers", 4, "workers per worker process")
-	window := fs.Int("window", 1, "jobs each worker holds at once (above 1: worker processes are this program's worker mode, foreman has no --window flag)")
+	window := fs.Int("window", 1, "jobs each worker holds at once (foreman --window of the worker processes)")
 	backends := fs.Int("backends", 1, "backend processes (1 or 2)")
 	level := fs.String("log-level", "warn", "log level of the foreman processes")
 	viaHTTP := fs.Bool("http", false, "submit through the HTTP API of a frontend process (foreman base+1001, HTTP on its port+5000) instead of this program's actor client")
@@ -511,10 +505,6 @@ func runThroughput(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cleanup()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 
 	var ps []*proc
 	defer func() { stopAll(ps, 15*time.Second) }()
@@ -528,14 +518,8 @@ func runThroughput(ctx context.Context, args []string) error {
 		ps = append(ps, p)
 	}
 	for i := range *procs {
-		var p *proc
-		if *window == 1 {
-			p, err = startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman, "0", "--seeds", c.seeds(),
-				"--workers", strconv.Itoa(*workers), "--delay", "0", "--log-level", *level)
-		} else {
-			p, err = startProc(dir, fmt.Sprintf("worker-%d", i), self, "worker", "-seeds", c.seeds(),
-				"-workers", strconv.Itoa(*workers), "-window", strconv.Itoa(*window))
-		}
+		p, err := startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman, "0", "--seeds", c.seeds(),
+			"--workers", strconv.Itoa(*workers), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level)
 		if err != nil {
 			return err
 		}
@@ -703,37 +687,4 @@ func runThroughput(ctx context.Context, args []string) error {
 		fmt.Printf("  master: accepted_total=%d done=%d pending=%d in_progress=%d dead=%d\n", st.GetAcceptedTotal(), st.GetDone(), st.GetPending(), st.GetInProgress(), st.GetDead())
 	}
 	return nil
-}
-
-// ------------------------------------------------------------------ worker
-
-// runWorker is a worker node like `foreman 0 --delay 0`, with a window.
-func runWorker(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("clusterbench worker", flag.ContinueOnError)
-	seeds := fs.String("seeds", "", "backend seeds host:port,...")
-	workers := fs.Int("workers", 4, "workers")
-	window := fs.Int("window", 16, "jobs each worker holds at once")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	prov, err := membership.New(membership.WithSeeds(strings.Split(*seeds, ",")...), membership.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	reg := worker.NewRegistry()
-	if err := worker.RegisterBuiltins(reg, worker.WithSquareDelay(0, 0)); err != nil {
-		return err
-	}
-	n, err := node.StartCluster(ctx, node.ClusterConfig{
-		Role: node.RoleWorker, Provider: prov, Workers: *workers, Registry: reg, Logger: log,
-		WorkerOptions: []worker.Option{worker.WithWindow(*window)},
-	})
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return n.Stop(sctx)
 }

@@ -1,4 +1,9 @@
-package node
+// Package bench is the end-to-end benchmark behind `foreman bench`: one
+// process, a Local node (cluster/node) on the SQLite journal with fsync on,
+// no-op jobs submitted through the frontend client, throughput and
+// submit->ack and submit->result latencies measured. It is internal to the
+// foreman binary: a measuring harness, not part of Foreman's API.
+package bench
 
 import (
 	"context"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -20,8 +26,8 @@ import (
 // so the benchmark measures Foreman, not the work.
 const NoopJob = "noop"
 
-// BenchConfig describes one end-to-end benchmark run.
-type BenchConfig struct {
+// Config describes one end-to-end benchmark run.
+type Config struct {
 	// Jobs is the number of jobs of the throughput phase.
 	Jobs int
 	// Submitters is the number of concurrent submitting goroutines.
@@ -37,22 +43,30 @@ type BenchConfig struct {
 	Logger *slog.Logger
 }
 
-// BenchResult holds the figures of a run.
-type BenchResult struct {
-	Jobs          int
-	Elapsed       time.Duration
+// Result holds the figures of a run.
+type Result struct {
+	// Jobs is the number of jobs of the throughput phase.
+	Jobs int
+	// Elapsed is the wall time from the first submit to the last result.
+	Elapsed time.Duration
+	// JobsPerSecond is Jobs / Elapsed.
 	JobsPerSecond float64
-	// Ack and result latencies under full load.
-	AckP50, AckP99       time.Duration
+	// AckP50 and AckP99 are submit->ack latencies under full load.
+	AckP50, AckP99 time.Duration
+	// ResultP50 and ResultP99 are submit->result latencies under full load.
 	ResultP50, ResultP99 time.Duration
-	// Latencies at light load (one job in flight).
-	LightAckP50, LightAckP99       time.Duration
+	// LightAckP50 and LightAckP99 are submit->ack latencies at light load
+	// (one job in flight); zero when the phase was skipped.
+	LightAckP50, LightAckP99 time.Duration
+	// LightResultP50 and LightResultP99 are submit->result latencies at
+	// light load.
 	LightResultP50, LightResultP99 time.Duration
-	Duplicates                     int64
+	// Duplicates counts results published more than once.
+	Duplicates int64
 }
 
 // String formats the result for people.
-func (r BenchResult) String() string {
+func (r Result) String() string {
 	s := fmt.Sprintf("end to end: %d jobs in %v = %.0f jobs/s (durable acks, fsync on)\n", r.Jobs, r.Elapsed.Round(time.Millisecond), r.JobsPerSecond)
 	s += fmt.Sprintf("under load: submit->ack p50 %v p99 %v; submit->result p50 %v p99 %v\n", r.AckP50, r.AckP99, r.ResultP50, r.ResultP99)
 	if r.LightAckP50 > 0 {
@@ -62,13 +76,14 @@ func (r BenchResult) String() string {
 	return s
 }
 
-// RunBench starts a Local node on cfg.DataDir, submits cfg.Jobs no-op jobs
+// Run starts a Local node on cfg.DataDir, submits cfg.Jobs no-op jobs
 // from cfg.Submitters goroutines through the frontend client (each Submit
 // returns once the work is durable) and waits until every result has been
 // published; then it measures light-load latency with one job in flight.
-func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
+// A config out of range returns an error matching node.ErrInvalidConfig.
+func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Jobs < 1 || cfg.Submitters < 1 || cfg.Workers < 1 || cfg.Window < 1 || cfg.LightJobs < 0 {
-		return BenchResult{}, fmt.Errorf("%w: bench needs jobs, submitters, workers and window >= 1 (got %d, %d, %d, %d)", ErrInvalidConfig, cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window)
+		return Result{}, fmt.Errorf("%w: bench needs jobs, submitters, workers and window >= 1 (got %d, %d, %d, %d)", node.ErrInvalidConfig, cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -76,15 +91,15 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	}
 	reg := worker.NewRegistry()
 	if err := reg.Register(NoopJob, func(_ context.Context, p []byte) ([]byte, error) { return p, nil }); err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
-	n, err := StartLocal(ctx, WithDataDir(cfg.DataDir), WithWorkers(cfg.Workers), WithRegistry(reg), WithLogger(log),
-		WithWorkerOptions(worker.WithWindow(cfg.Window)),
+	n, err := node.StartLocal(ctx, node.WithDataDir(cfg.DataDir), node.WithWorkers(cfg.Workers), node.WithRegistry(reg), node.WithLogger(log),
+		node.WithWorkerOptions(worker.WithWindow(cfg.Window)),
 		// Keep done ids for a minute, not ten: at tens of thousands of jobs
 		// per second the default retention would hold millions of entries.
-		WithMasterOptions(master.WithDoneRetention(time.Minute)))
+		node.WithMasterOptions(master.WithDoneRetention(time.Minute)))
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -171,15 +186,15 @@ func RunBench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return BenchResult{}, fmt.Errorf("node: bench submit: %w", err)
+		return Result{}, fmt.Errorf("node: bench submit: %w", err)
 	default:
 	}
 	select {
 	case <-all:
 	case <-ctx.Done():
-		return BenchResult{}, ctx.Err()
+		return Result{}, ctx.Err()
 	}
-	res := BenchResult{Jobs: cfg.Jobs, Elapsed: time.Since(t0)}
+	res := Result{Jobs: cfg.Jobs, Elapsed: time.Since(t0)}
 	res.JobsPerSecond = float64(cfg.Jobs) / res.Elapsed.Seconds()
 	acks := slices.Concat(ackLats...)
 	res.AckP50, res.AckP99 = percentile(acks, 50), percentile(acks, 99)

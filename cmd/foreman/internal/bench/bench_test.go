@@ -1,4 +1,4 @@
-package node_test
+package bench_test
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
 )
 
-// BenchmarkLocalEndToEnd runs node.RunBench (what `foreman bench` runs):
+// BenchmarkLocalEndToEnd runs bench.Run (what `foreman bench` runs):
 // b.N no-op jobs submitted by 64 goroutines, each acked once durable
 // (SQLite, fsync on), handed out, executed and its result published.
 func BenchmarkLocalEndToEnd(b *testing.B) {
@@ -21,7 +21,7 @@ func BenchmarkLocalEndToEnd(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			b.ResetTimer()
-			res, err := node.RunBench(ctx, node.BenchConfig{
+			res, err := bench.Run(ctx, bench.Config{
 				Jobs: max(b.N, 1), Submitters: 64, Workers: 8, Window: window, DataDir: b.TempDir(),
 			})
 			if err != nil {

@@ -1,0 +1,82 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Errors of the route package.
+var (
+	// ErrNoMaster means the master could not be found or reached: the route
+	// is empty, the resolver failed or found nothing, or the master's PID is
+	// gone. It is the one sentinel for "no master" in Foreman; the worker,
+	// frontend and cluster packages wrap it, so errors.Is(err, ErrNoMaster)
+	// tells a caller to retry later.
+	ErrNoMaster = errors.New("route: no master reachable")
+	// ErrEmpty is returned by Master.Validate for the zero Master.
+	ErrEmpty = errors.New("route: empty master route; use route.Fixed(pid) or route.Resolver(fn)")
+)
+
+// ResolveFunc finds the master's current PID. It must honour ctx, is called
+// off the caller's actor goroutine and may block (a cluster lookup).
+type ResolveFunc func(ctx context.Context) (*actor.PID, error)
+
+// Master says how to reach the master: a fixed PID or a [ResolveFunc]. The
+// zero value is invalid (see [Master.Validate]). A Master is a small value,
+// safe to copy and to use from several goroutines when its ResolveFunc is.
+//
+// A later sharding issue adds the routing key here (see the package doc):
+// the type stays, its constructors and a keyed Resolve grow.
+type Master struct {
+	pid         *actor.PID
+	resolveFunc ResolveFunc
+}
+
+// Fixed returns a route to a master at a fixed PID (one process).
+func Fixed(pid *actor.PID) Master { return Master{pid: pid} }
+
+// Resolver returns a route that finds the master by calling fn (the
+// cluster, where the master moves). Callers re-resolve whenever the master
+// seems gone (its PID terminated, a message went unanswered) and, for the
+// Worker, on every register tick.
+func Resolver(fn ResolveFunc) Master { return Master{resolveFunc: fn} }
+
+// IsResolver reports whether the route uses a ResolveFunc, so the master
+// may move and the caller should resolve it again when it seems gone.
+func (m Master) IsResolver() bool { return m.resolveFunc != nil }
+
+// Resolve returns the master's current PID: the fixed PID, or the
+// ResolveFunc's answer. It blocks as long as the ResolveFunc does. Every
+// error it returns wraps ErrNoMaster (and the ResolveFunc's error, if any,
+// so ctx.Err() still matches).
+func (m Master) Resolve(ctx context.Context) (*actor.PID, error) {
+	if m.resolveFunc != nil {
+		pid, err := m.resolveFunc(ctx)
+		if err != nil {
+			if errors.Is(err, ErrNoMaster) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %w", ErrNoMaster, err)
+		}
+		if pid == nil {
+			return nil, fmt.Errorf("%w: the resolver returned no PID", ErrNoMaster)
+		}
+		return pid, nil
+	}
+	if m.pid == nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoMaster, ErrEmpty)
+	}
+	return m.pid, nil
+}
+
+// Validate returns ErrEmpty for the zero Master and nil otherwise;
+// constructors that take a Master call it and wrap the error.
+func (m Master) Validate() error {
+	if m.pid == nil && m.resolveFunc == nil {
+		return ErrEmpty
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package route_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/route"
+)
+
+func TestMaster(t *testing.T) {
+	t.Parallel()
+	pid := actor.NewPID("nonhost", "master")
+	boom := errors.New("boom")
+
+	tests := []struct {
+		name     string
+		master   route.Master
+		resolver bool
+		want     *actor.PID
+		wantErr  []error // each must match with errors.Is
+	}{
+		{name: "Fixed", master: route.Fixed(pid), want: pid},
+		{name: "Resolver", master: route.Resolver(func(context.Context) (*actor.PID, error) { return pid, nil }), resolver: true, want: pid},
+		{name: "ResolverFails", master: route.Resolver(func(context.Context) (*actor.PID, error) { return nil, boom }), resolver: true, wantErr: []error{route.ErrNoMaster, boom}},
+		{name: "ResolverFailsWithErrNoMaster", master: route.Resolver(func(context.Context) (*actor.PID, error) { return nil, route.ErrNoMaster }), resolver: true, wantErr: []error{route.ErrNoMaster}},
+		{name: "ResolverReturnsNil", master: route.Resolver(func(context.Context) (*actor.PID, error) { return nil, nil }), resolver: true, wantErr: []error{route.ErrNoMaster}},
+		{name: "FixedNil", master: route.Fixed(nil), wantErr: []error{route.ErrNoMaster, route.ErrEmpty}},
+		{name: "Zero", master: route.Master{}, wantErr: []error{route.ErrNoMaster, route.ErrEmpty}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.resolver, tt.master.IsResolver())
+			got, err := tt.master.Resolve(context.Background())
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				require.Same(t, tt.want, got)
+				require.NoError(t, tt.master.Validate())
+				return
+			}
+			require.Nil(t, got)
+			for _, want := range tt.wantErr {
+				require.ErrorIs(t, err, want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	require.ErrorIs(t, route.Master{}.Validate(), route.ErrEmpty)
+	require.ErrorIs(t, route.Fixed(nil).Validate(), route.ErrEmpty)
+	require.NoError(t, route.Fixed(actor.NewPID("nonhost", "master")).Validate())
+}
+
+func TestResolveHonoursCtx(t *testing.T) {
+	t.Parallel()
+	m := route.Resolver(func(ctx context.Context) (*actor.PID, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := m.Resolve(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, route.ErrNoMaster)
+}

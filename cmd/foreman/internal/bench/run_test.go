@@ -1,0 +1,49 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/testkit"
+	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
+)
+
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+
+	t.Run("SmallRun", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := bench.Run(ctx, bench.Config{Jobs: 40, Submitters: 4, Workers: 2, Window: 2, LightJobs: 3, DataDir: t.TempDir()})
+		require.NoError(t, err)
+		require.Equal(t, 40, res.Jobs)
+		require.Positive(t, res.JobsPerSecond)
+		require.Positive(t, res.AckP50)
+		require.Positive(t, res.LightResultP50)
+		require.Zero(t, res.Duplicates)
+		require.Contains(t, res.String(), "end to end: 40 jobs")
+		require.Contains(t, res.String(), "light load:")
+	})
+
+	t.Run("RejectsBadConfig", func(t *testing.T) {
+		t.Parallel()
+		for _, cfg := range []bench.Config{
+			{Jobs: 0, Submitters: 1, Workers: 1, Window: 1},
+			{Jobs: 1, Submitters: 0, Workers: 1, Window: 1},
+			{Jobs: 1, Submitters: 1, Workers: 0, Window: 1},
+			{Jobs: 1, Submitters: 1, Workers: 1, Window: 0},
+			{Jobs: 1, Submitters: 1, Workers: 1, Window: 1, LightJobs: -1},
+		} {
+			_, err := bench.Run(context.Background(), cfg)
+			require.ErrorIs(t, err, node.ErrInvalidConfig)
+			require.Contains(t, err.Error(), "bench needs jobs")
+		}
+	})
+}
