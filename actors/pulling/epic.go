@@ -9,10 +9,10 @@ import (
 // The master calls Next in its own goroutine whenever its buffer runs low,
 // never concurrently with itself, and cancels ctx when it stops.
 type Epic[T any] interface {
-	// Next returns up to max further items. An empty batch (and nil error)
+	// Next returns up to limit further items. An empty batch (and nil error)
 	// means the Epic has no more items. An error is retried a few times
 	// before the Epic is aborted.
-	Next(ctx context.Context, max int) ([]T, error)
+	Next(ctx context.Context, limit int) ([]T, error)
 }
 
 // Sized is optionally implemented by an Epic that knows how many items it
@@ -24,10 +24,10 @@ type Sized interface {
 }
 
 // EpicFunc adapts a function to [Epic].
-type EpicFunc[T any] func(ctx context.Context, max int) ([]T, error)
+type EpicFunc[T any] func(ctx context.Context, limit int) ([]T, error)
 
 // Next calls f.
-func (f EpicFunc[T]) Next(ctx context.Context, max int) ([]T, error) { return f(ctx, max) }
+func (f EpicFunc[T]) Next(ctx context.Context, limit int) ([]T, error) { return f(ctx, limit) }
 
 // SliceEpic returns an Epic over items, which it does not copy. It implements
 // [Sized].
@@ -38,10 +38,10 @@ type sliceEpic[T any] struct {
 	items []T
 }
 
-func (e *sliceEpic[T]) Next(_ context.Context, max int) ([]T, error) {
+func (e *sliceEpic[T]) Next(_ context.Context, limit int) ([]T, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := min(max, len(e.items))
+	n := min(limit, len(e.items))
 	batch := e.items[:n:n]
 	e.items = e.items[n:]
 	return batch, nil

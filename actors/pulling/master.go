@@ -91,7 +91,7 @@ type master[T any] struct {
 	epic      Epic[T]
 	requester *actor.PID
 
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so a running Epic.Next ends; never a caller's context
 	cancel context.CancelFunc
 	timer  clock.Timer // expiry timer; nil when not armed
 	retry  clock.Timer

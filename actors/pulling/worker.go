@@ -86,7 +86,7 @@ type worker[T any] struct {
 	self     *actor.PID
 	root     *actor.RootContext
 	inflight int
-	ctx      context.Context
+	ctx      context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so running work ends; never a caller's context
 	cancel   context.CancelFunc
 }
 

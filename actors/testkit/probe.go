@@ -436,8 +436,8 @@ func (p *Probe) Within(minimum, maximum time.Duration, f func()) {
 		p.t.Fatalf("testkit: Within(%v, %v): block took %v, less than the minimum %v", minimum, maximum, round(took), minimum)
 		return
 	}
-	if max := end.Sub(start); !p.lastWasNo && took > max {
-		p.t.Fatalf("testkit: Within(%v, %v): block took %v, more than the maximum %v", minimum, maximum, round(took), round(max))
+	if longest := end.Sub(start); !p.lastWasNo && took > longest {
+		p.t.Fatalf("testkit: Within(%v, %v): block took %v, more than the maximum %v", minimum, maximum, round(took), round(longest))
 	}
 }
 

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -73,8 +74,12 @@ func ioBarrier(t TB) {
 		t.Fatalf("testkit: StartRemote: cannot create a pipe: %v", err)
 		return
 	}
-	defer r.Close()
-	defer w.Close()
+	defer func() {
+		// A failed close of the pipe does not undo the barrier: note it only.
+		if err := errors.Join(w.Close(), r.Close()); err != nil {
+			t.Log("testkit: StartRemote: closing the barrier pipe:", err)
+		}
+	}()
 	if _, err := w.Write([]byte{0}); err != nil {
 		t.Fatalf("testkit: StartRemote: pipe write: %v", err)
 	}

@@ -23,14 +23,14 @@ type bundle struct {
 	sender *testkit.Probe
 }
 
-// setup spawns a throttler on a manual clock (or the real one if real),
+// setup spawns a throttler on a manual clock (or the real one if realClock),
 // with the target probe as its target.
-func setup(t *testing.T, rate throttler.Rate, real bool, opts ...throttler.Option) *bundle {
+func setup(t *testing.T, rate throttler.Rate, realClock bool, opts ...throttler.Option) *bundle {
 	t.Helper()
 	b := &bundle{sys: testkit.NewSystem(t)}
 	b.target, b.sender = testkit.NewProbe(t, b.sys), testkit.NewProbe(t, b.sys)
 	opts = append([]throttler.Option{throttler.WithTarget(b.target.PID()), throttler.WithLogger(b.sys.Logger())}, opts...)
-	if !real {
+	if !realClock {
 		b.clk = clock.NewManual(t0)
 		opts = append(opts, throttler.WithClock(b.clk))
 	}

@@ -9,12 +9,12 @@ import (
 type State uint8
 
 const (
-	// StateIdle: no timer runs. Entered at start, when the target is unset,
+	// StateIdle means no timer runs. Entered at start, when the target is unset,
 	// and (timer mode) on a Tick with an empty queue or (strict modes) when
 	// the queue empties. Left for StateActive when there is a target and a
 	// message to deliver.
 	StateIdle State = iota + 1
-	// StateActive: a target is set and the timer runs, because messages wait
+	// StateActive means a target is set and the timer runs, because messages wait
 	// or (timer mode) the period of the latest delivery has not ended yet.
 	StateActive
 )

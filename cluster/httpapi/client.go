@@ -199,7 +199,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, want 
 	if err != nil {
 		return fmt.Errorf("httpapi: cannot reach %s (is a frontend node running there? pick one with --to): %w", c.base, err)
 	}
-	defer resp.Body.Close()
+	// Only the read's error matters: once the answer is read (or given up on),
+	// a failed close of the body changes nothing for the caller.
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
 		return fmt.Errorf("httpapi: reading the answer to %s %s: %w", method, path, err)

@@ -169,7 +169,8 @@ func TestAPIErrorIs(t *testing.T) {
 			t.Parallel()
 			err := error(&httpapi.APIError{StatusCode: tc.code, Message: "m"})
 			for _, s := range all {
-				require.Equal(t, s == tc.want, errors.Is(err, s), "errors.Is(%d, %v)", tc.code, s)
+				require.Equal(t, s == tc.want, errors.Is(err, s), //nolint:errorlint // s == tc.want compares two sentinels for identity; err is matched with errors.Is
+					"errors.Is(%d, %v)", tc.code, s)
 			}
 		})
 	}

@@ -21,13 +21,13 @@ func Example() {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	j := journal.NewMemory()
-	defer j.Close()
+	defer func() { printErr("journal close", j.Close()) }()
 	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(1), node.WithSquareDelay(0, 0), node.WithLogger(quiet))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer n.Stop(ctx)
+	defer func() { printErr("node stop", n.Stop(ctx)) }()
 
 	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
 	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
@@ -35,7 +35,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer srv.Shutdown(ctx)
+	defer func() { printErr("server shutdown", srv.Shutdown(ctx)) }()
 
 	c, _ := httpapi.NewClient(srv.Addr())
 	defer c.CloseIdleConnections()
@@ -57,20 +57,20 @@ func Example_rawHTTP() {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	j := journal.NewMemory()
-	defer j.Close()
+	defer func() { printErr("journal close", j.Close()) }()
 	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(0), node.WithLogger(quiet))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer n.Stop(ctx)
+	defer func() { printErr("node stop", n.Stop(ctx)) }()
 	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
 	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
 	if err := srv.Start(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer srv.Shutdown(ctx)
+	defer func() { printErr("server shutdown", srv.Shutdown(ctx)) }()
 	base := "http://" + srv.Addr()
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
@@ -79,8 +79,9 @@ func Example_rawHTTP() {
 			fmt.Println(err)
 			return
 		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
+		body, err := io.ReadAll(resp.Body)
+		printErr("read body", err)
+		printErr("close body", resp.Body.Close())
 		fmt.Print(resp.StatusCode, " ", string(body))
 	}
 	show(hc.Post(base+"/work", "application/json", strings.NewReader(`{"id":"w-1","type":"square","payload":7}`)))
@@ -92,4 +93,12 @@ func Example_rawHTTP() {
 	// 400 {"error":"missing \"type\": set it to a job type the workers run, e.g. {\"type\":\"square\",\"payload\":7}"}
 	// 200 {"id":"w-1","status":"accepted","type":"square","result":null,"attempts":0}
 	// 404 {"error":"work \"w-2\" is unknown: never accepted, or done and forgotten after the master's retention"}
+}
+
+// printErr prints a failed clean-up, so that it shows up in the examples'
+// checked output instead of going unnoticed.
+func printErr(what string, err error) {
+	if err != nil {
+		fmt.Println(what+":", err)
+	}
 }

@@ -205,7 +205,7 @@ func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
 	default:
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, p); err != nil { // cannot happen: the decoder validated it
-			return SubmitRequest{}, fmt.Errorf(`%w: "payload" is not valid JSON: %v`, ErrInvalid, err)
+			return SubmitRequest{}, fmt.Errorf(`%w: "payload" is not valid JSON: %w`, ErrInvalid, err)
 		}
 		req.Payload = buf.Bytes()
 	}
@@ -227,7 +227,7 @@ func decodeErr(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%w: the JSON body ends too early", ErrInvalid)
 	case errors.As(err, &syntax):
-		return fmt.Errorf("%w: malformed JSON at byte %d: %v", ErrInvalid, syntax.Offset, syntax)
+		return fmt.Errorf("%w: malformed JSON at byte %d: %w", ErrInvalid, syntax.Offset, syntax)
 	case errors.As(err, &typ) && typ.Field != "":
 		return fmt.Errorf("%w: field %q must be a %s, not a JSON %s", ErrInvalid, typ.Field, typ.Type, typ.Value)
 	case errors.As(err, &typ):
@@ -235,7 +235,7 @@ func decodeErr(err error) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
 		return fmt.Errorf(`%w: %s; the fields are "id", "type" and "payload"`, ErrInvalid, strings.TrimPrefix(err.Error(), "json: "))
 	default:
-		return fmt.Errorf("%w: cannot read the body: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: cannot read the body: %w", ErrInvalid, err)
 	}
 }
 

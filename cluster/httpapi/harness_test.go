@@ -137,7 +137,7 @@ func (s *stack) do(t testing.TB, method, path, body string) answer {
 	require.NoError(t, err)
 	resp, err := s.hc.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { require.NoError(t, resp.Body.Close()) }()
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	a := answer{code: resp.StatusCode, header: resp.Header, raw: string(data)}

@@ -339,7 +339,7 @@ func TestSubmitChunkedOverLimit(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := s.hc.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { require.NoError(t, resp.Body.Close()) }()
 	require.Zero(t, req.ContentLength, "unknown length: sent chunked")
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	data, err := io.ReadAll(resp.Body)

@@ -1,6 +1,7 @@
 package membership_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -281,13 +282,17 @@ func (n *node) ask(id string, timeout time.Duration) (string, error) {
 // detector it orders this goroutine's past before later socket reads of
 // other goroutines, and their earlier socket writes before what follows
 // (testkit.StartRemote uses the same trick).
-func ioBarrier(testing.TB) {
+func ioBarrier(tb testing.TB) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		panic(err)
 	}
-	defer r.Close()
-	defer w.Close()
+	defer func() {
+		// A failed close of the pipe does not undo the barrier: note it only.
+		if err := errors.Join(w.Close(), r.Close()); err != nil {
+			tb.Log("ioBarrier: closing the pipe:", err)
+		}
+	}()
 	if _, err := w.Write([]byte{0}); err != nil {
 		panic(err)
 	}

@@ -115,7 +115,7 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 
 	host, port, err := c.ActorSystem.GetHostPort()
 	if err != nil {
-		return fmt.Errorf("%w: node address %q: %v", ErrStart, c.ActorSystem.Address(), err)
+		return fmt.Errorf("%w: node address %q: %w", ErrStart, c.ActorSystem.Address(), err)
 	}
 	log := p.cfg.logger
 	if log == nil {
@@ -132,7 +132,7 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 	for _, s := range p.cfg.seeds {
 		a, err := offsetAddr(s, p.cfg.portOffset)
 		if err != nil {
-			return fmt.Errorf("%w: seed %q: %v", ErrStart, s, err)
+			return fmt.Errorf("%w: seed %q: %w", ErrStart, s, err)
 		}
 		seeds = append(seeds, a)
 	}
@@ -144,13 +144,13 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 		if listen == "" {
 			a, err := offsetAddr(net.JoinHostPort(p.cfg.bindHost, strconv.Itoa(port)), p.cfg.portOffset)
 			if err != nil {
-				return fmt.Errorf("%w: membership endpoint for remote port %d: %v", ErrStart, port, err)
+				return fmt.Errorf("%w: membership endpoint for remote port %d: %w", ErrStart, port, err)
 			}
 			listen = a
 		}
 		ln, err = net.Listen("tcp", listen)
 		if err != nil {
-			return fmt.Errorf("%w: membership endpoint %s: %v (is another node using this port? set WithPortOffset or WithHTTPAddr)", ErrStart, listen, err)
+			return fmt.Errorf("%w: membership endpoint %s: %w (is another node using this port? set WithPortOffset or WithHTTPAddr)", ErrStart, listen, err)
 		}
 		_, lport, _ := splitHostPort(ln.Addr().String())
 		// Others reach us at our advertised host, not at a wildcard bind.
@@ -358,7 +358,9 @@ func (p *Provider) probe(ctx context.Context, addr string, self Node, member boo
 		p.debug("probe failed", addr, err)
 		return result{addr: addr, outcome: outcomeFailed}
 	}
-	defer resp.Body.Close()
+	// The probe's outcome comes from the status and the decoded body; a failed
+	// close of the body afterwards changes nothing.
+	defer func() { _ = resp.Body.Close() }()
 	var st Status
 	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxResponseBytes))
 	decErr := dec.Decode(&st)
@@ -370,7 +372,7 @@ func (p *Provider) probe(ctx context.Context, addr string, self Node, member boo
 		p.debug("probe failed", addr, fmt.Errorf("%w: HTTP status %d", ErrProbe, resp.StatusCode))
 		return result{addr: addr, outcome: outcomeFailed}
 	case decErr != nil:
-		p.debug("probe failed", addr, fmt.Errorf("%w: bad JSON: %v", ErrProbe, decErr))
+		p.debug("probe failed", addr, fmt.Errorf("%w: bad JSON: %w", ErrProbe, decErr))
 		return result{addr: addr, outcome: outcomeFailed}
 	case st.Cluster != p.clusterName():
 		p.debug("probe failed", addr, fmt.Errorf("%w: node %s belongs to cluster %q, not %q", ErrProbe, st.ID, st.Cluster, p.clusterName()))

@@ -78,14 +78,17 @@ func runCampaign(ctx context.Context, cfg Config, out io.Writer) (sum Summary, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Progress lines are best effort, like logs: one that cannot be written
+	// is dropped and the campaign goes on.
+	progress := func(format string, args ...any) { _, _ = fmt.Fprintf(out, format, args...) }
 
 	dbPath := cfg.DB
 	if dbPath == "" {
-		dir, err := os.MkdirTemp("", "emailcampaign-")
-		if err != nil {
-			return sum, fmt.Errorf("emailcampaign: temp dir: %w", err)
+		dir, mkErr := os.MkdirTemp("", "emailcampaign-")
+		if mkErr != nil {
+			return sum, fmt.Errorf("emailcampaign: temp dir: %w", mkErr)
 		}
-		defer os.RemoveAll(dir)
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 		dbPath = filepath.Join(dir, "recipients.db")
 	}
 	start := time.Now()
@@ -93,8 +96,8 @@ func runCampaign(ctx context.Context, cfg Config, out io.Writer) (sum Summary, e
 	if err != nil {
 		return sum, err
 	}
-	defer db.Close()
-	fmt.Fprintf(out, "recipients table ready: %d rows in %s (%s)\n", cfg.Recipients, time.Since(start).Round(time.Millisecond), dbPath)
+	defer func() { err = errors.Join(err, db.Close()) }()
+	progress("recipients table ready: %d rows in %s (%s)\n", cfg.Recipients, time.Since(start).Round(time.Millisecond), dbPath)
 	epic, err := newRecipientEpic(ctx, db)
 	if err != nil {
 		return sum, err
@@ -112,7 +115,7 @@ func runCampaign(ctx context.Context, cfg Config, out io.Writer) (sum Summary, e
 			sum.SinkReceived, sum.SinkDistinct = sink.Received(), sink.Distinct()
 		}()
 		smtpAddr = sink.Addr()
-		fmt.Fprintf(out, "smtp sink listening on %s\n", smtpAddr)
+		progress("smtp sink listening on %s\n", smtpAddr)
 	}
 
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
@@ -189,12 +192,12 @@ func runCampaign(ctx context.Context, cfg Config, out io.Writer) (sum Summary, e
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 					continue // the campaign's result reports it
 				}
-				fmt.Fprintf(out, "progress unavailable: %v\n", err)
+				progress("progress unavailable: %v\n", err)
 				continue
 			}
 			rate := float64(st.Confirmed-last) / now.Sub(lastAt).Seconds()
 			last, lastAt = st.Confirmed, now
-			fmt.Fprintf(out, "sent %d / %d (%.0f/s), in flight %d, redelivered %d, failed %d\n",
+			progress("sent %d / %d (%.0f/s), in flight %d, redelivered %d, failed %d\n",
 				st.Confirmed, cfg.Recipients, rate, st.InFlight, st.Redelivered, st.Failed)
 		}
 	}

@@ -34,7 +34,7 @@ func TestCampaignWithExternalSMTPAndFile(t *testing.T) {
 	t.Parallel()
 	sink, err := StartSink()
 	require.NoError(t, err)
-	defer sink.Close()
+	defer func() { require.NoError(t, sink.Close()) }()
 	cfg := testConfig()
 	cfg.SMTP = sink.Addr()
 	cfg.DB = filepath.Join(t.TempDir(), "r.db")

@@ -178,7 +178,9 @@ type recorder struct {
 func (r *recorder) printf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fmt.Fprintf(r.out, "%s|%s\n", time.Now().Format("1/2/2006 3:04:05 PM"), fmt.Sprintf(format, args...))
+	// The record is best effort, like a log: a line that cannot be written is
+	// dropped and the simulation goes on.
+	_, _ = fmt.Fprintf(r.out, "%s|%s\n", time.Now().Format("1/2/2006 3:04:05 PM"), fmt.Sprintf(format, args...))
 }
 
 func (r *recorder) point(at time.Time, st adaptive.Status) {

@@ -176,7 +176,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	thr := system.Root.Spawn(props)
 	defer system.Root.Stop(thr)
 
-	fmt.Fprintf(out, "%d requests at %s (mode %s) to %s\n", cfg.requests, rate, cfg.mode, ts.URL)
+	if _, err := fmt.Fprintf(out, "%d requests at %s (mode %s) to %s\n", cfg.requests, rate, cfg.mode, ts.URL); err != nil {
+		return err
+	}
 	start := time.Now()
 	futures := make([]*actor.Future, cfg.requests)
 	timeout := time.Until(deadlineOf(ctx))
@@ -197,8 +199,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 	}
 	elapsed := time.Since(start)
-	report(out, cfg, start, srv.times(), elapsed)
-	return nil
+	return report(out, cfg, start, srv.times(), elapsed)
 }
 
 func deadlineOf(ctx context.Context) time.Time {
@@ -210,10 +211,16 @@ func deadlineOf(ctx context.Context) time.Time {
 
 // report prints the requests the server saw per period (counted from start,
 // when the requests were handed to the throttler) and in its busiest window
-// of length per.
-func report(out io.Writer, cfg config, start time.Time, arrivals []time.Time, elapsed time.Duration) {
+// of length per. It returns the first failed write to out.
+func report(out io.Writer, cfg config, start time.Time, arrivals []time.Time, elapsed time.Duration) error {
+	var werr error
+	printf := func(format string, args ...any) {
+		if _, err := fmt.Fprintf(out, format, args...); err != nil && werr == nil {
+			werr = err
+		}
+	}
 	if len(arrivals) == 0 {
-		return
+		return nil
 	}
 	counts := map[int]int{}
 	last := 0
@@ -223,7 +230,7 @@ func report(out io.Writer, cfg config, start time.Time, arrivals []time.Time, el
 		last = max(last, p)
 	}
 	for p := 0; p <= last; p++ {
-		fmt.Fprintf(out, "period %2d: %3d requests\n", p+1, counts[p])
+		printf("period %2d: %3d requests\n", p+1, counts[p])
 	}
 	busiest := 0
 	for i := range arrivals {
@@ -242,12 +249,13 @@ func report(out io.Writer, cfg config, start time.Time, arrivals []time.Time, el
 	case busiest > cfg.rate:
 		verdict = "OVER the limit: request latency moved the start times that the throttler spaced (seed 002's first caveat)"
 	}
-	fmt.Fprintf(out, "busiest window of %s at the server: %d requests (limit %d): %s\n", cfg.per, busiest, cfg.rate, verdict)
+	printf("busiest window of %s at the server: %d requests (limit %d): %s\n", cfg.per, busiest, cfg.rate, verdict)
 	if last > 0 {
 		// Every period but the last is saturated by the backlog.
 		full := len(arrivals) - counts[last]
-		fmt.Fprintf(out, "achieved %.1f requests per %s over the %d saturated periods (configured %d)\n",
+		printf("achieved %.1f requests per %s over the %d saturated periods (configured %d)\n",
 			float64(full)/float64(last), cfg.per, last, cfg.rate)
 	}
-	fmt.Fprintf(out, "all %d requests answered in %s\n", len(arrivals), elapsed.Round(time.Millisecond))
+	printf("all %d requests answered in %s\n", len(arrivals), elapsed.Round(time.Millisecond))
+	return werr
 }

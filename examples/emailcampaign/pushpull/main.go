@@ -43,8 +43,8 @@ type source struct {
 	next, total int64
 }
 
-func (s *source) Next(_ context.Context, max int) ([]recipient, error) {
-	n := min(int64(max), s.total-s.next)
+func (s *source) Next(_ context.Context, limit int) ([]recipient, error) {
+	n := min(int64(limit), s.total-s.next)
 	batch := make([]recipient, 0, n)
 	for range n {
 		s.next++
@@ -102,9 +102,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "pushpull:", err)
 			os.Exit(2)
 		}
-		defer f.Close()
-		_ = pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "pushpull: cpu profile:", err)
+			os.Exit(2)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "pushpull: cpu profile:", err)
+			}
+		}()
 	}
 	if *items < 1 || *items > 10_000_000 || *senders < 1 || *senders > 256 || (*mode != "push" && *mode != "pull") {
 		fmt.Fprintln(os.Stderr, "pushpull: want -mode push|pull, -items 1..10000000, -senders 1..256")
@@ -217,12 +224,14 @@ func vmHWM() int64 {
 	if err != nil {
 		return -1
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a failed close loses nothing
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
 			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &kb); err != nil {
+				return -1
+			}
 			return kb
 		}
 	}

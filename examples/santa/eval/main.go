@@ -89,9 +89,17 @@ func scenario(s service, load sim.Load, d float64, seed uint64, useCPU bool) sim
 }
 
 func run(w io.Writer, plotDir string, seed uint64) error {
-	fmt.Fprintf(w, "Simulated time, seed %d. Saturated = a backlog of 200 jobs always queued; bursty = a batch of 0..MaxBatch jobs every 1 s (about 60%% of capacity).\n\n", seed)
-	fmt.Fprintln(w, "| service | policy | converge (s) | thr 30-60 s (% oracle) | thr 30-300 s (% oracle) | max level: run / after 30 s (oracle) | p99 service (s) | mean level 30-60 / 270-300 | bursty p99 e2e (s) (oracle) | bursty mean level 0-30 / 270-300 | bursty max level |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	// The table is written line by line; the first failed write is kept and
+	// returned once the table is done.
+	var werr error
+	printf := func(format string, args ...any) {
+		if _, err := fmt.Fprintf(w, format, args...); err != nil && werr == nil {
+			werr = fmt.Errorf("write the table: %w", err)
+		}
+	}
+	printf("Simulated time, seed %d. Saturated = a backlog of 200 jobs always queued; bursty = a batch of 0..MaxBatch jobs every 1 s (about 60%% of capacity).\n\n", seed)
+	printf("| service | policy | converge (s) | thr 30-60 s (%% oracle) | thr 30-300 s (%% oracle) | max level: run / after 30 s (oracle) | p99 service (s) | mean level 30-60 / 270-300 | bursty p99 e2e (s) (oracle) | bursty mean level 0-30 / 270-300 | bursty max level |\n")
+	printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	charts := map[string]*plot.Chart{}
 	for _, s := range services() {
 		// Oracle: sweep fixed levels under saturation.
@@ -147,7 +155,7 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 				burstMax:       bur.MaxLimit,
 				oracleBurstP99: oracleBurst.Percentile(99, false, budget, long),
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %.1f | %.1f | %d / %d (%d) | %.3f | %.1f / %.1f | %.3f (%.3f) | %.1f / %.1f | %d |\n",
+			printf("| %s | %s | %s | %.1f | %.1f | %d / %d (%d) | %.3f | %.1f / %.1f | %.3f (%.3f) | %.1f / %.1f | %d |\n",
 				r.service, r.policy, fnum(r.converge), r.thr30, r.thrLong, r.maxLevel, r.maxAfter, r.oracleLevel, r.p99Service,
 				r.meanEarly, r.meanLate, r.burstP99, r.oracleBurstP99, r.burstEarly, r.burstLate, r.burstMax)
 			ch := charts[p.name]
@@ -160,6 +168,9 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 				levelPanel(s.name+", bursty", bur, bestLevel, true),
 			)
 		}
+	}
+	if werr != nil {
+		return werr
 	}
 	if plotDir == "" {
 		return nil

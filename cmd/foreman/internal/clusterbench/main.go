@@ -118,7 +118,9 @@ func (c *common) workdir() (string, func(), error) {
 			fmt.Fprintln(os.Stderr, "logs kept in", d)
 			return
 		}
-		os.RemoveAll(d)
+		if err := os.RemoveAll(d); err != nil {
+			fmt.Fprintln(os.Stderr, "clusterbench: removing the log directory:", err)
+		}
 	}, nil
 }
 
@@ -130,23 +132,25 @@ func startClient(ctx context.Context, dir string, port int, seeds, level string,
 	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("-log-level %q: use debug, info, warn or error", level)
+		return nil, nil, errors.Join(fmt.Errorf("-log-level %q: use debug, info, warn or error", level), f.Close())
 	}
 	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: l}))
 	prov, err := membership.New(membership.WithSeeds(strings.Split(seeds, ",")...), membership.WithLogger(log))
 	if err != nil {
-		f.Close()
-		return nil, nil, err
+		return nil, nil, errors.Join(err, f.Close())
 	}
 	n, err := node.StartCluster(ctx, node.ClusterConfig{
 		Role: node.RoleFrontend, Port: port, Provider: prov, Logger: log, OnResult: onResult,
 	})
 	if err != nil {
-		f.Close()
-		return nil, nil, err
+		return nil, nil, errors.Join(err, f.Close())
 	}
-	return n, func() { n.Kill(); f.Close() }, nil
+	return n, func() {
+		n.Kill()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "clusterbench: client log:", err)
+		}
+	}, nil
 }
 
 // ---------------------------------------------------------------- failover

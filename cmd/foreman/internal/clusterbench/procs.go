@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,17 +40,17 @@ func startProc(dir, name, bin string, args ...string) (*proc, error) {
 	p.cmd.Stdout = f
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
-		f.Close()
-		return nil, err
+		return nil, errors.Join(err, f.Close())
 	}
 	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		return nil, errors.Join(fmt.Errorf("starting %s: %w", name, err), f.Close())
 	}
 	go func() {
 		p.copy(stderr, f)
 		_ = p.cmd.Wait()
-		f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "clusterbench: %s log: %v\n", name, err)
+		}
 		close(p.done)
 	}()
 	return p, nil
@@ -69,7 +70,12 @@ func (p *proc) copy(r io.Reader, w io.Writer) {
 		for _, fn := range ws {
 			fn(at, line)
 		}
-		fmt.Fprintln(w, line)
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			// Keep draining the pipe, so the process never blocks on a
+			// full stderr; its log file misses the rest.
+			fmt.Fprintf(os.Stderr, "clusterbench: %s log: %v\n", p.name, err)
+			w = io.Discard
+		}
 	}
 	_, _ = io.Copy(w, r)
 }

@@ -70,9 +70,12 @@ func (c Chart) WriteSVG(w io.Writer) error {
 	}
 	height := marginTop + len(c.Panels)*(panelHeight+panelGap) + 10
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", marginLeft, esc(c.Title))
+	// b keeps the first write error and the Flush below returns it, so the
+	// writes in between need no check of their own.
+	printf := func(format string, args ...any) { _, _ = fmt.Fprintf(b, format, args...) }
+	printf(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	printf(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	printf(`<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", marginLeft, esc(c.Title))
 	plotW := float64(width - marginLeft - marginRight)
 	xticks := ticks(xmin, xmax, 8)
 	for i, p := range c.Panels {
@@ -93,25 +96,25 @@ func (c Chart) WriteSVG(w io.Writer) error {
 		h := float64(panelHeight)
 		sx := func(x float64) float64 { return marginLeft + (x-xmin)/(xmax-xmin)*plotW }
 		sy := func(y float64) float64 { return top + h - (y-ymin)/(ymax-ymin)*h }
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-weight="bold">%s</text>`+"\n", marginLeft, top-8, esc(p.Title))
-		fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", marginLeft, top, plotW, h)
+		printf(`<text x="%d" y="%.1f" font-weight="bold">%s</text>`+"\n", marginLeft, top-8, esc(p.Title))
+		printf(`<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", marginLeft, top, plotW, h)
 		for _, t := range yticks {
 			if t > ymax {
 				continue
 			}
 			y := sy(t)
-			fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", marginLeft, y, marginLeft+plotW, y)
-			fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", marginLeft-6, y+4, num(t))
+			printf(`<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", marginLeft, y, marginLeft+plotW, y)
+			printf(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", marginLeft-6, y+4, num(t))
 		}
 		for _, t := range xticks {
 			if t < xmin || t > xmax {
 				continue
 			}
 			x := sx(t)
-			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x, top, x, top+h)
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+h+15, num(t))
+			printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x, top, x, top+h)
+			printf(`<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+h+15, num(t))
 		}
-		fmt.Fprintf(b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+h/2, esc(p.YLabel))
+		printf(`<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+h/2, esc(p.YLabel))
 		for j, s := range p.Series {
 			color := palette[j%len(palette)]
 			var pts strings.Builder
@@ -120,17 +123,17 @@ func (c Chart) WriteSVG(w io.Writer) error {
 					fmt.Fprintf(&pts, "%.1f,%.1f ", sx(s.X[i]), sy(s.Y[i]))
 				}
 			}
-			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", color, strings.TrimSpace(pts.String()))
+			printf(`<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", color, strings.TrimSpace(pts.String()))
 			ly := top + 14 + float64(j)*18
 			lx := marginLeft + plotW + 12
-			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly-4, lx+18, ly-4, color)
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+24, ly, esc(s.Name))
+			printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly-4, lx+18, ly-4, color)
+			printf(`<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+24, ly, esc(s.Name))
 		}
 		if i == len(c.Panels)-1 {
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", marginLeft+plotW/2, top+h+32, esc(c.XLabel))
+			printf(`<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", marginLeft+plotW/2, top+h+32, esc(c.XLabel))
 		}
 	}
-	fmt.Fprintln(b, `</svg>`)
+	printf("</svg>\n")
 	return b.Flush()
 }
 
