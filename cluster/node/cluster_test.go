@@ -218,6 +218,7 @@ func hostOfMaster(t *testing.T, ctx context.Context, fe *node.ClusterNode, backe
 var clusterLeakIgnores = []goleak.Option{
 	goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
 	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransport"),
+	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"), // its name since gRPC 1.82
 	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
 	// A killed member's gossip loop: Cluster.Shutdown(false) does not stop
 	// it, and with the node's hour-long gossip interval it sleeps on.
