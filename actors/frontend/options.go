@@ -14,19 +14,19 @@ import (
 const (
 	// DefaultAskTimeout bounds one request to the master (the sample: 5 s).
 	DefaultAskTimeout = 5 * time.Second
-	// DefaultRetryMin and DefaultRetryMax bound the Client's backoff between
-	// attempts of Submit: it doubles from min up to max.
-	DefaultRetryMin = 100 * time.Millisecond
-	// DefaultRetryMax: see DefaultRetryMin.
-	DefaultRetryMax = 3 * time.Second
+	// DefaultMinRetryBackoff and DefaultMaxRetryBackoff bound the Client's
+	// backoff between attempts of Submit: it doubles from min up to max.
+	DefaultMinRetryBackoff = 100 * time.Millisecond
+	// DefaultMaxRetryBackoff: see DefaultMinRetryBackoff.
+	DefaultMaxRetryBackoff = 3 * time.Second
 	// DefaultProducerRetryDelay is how long the WorkProducer waits before it
 	// re-sends work that was NotOk (the sample: 3 s).
 	DefaultProducerRetryDelay = 3 * time.Second
-	// DefaultIntervalMin and DefaultIntervalMax bound the WorkProducer's
+	// DefaultMinInterval and DefaultMaxInterval bound the WorkProducer's
 	// random pause between jobs (the sample: 3-10 s).
-	DefaultIntervalMin = 3 * time.Second
-	// DefaultIntervalMax: see DefaultIntervalMin.
-	DefaultIntervalMax = 10 * time.Second
+	DefaultMinInterval = 3 * time.Second
+	// DefaultMaxInterval: see DefaultMinInterval.
+	DefaultMaxInterval = 10 * time.Second
 	// DefaultInitialDelay is the WorkProducer's pause before its first job in
 	// interval mode (the sample: 5 s); with WithJobs it starts at once.
 	DefaultInitialDelay = 5 * time.Second
@@ -70,10 +70,10 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		askTimeout:  DefaultAskTimeout,
-		retryMin:    DefaultRetryMin,
-		retryMax:    DefaultRetryMax,
-		intervalMin: DefaultIntervalMin,
-		intervalMax: DefaultIntervalMax,
+		retryMin:    DefaultMinRetryBackoff,
+		retryMax:    DefaultMaxRetryBackoff,
+		intervalMin: DefaultMinInterval,
+		intervalMax: DefaultMaxInterval,
 		concurrency: 1,
 		retryDelay:  DefaultProducerRetryDelay,
 		jobType:     DefaultJobType,
@@ -118,8 +118,8 @@ func newConfig(opts []Option) (config, error) {
 func WithAskTimeout(d time.Duration) Option { return func(c *config) { c.askTimeout = d } }
 
 // WithRetryBackoff sets the Client's pause between Submit attempts: it
-// starts at lo and doubles up to hi (default DefaultRetryMin,
-// DefaultRetryMax). For: Client.
+// starts at lo and doubles up to hi (default DefaultMinRetryBackoff,
+// DefaultMaxRetryBackoff). For: Client.
 func WithRetryBackoff(lo, hi time.Duration) Option {
 	return func(c *config) { c.retryMin, c.retryMax = lo, hi }
 }

@@ -163,10 +163,10 @@ func WithWorkerDeadAfter(d time.Duration) Option {
 func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
 
 // WithBackoff sets the wait before a failed work's next attempt: base,
-// doubling per attempt, at most max (defaults DefaultBackoffBase,
+// doubling per attempt, at most ceiling (defaults DefaultBackoffBase,
 // DefaultBackoffMax). A zero base retries at once.
-func WithBackoff(base, max time.Duration) Option {
-	return func(c *config) { c.backoffBase, c.backoffMax = base, max }
+func WithBackoff(base, ceiling time.Duration) Option {
+	return func(c *config) { c.backoffBase, c.backoffMax = base, ceiling }
 }
 
 // WithDoneRetention sets how long done and dead work ids (and results) are

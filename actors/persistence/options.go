@@ -20,11 +20,11 @@ const (
 	// DefaultMaxBatchBytes caps the encoded size of one group commit's
 	// events (4 MiB, gRPC's default message limit, keeps a batch movable).
 	DefaultMaxBatchBytes = 4 << 20
-	// DefaultRetryMin and DefaultRetryMax bound the backoff between
-	// recovery attempts while the journal is unavailable.
-	DefaultRetryMin = 100 * time.Millisecond
-	// DefaultRetryMax is the longest wait between recovery attempts.
-	DefaultRetryMax = 5 * time.Second
+	// DefaultMinRetryBackoff and DefaultMaxRetryBackoff bound the backoff
+	// between recovery attempts while the journal is unavailable.
+	DefaultMinRetryBackoff = 100 * time.Millisecond
+	// DefaultMaxRetryBackoff is the longest wait between recovery attempts.
+	DefaultMaxRetryBackoff = 5 * time.Second
 )
 
 // Option configures a [Runtime].
@@ -49,8 +49,8 @@ func defaultConfig() config {
 		journalTimeout: DefaultJournalTimeout,
 		maxBatchEvents: DefaultMaxBatchEvents,
 		maxBatchBytes:  DefaultMaxBatchBytes,
-		retryMin:       DefaultRetryMin,
-		retryMax:       DefaultRetryMax,
+		retryMin:       DefaultMinRetryBackoff,
+		retryMax:       DefaultMaxRetryBackoff,
 	}
 }
 
@@ -69,7 +69,7 @@ func (c *config) validate() error {
 	case c.maxBatchBytes < 1:
 		return fmt.Errorf("%w: max batch bytes %d must be at least 1 (default %d)", ErrInvalidOption, c.maxBatchBytes, DefaultMaxBatchBytes)
 	case c.retryMin <= 0 || c.retryMax < c.retryMin:
-		return fmt.Errorf("%w: recovery retry backoff %v..%v needs 0 < min <= max (defaults %v, %v)", ErrInvalidOption, c.retryMin, c.retryMax, DefaultRetryMin, DefaultRetryMax)
+		return fmt.Errorf("%w: recovery retry backoff %v..%v needs 0 < min <= max (defaults %v, %v)", ErrInvalidOption, c.retryMin, c.retryMax, DefaultMinRetryBackoff, DefaultMaxRetryBackoff)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func WithMaxBatch(events, bytes int) Option {
 
 // WithRecoveryRetry sets the backoff between recovery attempts while the
 // journal is unavailable: min doubling up to max (defaults
-// DefaultRetryMin, DefaultRetryMax).
+// DefaultMinRetryBackoff, DefaultMaxRetryBackoff).
 func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 	return func(cfg *config) { cfg.retryMin, cfg.retryMax = minimum, maximum }
 }

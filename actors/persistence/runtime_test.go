@@ -263,7 +263,7 @@ func TestRuntime(t *testing.T) {
 		// is retried on the clock.
 		require.Eventually(t, func() bool { return b.clk.Pending() > 0 }, testkit.Timeout(), time.Millisecond)
 		b.faulty.FailWrites(nil)
-		b.clk.Advance(persistence.DefaultRetryMax)
+		b.clk.Advance(persistence.DefaultMaxRetryBackoff)
 		b.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
 		require.Equal(t, []string{"a"}, b.keys(t, pid), "b was never durable")
 		b.add(pid, "b")

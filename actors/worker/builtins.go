@@ -27,11 +27,11 @@ const (
 
 // Defaults of the built-in jobs.
 const (
-	// DefaultSquareDelayMin and DefaultSquareDelayMax bound the square job's
+	// DefaultMinSquareDelay and DefaultMaxSquareDelay bound the square job's
 	// random simulated work time, as in the sample (1-2 s).
-	DefaultSquareDelayMin = time.Second
-	// DefaultSquareDelayMax: see DefaultSquareDelayMin.
-	DefaultSquareDelayMax = 2 * time.Second
+	DefaultMinSquareDelay = time.Second
+	// DefaultMaxSquareDelay: see DefaultMinSquareDelay.
+	DefaultMaxSquareDelay = 2 * time.Second
 )
 
 // BuiltinOption configures RegisterBuiltins.
@@ -58,7 +58,7 @@ func WithBuiltinClock(c clock.Clock) BuiltinOption {
 // RegisterBuiltins registers the built-in job types square, factorize and
 // sleep in r. It fails if an option is out of range or a name is taken.
 func RegisterBuiltins(r *Registry, opts ...BuiltinOption) error {
-	cfg := builtinConfig{delayMin: DefaultSquareDelayMin, delayMax: DefaultSquareDelayMax}
+	cfg := builtinConfig{delayMin: DefaultMinSquareDelay, delayMax: DefaultMaxSquareDelay}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -154,7 +154,7 @@ func parseSleep(payload []byte) (time.Duration, error) {
 	if len(p) > 0 && p[0] == '"' {
 		var s string
 		if err := json.Unmarshal(p, &s); err != nil {
-			return 0, fmt.Errorf("%w: sleep: %q is not a JSON string: %v", ErrBadPayload, p, err)
+			return 0, fmt.Errorf("%w: sleep: %q is not a JSON string: %w", ErrBadPayload, p, err)
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
