@@ -45,7 +45,8 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 
 // Submit sends w to the master until it is acknowledged (nil: the work is
 // durable), the master rejects it for good (*RejectedError, matching
-// ErrRejected), or ctx ends (ctx.Err()). Timeouts, an unreachable master and
+// ErrRejected), or ctx ends (an error matching ctx.Err() that also wraps the
+// last attempt's error). Timeouts, an unreachable master and
 // REJECT_CODE_UNAVAILABLE are retried with backoff; the master acknowledges
 // an id it already accepted again, so retrying never runs a job twice.
 func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
@@ -54,7 +55,7 @@ func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 		err := c.SubmitOnce(ctx, w)
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			if err != nil && ctx.Err() != nil {
-				return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %v): %w", w.GetWorkId(), attempt, err, ctx.Err())
+				return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %w): %w", w.GetWorkId(), attempt, err, ctx.Err())
 			}
 			return err
 		}
@@ -64,7 +65,7 @@ func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %v): %w", w.GetWorkId(), attempt, err, ctx.Err())
+			return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %w): %w", w.GetWorkId(), attempt, err, ctx.Err())
 		}
 		backoff = min(2*backoff, c.cfg.retryMax)
 	}

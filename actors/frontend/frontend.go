@@ -54,7 +54,7 @@ type frontendActor struct {
 	log    *slog.Logger
 	// ctx is the actor's lifetime context: cancelled when it stops, so
 	// requests in flight end at once.
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so requests in flight end; never a caller's context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request goroutines in flight
 }

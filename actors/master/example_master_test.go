@@ -3,6 +3,7 @@ package master_test
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,7 +17,11 @@ import (
 // frontend that submits one job and waits for its durable acknowledgement.
 func Example() {
 	j := journal.NewMemory()
-	defer j.Close()
+	defer func() {
+		if err := j.Close(); err != nil {
+			panic(err)
+		}
+	}()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}))
@@ -37,8 +42,13 @@ func Example() {
 		case *messages.WorkIsReady:
 			c.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: c.Self(), Capacity: 1})
 		case *messages.Work:
-			var n int
-			fmt.Sscan(string(w.GetPayload()), &n)
+			n, err := strconv.Atoi(string(w.GetPayload()))
+			if err != nil {
+				// A payload that is not a number will never square: fail
+				// the work for good rather than have it retried.
+				c.Request(m, &messages.WorkFailed{WorkerId: "w1", WorkId: w.GetWorkId(), Error: err.Error(), Permanent: true})
+				return
+			}
 			c.Request(m, &messages.WorkIsDone{WorkerId: "w1", WorkId: w.GetWorkId(), Result: fmt.Appendf(nil, "%d", n*n)})
 		}
 	}

@@ -89,16 +89,6 @@ func (r *workerRegistry) stale(now time.Time, deadAfter time.Duration, busy func
 	return out
 }
 
-// sorted returns the workers sorted by id.
-func (r *workerRegistry) sorted() []*workerInfo {
-	out := make([]*workerInfo, 0, len(r.byID))
-	for _, w := range r.byID {
-		out = append(out, w)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
-}
-
 // readyToTell returns the wanting workers that can run a ready job at now,
 // marked as no longer wanting (each is told WorkIsReady once, and again
 // after its next unmet request), and when to look again for the rest (zero:

@@ -32,12 +32,13 @@ func (e *PanicError) Error() string {
 // Unwrap returns ErrJobPanicked.
 func (e *PanicError) Unwrap() error { return ErrJobPanicked }
 
-// doWork asks a WorkExecutor to run one job. ctx is the job's ctx, which
-// the worker cancels (with a cause) when the caller leaves; nil means the
-// worker's lifetime context.
+// doWork asks a WorkExecutor to run one job. ctx is the job's ctx, derived
+// from the worker's lifetime context: the worker cancels it with a cause,
+// ErrCallerGone when the caller leaves or ErrWorkerStopping when the worker
+// stops. Never nil.
 type doWork struct {
 	work *messages.Work
-	ctx  context.Context
+	ctx  context.Context //nolint:containedctx // the message is the executor's call: it carries the job's ctx to fn(ctx, payload) and is dropped when the job returns
 }
 
 // execResult is a WorkExecutor's answer to doWork (a panic is reported
@@ -56,14 +57,11 @@ type execResult struct {
 type executor struct {
 	slot int
 	reg  *Registry
-	// baseCtx is the worker's lifetime context (cancelled when the worker
-	// stops); every job's ctx derives from it. Set at spawn, never changed.
-	baseCtx context.Context
 }
 
-func executorProps(slot int, reg *Registry, baseCtx context.Context) *actor.Props {
+func executorProps(slot int, reg *Registry) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &executor{slot: slot, reg: reg, baseCtx: baseCtx}
+		return &executor{slot: slot, reg: reg}
 	})
 }
 
@@ -82,10 +80,8 @@ func (e *executor) run(ctx context.Context, w *messages.Work) (res []byte, err e
 	if !ok {
 		return nil, e.reg.unknownTypeError(w.GetJobType())
 	}
-	if ctx == nil {
-		ctx = e.baseCtx
-	}
-	if err := e.baseCtx.Err(); err != nil {
+	// The worker stopped before the job began: hand it back unstarted.
+	if err := ctx.Err(); err != nil && errors.Is(context.Cause(ctx), ErrWorkerStopping) {
 		return nil, fmt.Errorf("%w: %w", ErrWorkerStopping, err)
 	}
 	defer func() {

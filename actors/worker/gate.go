@@ -26,14 +26,15 @@ import (
 // waiter is asked by a watcher child, which stays while the job runs so that
 // a waiter's later, unasked IAmNoLongerInterested cancels the job's ctx.
 
-// gatePhase is where the work of one slot is.
+// gatePhase is where the work of one slot is. The zero value means the slot
+// is free, or its work has not entered the gates yet (a zeroed gate); the
+// named phases start at iota + 1 so that an idle gate is never mistaken for
+// one of them.
 type gatePhase int
 
 const (
-	// phaseIdle: the slot is free, or its work has not entered the gates.
-	phaseIdle gatePhase = iota
 	// phaseWaitPermit: the work waits for a permit of the limiter.
-	phaseWaitPermit
+	phaseWaitPermit gatePhase = iota + 1
 	// phaseAsking: the watcher asked the waiter; no answer yet.
 	phaseAsking
 	// phaseRunning: the executor runs the work.

@@ -71,10 +71,11 @@ type workerActor struct {
 	// actx is the worker's own actor.Context, used only on its goroutine to
 	// spawn and stop interest watchers outside Receive's call chain.
 	actx actor.Context
-	// ctx is the worker's lifetime context, cancelled when it stops; jobs
-	// and resolver calls derive from it.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx is the worker's lifetime context, cancelled with the cause
+	// ErrWorkerStopping when it stops; jobs and resolver calls derive from
+	// it.
+	ctx    context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so running jobs and resolver calls end; never a caller's context
+	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // resolver goroutines in flight
 
 	masterPID *actor.PID // current master; nil while unknown
@@ -177,7 +178,7 @@ func (w *workerActor) start(c actor.Context) {
 		w.log = c.Logger()
 	}
 	w.log = w.log.With("component", "worker", "worker_id", w.id)
-	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.ctx, w.cancel = context.WithCancelCause(context.Background())
 	w.st = newSlots(w.cfg.window, w.cfg.maxUnacked)
 	w.resendTimers = make(map[string]clock.Timer)
 	w.slotOf = make(map[string]int, w.cfg.window)
@@ -186,7 +187,7 @@ func (w *workerActor) start(c actor.Context) {
 	w.box = newPermitBox()
 	w.hungry = true
 	for i := range w.execs {
-		pid := c.Spawn(executorProps(i, w.reg, w.ctx))
+		pid := c.Spawn(executorProps(i, w.reg))
 		w.execs[i] = pid
 		w.slotOf[pid.GetId()] = i
 	}
@@ -459,7 +460,7 @@ func (w *workerActor) shutdown() {
 		return
 	}
 	w.stopped = true
-	w.cancel()
+	w.cancel(ErrWorkerStopping)
 	if w.registerTimer != nil {
 		w.registerTimer.Stop()
 	}

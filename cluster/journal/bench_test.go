@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/foreman-actors/foreman/cluster/journal"
@@ -38,7 +39,7 @@ func BenchmarkSQLiteAppend(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer j.Close()
+				b.Cleanup(func() { require.NoError(b, j.Close()) })
 				benchAppenders(b, j, n)
 			})
 		}
@@ -95,7 +96,7 @@ func BenchmarkSQLiteAppendAsync(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer j.Close()
+			b.Cleanup(func() { require.NoError(b, j.Close()) })
 			benchAsync(b, j, window)
 		})
 	}
@@ -147,7 +148,7 @@ func BenchmarkMemoryAppend(b *testing.B) {
 	for _, n := range []int{1, 64} {
 		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) {
 			j := journal.NewMemory()
-			defer j.Close()
+			b.Cleanup(func() { require.NoError(b, j.Close()) })
 			benchAppenders(b, j, n)
 		})
 	}
@@ -164,19 +165,18 @@ func BenchmarkPostgresAppend(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { require.NoError(b, j.Close()) })
 		return j
 	}
 	for _, n := range []int{1, 64} {
 		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) {
 			j := open(b)
-			defer j.Close()
 			benchAppenders(b, j, n)
 		})
 	}
 	for _, window := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("async/window=%d", window), func(b *testing.B) {
 			j := open(b)
-			defer j.Close()
 			benchAsync(b, j, window)
 		})
 	}

@@ -54,7 +54,7 @@ func encodeEvents(stream string, events []persistence.Event) ([]record, error) {
 func decode(stream string, seq int64, name string, data []byte) (proto.Message, error) {
 	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(name))
 	if err != nil {
-		return nil, fmt.Errorf("%w: stream %q seq %d has type %q, which is not linked into this program (import the package that generates it): %v", persistence.ErrUnknownType, stream, seq, name, err)
+		return nil, fmt.Errorf("%w: stream %q seq %d has type %q, which is not linked into this program (import the package that generates it): %w", persistence.ErrUnknownType, stream, seq, name, err)
 	}
 	msg := mt.New().Interface()
 	if err := proto.Unmarshal(data, msg); err != nil {

@@ -50,14 +50,19 @@ const (
 
 // op is one queued write.
 type op struct {
-	kind   opKind
-	ctx    context.Context // nil for AppendAsync
-	stream string
-	epoch  int64
-	recs   []record // opAppend
-	snap   record   // opSnapshot
-	toSeq  int64    // opDelete
-	failed error    // opFail
+	kind opKind
+	// callerErrFunc is the waiting caller's ctx.Err (nil for AppendAsync):
+	// the writer skips a request whose caller gave up before it was
+	// written. The op keeps only that question, not the ctx: its
+	// transaction serves the whole batch and must not be cancelled by one
+	// caller.
+	callerErrFunc func() error
+	stream        string
+	epoch         int64
+	recs          []record // opAppend
+	snap          record   // opSnapshot
+	toSeq         int64    // opDelete
+	failed        error    // opFail
 
 	// Outcome, set by the writer before done runs.
 	err      error
@@ -124,7 +129,7 @@ func (e *engine) call(ctx context.Context, o *op) error {
 		return err
 	}
 	ch := make(chan struct{})
-	o.ctx = ctx
+	o.callerErrFunc = ctx.Err
 	o.done = func(*op) { close(ch) }
 	e.submit(o)
 	select {
@@ -196,13 +201,6 @@ type streamState struct {
 	dirty       bool
 }
 
-// errBatch marks an error of the store itself (not of one request) that
-// aborted a whole transaction.
-type errBatch struct{ err error }
-
-func (e errBatch) Error() string { return e.err.Error() }
-func (e errBatch) Unwrap() error { return e.err }
-
 // commit runs batch in one transaction. A request that is fenced, conflicts
 // or is invalid fails alone; a store error fails the transaction, and then
 // every request of a multi-request batch is retried in a transaction of its
@@ -215,9 +213,11 @@ func (e *engine) commit(batch []*op) {
 			o.err = o.failed
 			continue
 		}
-		if o.ctx != nil && o.ctx.Err() != nil {
-			o.err = o.ctx.Err() // abandoned before it was written
-			continue
+		if o.callerErrFunc != nil {
+			if err := o.callerErrFunc(); err != nil {
+				o.err = err // abandoned before it was written
+				continue
+			}
 		}
 		live = append(live, o)
 	}

@@ -20,14 +20,22 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			panic(err)
+		}
+	}()
 	ctx := context.Background()
 
 	j, err := journal.OpenSQLite(filepath.Join(dir, "journal.db"))
 	if err != nil {
 		panic(err)
 	}
-	defer j.Close()
+	defer func() {
+		if err := j.Close(); err != nil {
+			panic(err) // the journal did not shut down cleanly
+		}
+	}()
 
 	epoch, last, _ := j.AcquireEpoch(ctx, "master-0")
 	fmt.Println("first activation: epoch", epoch, "last seq", last)

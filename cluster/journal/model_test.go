@@ -36,10 +36,10 @@ func errClass(err error) string {
 // sequential model, and both end with the same contents.
 func runModel(t *testing.T, script []byte) {
 	model := journal.NewMemory()
-	defer model.Close()
+	t.Cleanup(func() { require.NoError(t, model.Close()) })
 	subject, err := journal.OpenSQLite(filepath.Join(t.TempDir(), "model.db"))
 	require.NoError(t, err)
-	defer subject.Close()
+	t.Cleanup(func() { require.NoError(t, subject.Close()) })
 	ctx := context.Background()
 
 	const streams = 3

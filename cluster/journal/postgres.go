@@ -78,7 +78,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, e
 	}
 	pcfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: PostgreSQL DSN: %v (want postgres://user@host:port/db or key=value pairs)", persistence.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: PostgreSQL DSN: %w (want postgres://user@host:port/db or key=value pairs)", persistence.ErrInvalid, err)
 	}
 	name := fmt.Sprintf("postgres://%s@%s:%d/%s", pcfg.User, pcfg.Host, pcfg.Port, pcfg.Database)
 	be := &pgBackend{name: name, cfg: pcfg, readers: make(chan *pgx.Conn, cfg.readConns)}

@@ -334,8 +334,7 @@ func (t sqliteTxn) states(streams []string) (map[string]streamPos, error) {
 		for rows.Next() {
 			var p streamPos
 			if err := rows.Scan(&p.stream, &p.epoch, &p.last); err != nil {
-				rows.Close()
-				return nil, err
+				return nil, errors.Join(err, rows.Close())
 			}
 			pos[p.stream] = p
 		}
@@ -448,16 +447,17 @@ func (b *sqliteBackend) loadPage(ctx context.Context, stream string, from int64)
 	if err != nil {
 		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, err)
 	}
-	defer rows.Close()
 	var page []record
 	for rows.Next() {
 		var r record
 		if err := rows.Scan(&r.seq, &r.name, &r.data); err != nil {
-			return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, err)
+			return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, errors.Join(err, rows.Close()))
 		}
 		page = append(page, r)
 	}
-	if err := rows.Err(); err != nil {
+	// Err is the error that ended the iteration, if any; Close releases the
+	// rows (a no-op once Next returned false) and may fail on its own.
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.path, err)
 	}
 	return page, nil

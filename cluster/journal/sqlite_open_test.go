@@ -190,12 +190,12 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-func helperMain(path, stream string, n int) error {
+func helperMain(path, stream string, n int) (err error) {
 	j, err := journal.OpenSQLite(path, journal.WithBusyTimeout(30*time.Second))
 	if err != nil {
 		return err
 	}
-	defer j.Close()
+	defer func() { err = errors.Join(err, j.Close()) }()
 	ctx := context.Background()
 	epoch, last, err := j.AcquireEpoch(ctx, stream)
 	if err != nil {
@@ -208,7 +208,7 @@ func helperMain(path, stream string, n int) error {
 		}
 	}
 	fmt.Printf("epoch=%d last=%d\n", epoch, last+int64(n))
-	return j.Close()
+	return nil // the deferred Close reports its error
 }
 
 // TestSQLiteSecondProcess opens one file from two processes: the child
