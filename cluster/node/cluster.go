@@ -134,9 +134,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		log = slog.Default()
 	}
 	n := &ClusterNode{cfg: cfg, log: log.With("component", "node", "role", cfg.Role.String())}
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return log.With("lib", "protoactor")
-	}))
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(libraryLogger(log)))
 
 	var kinds []*cluster.Kind
 	if cfg.Role == RoleBackend {

@@ -15,6 +15,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/protolog"
 )
 
 // JournalFile is the name of the SQLite journal inside a node's data
@@ -155,9 +156,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	if cfg.system != nil {
 		n.sys = cfg.system
 	} else {
-		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return log.With("lib", "protoactor")
-		}))
+		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(libraryLogger(log)))
 		n.ownSystem = true
 	}
 
@@ -225,6 +224,16 @@ func (n *Local) Stop(ctx context.Context) error {
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)
+}
+
+// libraryLogger is the logger factory of a node's actor system:
+// protoactor's records reach log through a protolog.Handler, which logs the
+// library's routine Info at Debug and a lost peer once at Warn instead of
+// an Error per connection attempt.
+func libraryLogger(log *slog.Logger) func(*actor.ActorSystem) *slog.Logger {
+	return func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(protolog.NewHandler(log.Handler())).With("lib", "protoactor")
+	}
 }
 
 func (n *Local) shutdown() {
