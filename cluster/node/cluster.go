@@ -42,6 +42,14 @@ const (
 	DefaultLocatorTTL      = 2 * time.Second
 	DefaultWorkerRegister  = time.Second
 	DefaultClusterAskLimit = time.Second
+	// DefaultHandBackTimeout bounds how long a stopping worker node waits
+	// for the master to confirm it has the work its workers handed back.
+	DefaultHandBackTimeout = 750 * time.Millisecond
+	// DefaultRemoteStopTimeout bounds the graceful stop of a node's remote
+	// (gRPC) endpoint; after it, its connections are closed. protoactor's
+	// own graceful stop waits up to 10 s, and longer while it retries a
+	// connection to a dead node (5 attempts, 2 s apart).
+	DefaultRemoteStopTimeout = 500 * time.Millisecond
 	// DefaultFrontendAskTimeout bounds a frontend's wait for the master's
 	// ack in a cluster. It is what a submit loses when the master's node
 	// dies mid-request (the ask goes unanswered), so it is short; a late
@@ -428,30 +436,58 @@ func (n *ClusterNode) Locator() *MasterLocator { return n.locator }
 // Address returns the node's remote address.
 func (n *ClusterNode) Address() string { return n.sys.Address() }
 
-// Stop leaves the cluster gracefully: workers hand their work back, a master
-// activation on this node is stopped (its journal writes complete) so the
-// next owner takes over, then the node leaves the membership.
+// Stop leaves the cluster gracefully, in order: workers hand their work
+// back and the master confirms it has it; the node leaves the membership
+// (peers drop it at once); a master activation on this node is stopped, so
+// its journal writes are queued before the journal closes and the next
+// owner takes over; the remote endpoint stops (bounded by
+// DefaultRemoteStopTimeout); the journal closes. With the defaults it
+// takes well under 3 s, also when a peer is dead.
 func (n *ClusterNode) Stop(ctx context.Context) error {
 	var errs []error
 	n.once.Do(func() {
+		start := time.Now()
 		if n.cancel != nil {
 			n.cancel()
 		}
 		n.wg.Wait()
-		errs = append(errs, n.stopWorkers()...)
+		if len(n.workers) > 0 {
+			errs = append(errs, n.stopWorkers()...)
+			n.confirmHandBack(ctx)
+		}
 		if n.results != nil {
 			_ = n.sys.Root.StopFuture(n.results).Wait()
 		}
 		n.disposeProducer()
-		n.shutdownCluster(true)
+		n.leave(ctx)
 		n.closeLocator()
 		n.closeJournal()
-		n.log.Info("node stopped")
+		n.log.Info("node stopped", "took", time.Since(start).Round(time.Millisecond))
 	})
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// confirmHandBack makes sure the master has what the stopped workers told
+// it (running work handed back, results, deregistration) before the remote
+// endpoint stops, which drops messages still queued for peers. protoactor
+// sends the messages of one node to another in order over one stream, so
+// the master's answer to a status request sent after them means it has
+// processed them.
+func (n *ClusterNode) confirmHandBack(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
+	defer cancel()
+	pid, err := n.locator.Resolve(ctx)
+	if err == nil {
+		dl, _ := ctx.Deadline()
+		_, err = n.sys.Root.RequestFuture(pid, &messages.GetMasterStatus{}, time.Until(dl)).Result()
+	}
+	if err != nil {
+		n.log.Warn("the master did not confirm the work handed back; it is re-queued when the master times it out",
+			"error", err, "waited", DefaultHandBackTimeout)
+	}
 }
 
 // Kill stops the node abruptly, without leaving the cluster: as far as the
@@ -466,7 +502,7 @@ func (n *ClusterNode) Kill() {
 		n.wg.Wait()
 		n.stopWorkers()
 		n.disposeProducer()
-		n.shutdownCluster(false)
+		n.shutdownCluster()
 		n.closeLocator()
 		n.closeJournal()
 	})
@@ -491,22 +527,75 @@ func (n *ClusterNode) closeLocator() {
 	}
 }
 
-// shutdownCluster leaves the cluster. protoactor's Cluster.Shutdown sets
-// gossip state first, which panics on a client (clients run no gossip), so
-// clients take the same steps without it.
-func (n *ClusterNode) shutdownCluster(graceful bool) {
+// remoteStopLinger is how long stopRemote still waits for protoactor's
+// graceful stop once it has closed the connections.
+const remoteStopLinger = 100 * time.Millisecond
+
+// leave leaves the cluster gracefully, as protoactor's
+// Cluster.Shutdown(true) does, without its unconditional 2 s sleep (it
+// waits for an ownership hand-over that disthash does not do: the next
+// owner activates the master when asked) and with its remote stop bounded.
+// Clients (frontends, workers) run no gossip and host no activations.
+func (n *ClusterNode) leave(ctx context.Context) {
+	// Peers drop this node as soon as they see it leaving, so requests
+	// for the master go to its next owner from then on.
+	_ = n.cfg.Provider.Shutdown(true)
 	if n.cfg.Role == RoleBackend {
-		if !graceful {
-			// Abrupt: as if the process died; the provider stops answering
-			// without announcing a leave.
-			_ = n.cfg.Provider.Shutdown(false)
-		}
-		n.c.Shutdown(graceful)
+		// Stops the placement actor, which stops the activations here
+		// (the master) and waits for them.
+		n.c.IdentityLookup.Shutdown()
+		n.c.Gossip.Shutdown()
+	}
+	n.sys.Shutdown()
+	n.stopRemote(ctx)
+	n.log.Debug("left the cluster", "address", n.sys.Address())
+}
+
+// stopRemote stops the remote endpoint gracefully for at most
+// DefaultRemoteStopTimeout, then closes its connections. protoactor's
+// graceful stop first stops the endpoint writers, one of which may be
+// retrying a dead peer for up to 10 s, then waits up to 10 s more for gRPC
+// GracefulStop. After the close, GracefulStop returns at once; a writer
+// still retrying is not waited for longer than remoteStopLinger.
+func (n *ClusterNode) stopRemote(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.c.Remote.Shutdown(true)
+	}()
+	budget := time.NewTimer(DefaultRemoteStopTimeout)
+	defer budget.Stop()
+	select {
+	case <-done:
+		return
+	case <-budget.C:
+	case <-ctx.Done():
+	}
+	n.log.Info("the remote endpoint did not stop gracefully in time; closing its connections", "waited", DefaultRemoteStopTimeout)
+	n.c.Remote.Shutdown(false) // gRPC Stop: GracefulStop returns at once
+	budget.Reset(remoteStopLinger)
+	select {
+	case <-done:
+	case <-budget.C:
+		n.log.Debug("not waiting longer for protoactor's endpoint writers to stop")
+	case <-ctx.Done():
+	}
+}
+
+// shutdownCluster stops the node abruptly (Kill): as if the process died.
+// protoactor's Cluster.Shutdown sets gossip state first, which panics on a
+// client (clients run no gossip), so clients take the same steps without
+// it.
+func (n *ClusterNode) shutdownCluster() {
+	if n.cfg.Role == RoleBackend {
+		// The provider stops answering without announcing a leave.
+		_ = n.cfg.Provider.Shutdown(false)
+		n.c.Shutdown(false)
 		return
 	}
-	_ = n.cfg.Provider.Shutdown(graceful)
+	_ = n.cfg.Provider.Shutdown(false)
 	n.sys.Shutdown()
-	n.c.Remote.Shutdown(graceful)
+	n.c.Remote.Shutdown(false)
 }
 
 func (n *ClusterNode) closeJournal() {
