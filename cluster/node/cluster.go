@@ -45,11 +45,6 @@ const (
 	// DefaultHandBackTimeout bounds how long a stopping worker node waits
 	// for the master to confirm it has the work its workers handed back.
 	DefaultHandBackTimeout = 750 * time.Millisecond
-	// DefaultRemoteStopTimeout bounds the graceful stop of a node's remote
-	// (gRPC) endpoint; after it, its connections are closed. protoactor's
-	// own graceful stop waits up to 10 s, and longer while it retries a
-	// connection to a dead node (5 attempts, 2 s apart).
-	DefaultRemoteStopTimeout = 500 * time.Millisecond
 	// DefaultFrontendAskTimeout bounds a frontend's wait for the master's
 	// ack in a cluster. It is what a submit loses when the master's node
 	// dies mid-request (the ask goes unanswered), so it is short; a late
@@ -437,12 +432,13 @@ func (n *ClusterNode) Locator() *MasterLocator { return n.locator }
 func (n *ClusterNode) Address() string { return n.sys.Address() }
 
 // Stop leaves the cluster gracefully, in order: workers hand their work
-// back and the master confirms it has it; the node leaves the membership
-// (peers drop it at once); a master activation on this node is stopped, so
-// its journal writes are queued before the journal closes and the next
-// owner takes over; the remote endpoint stops (bounded by
-// DefaultRemoteStopTimeout); the journal closes. With the defaults it
-// takes well under 3 s, also when a peer is dead.
+// back and the master confirms it has it; a master activation on this
+// node hands its last events to the journal; the node leaves the
+// membership (peers drop it at once, the next owner takes the master
+// over); the master activation here stops; the gRPC server closes; the
+// journal closes. It takes about a second at most (the membership's
+// leave, at most two probe rounds plus a probe timeout, is the longest
+// step), also when a peer is dead.
 func (n *ClusterNode) Stop(ctx context.Context) error {
 	var errs []error
 	n.once.Do(func() {
@@ -527,16 +523,32 @@ func (n *ClusterNode) closeLocator() {
 	}
 }
 
-// remoteStopLinger is how long stopRemote still waits for protoactor's
-// graceful stop once it has closed the connections.
-const remoteStopLinger = 100 * time.Millisecond
+// drainLocalMaster lets a master activation on this node hand what it has
+// emitted to the journal (see drainMaster) while this node still owns it:
+// once the node has left, the next owner's master starts a new epoch and
+// fences the old one's appends.
+func (n *ClusterNode) drainLocalMaster(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
+	defer cancel()
+	pid, err := n.locator.Resolve(ctx)
+	if err != nil || pid.GetAddress() != n.sys.Address() {
+		return // not here (or not reachable): nothing of ours to drain
+	}
+	if err := drainMaster(n.sys.Root, pid, DefaultHandBackTimeout); err != nil {
+		n.log.Warn("the master did not confirm its last journal writes before leaving", "error", err)
+	}
+}
 
 // leave leaves the cluster gracefully, as protoactor's
 // Cluster.Shutdown(true) does, without its unconditional 2 s sleep (it
 // waits for an ownership hand-over that disthash does not do: the next
-// owner activates the master when asked) and with its remote stop bounded.
-// Clients (frontends, workers) run no gossip and host no activations.
+// owner activates the master when asked) and without its graceful remote
+// stop (see below). Clients (frontends, workers) run no gossip and host no
+// activations.
 func (n *ClusterNode) leave(ctx context.Context) {
+	if n.cfg.Role == RoleBackend {
+		n.drainLocalMaster(ctx)
+	}
 	// Peers drop this node as soon as they see it leaving, so requests
 	// for the master go to its next owner from then on.
 	_ = n.cfg.Provider.Shutdown(true)
@@ -547,39 +559,16 @@ func (n *ClusterNode) leave(ctx context.Context) {
 		n.c.Gossip.Shutdown()
 	}
 	n.sys.Shutdown()
-	n.stopRemote(ctx)
+	// Not protoactor's graceful Remote.Shutdown(true): it waits up to 10 s
+	// for each of an endpoint writer retrying a dead peer (5 attempts, 2 s
+	// apart) and gRPC GracefulStop, and it races with the connections it
+	// closes (it sends on channels their handlers close, and writes fields
+	// they read, without synchronisation; the race detector reports both
+	// whenever peers still send). Everything that must reach a peer has
+	// been confirmed above; closing the gRPC server is all that is left.
+	// Outgoing connections close when the process exits.
+	n.c.Remote.Shutdown(false)
 	n.log.Debug("left the cluster", "address", n.sys.Address())
-}
-
-// stopRemote stops the remote endpoint gracefully for at most
-// DefaultRemoteStopTimeout, then closes its connections. protoactor's
-// graceful stop first stops the endpoint writers, one of which may be
-// retrying a dead peer for up to 10 s, then waits up to 10 s more for gRPC
-// GracefulStop. After the close, GracefulStop returns at once; a writer
-// still retrying is not waited for longer than remoteStopLinger.
-func (n *ClusterNode) stopRemote(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.c.Remote.Shutdown(true)
-	}()
-	budget := time.NewTimer(DefaultRemoteStopTimeout)
-	defer budget.Stop()
-	select {
-	case <-done:
-		return
-	case <-budget.C:
-	case <-ctx.Done():
-	}
-	n.log.Info("the remote endpoint did not stop gracefully in time; closing its connections", "waited", DefaultRemoteStopTimeout)
-	n.c.Remote.Shutdown(false) // gRPC Stop: GracefulStop returns at once
-	budget.Reset(remoteStopLinger)
-	select {
-	case <-done:
-	case <-budget.C:
-		n.log.Debug("not waiting longer for protoactor's endpoint writers to stop")
-	case <-ctx.Done():
-	}
 }
 
 // shutdownCluster stops the node abruptly (Kill): as if the process died.

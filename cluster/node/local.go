@@ -16,6 +16,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/protolog"
+	"github.com/foreman-actors/foreman/messages"
 )
 
 // JournalFile is the name of the SQLite journal inside a node's data
@@ -214,6 +215,9 @@ func (n *Local) Stop(ctx context.Context) error {
 		}
 	}
 	if n.master != nil {
+		if err := drainMaster(n.sys.Root, n.master, DefaultHandBackTimeout); err != nil {
+			n.log.Warn("the master did not confirm its last journal writes before stopping", "error", err)
+		}
 		if err := n.sys.Root.PoisonFuture(n.master).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("node: stop master: %w", err))
 		}
@@ -224,6 +228,23 @@ func (n *Local) Stop(ctx context.Context) error {
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)
+}
+
+// drainMaster returns once the master has handed to the journal what it
+// had emitted when called (the journal's Close then waits for those
+// appends). The master appends on a flush message it sends itself, behind
+// the messages already in its mailbox, so a message arriving just before a
+// PoisonPill can emit events whose flush comes after the pill and is never
+// done. The first answered status request means every message before it
+// was handled (their flushes are queued); the second, that those flushes
+// ran.
+func drainMaster(root *actor.RootContext, pid *actor.PID, timeout time.Duration) error {
+	for range 2 {
+		if _, err := root.RequestFuture(pid, &messages.GetMasterStatus{}, timeout).Result(); err != nil {
+			return fmt.Errorf("node: drain master: %w", err)
+		}
+	}
+	return nil
 }
 
 // libraryLogger is the logger factory of a node's actor system:
