@@ -42,8 +42,10 @@ const (
 	DefaultLocatorTTL      = 2 * time.Second
 	DefaultWorkerRegister  = time.Second
 	DefaultClusterAskLimit = time.Second
-	// DefaultHandBackTimeout bounds how long a stopping worker node waits
-	// for the master to confirm it has the work its workers handed back.
+	// DefaultHandBackTimeout bounds each wait of a stopping node for the
+	// master: for it to confirm it has the work the node's workers handed
+	// back, and for a master on the node to hand its last events to the
+	// journal.
 	DefaultHandBackTimeout = 750 * time.Millisecond
 	// DefaultFrontendAskTimeout bounds a frontend's wait for the master's
 	// ack in a cluster. It is what a submit loses when the master's node
@@ -467,11 +469,11 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 }
 
 // confirmHandBack makes sure the master has what the stopped workers told
-// it (running work handed back, results, deregistration) before the remote
-// endpoint stops, which drops messages still queued for peers. protoactor
-// sends the messages of one node to another in order over one stream, so
-// the master's answer to a status request sent after them means it has
-// processed them.
+// it (running work handed back, results, deregistration) before the node
+// goes: messages still queued for a peer are lost when the process exits
+// (they were, before this wait). protoactor sends the messages of one node
+// to another in order over one stream, so the master's answer to a status
+// request sent after them means it has processed them.
 func (n *ClusterNode) confirmHandBack(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
 	defer cancel()
