@@ -139,7 +139,19 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		log = slog.Default()
 	}
 	n := &ClusterNode{cfg: cfg, log: log.With("component", "node", "role", cfg.Role.String())}
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(libraryLogger(log)))
+	lib, factory := libraryLogger(log)
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(factory))
+	// The library's log handler reports a lost connection only for a
+	// member; it learns the members from the topology.
+	n.sys.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
+			addrs := make([]string, 0, len(t.GetMembers()))
+			for _, m := range t.GetMembers() {
+				addrs = append(addrs, m.Address())
+			}
+			lib.SetMembers(addrs)
+		}
+	})
 
 	var kinds []*cluster.Kind
 	if cfg.Role == RoleBackend {

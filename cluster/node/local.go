@@ -157,7 +157,8 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	if cfg.system != nil {
 		n.sys = cfg.system
 	} else {
-		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(libraryLogger(log)))
+		_, factory := libraryLogger(log)
+		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(factory))
 		n.ownSystem = true
 	}
 
@@ -247,14 +248,14 @@ func drainMaster(root *actor.RootContext, pid *actor.PID, timeout time.Duration)
 	return nil
 }
 
-// libraryLogger is the logger factory of a node's actor system:
-// protoactor's records reach log through a protolog.Handler, which logs the
-// library's routine Info at Debug and a lost peer once at Warn instead of
-// an Error per connection attempt.
-func libraryLogger(log *slog.Logger) func(*actor.ActorSystem) *slog.Logger {
-	return func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(protolog.NewHandler(log.Handler())).With("lib", "protoactor")
-	}
+// libraryLogger returns the logger factory of a node's actor system and
+// its handler: protoactor's records reach log through a protolog.Handler,
+// which logs the library's routine Info at Debug and a lost peer once at
+// Warn instead of an Error per connection attempt. A cluster node tells the
+// handler the members (see protolog.Handler.SetMembers).
+func libraryLogger(log *slog.Logger) (*protolog.Handler, func(*actor.ActorSystem) *slog.Logger) {
+	h := protolog.NewHandler(log.Handler())
+	return h, func(*actor.ActorSystem) *slog.Logger { return slog.New(h).With("lib", "protoactor") }
 }
 
 func (n *Local) shutdown() {

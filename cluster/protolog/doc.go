@@ -14,11 +14,15 @@
 //   - the first connection failure for an address becomes one Warn record,
 //     "lost the connection to a node", with the address, the error and the
 //     library's own message under "event"; later failures for that address
-//     are Debug until the library reports it connected again;
-//   - a peer that said it was leaving (a graceful stop sends a
-//     DisconnectRequest) is not reported as lost, and failures of this
-//     node's own connections while it closes them (gRPC code Canceled) are
-//     Debug;
+//     are Debug until the library reports it connected again. A failed
+//     attempt to connect counts for any address; the loss of an established
+//     connection only for a cluster member (see [Handler.SetMembers]): a
+//     member that leaves gracefully is dropped from the topology before it
+//     closes its connections, and clients (frontends, workers) come and go;
+//   - a peer that said it was leaving (protoactor's graceful remote stop
+//     sends a DisconnectRequest) is not reported as lost, and failures of
+//     this node's own connections while it closes them (gRPC code
+//     Canceled) are Debug;
 //   - Warn and Error records not listed above pass through unchanged.
 //
 // Records are recognised by the library's message texts (see the

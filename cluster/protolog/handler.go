@@ -31,7 +31,7 @@ var (
 		"EndpointWriter failed to create receive stream":    true,
 		"EndpointWriter failed to send connect request":     true,
 		"EndpointWriter failed to receive connect response": true,
-		"EndpointWriter lost connection":                    true,
+		msgLostConnection: true,
 	}
 	// connectionClosing are failures while this node closes its own
 	// connections (it is stopping): not worth more than Debug.
@@ -40,6 +40,10 @@ var (
 		"EndpointWriter error when closing the client conn":   true,
 		"EndpointReader failed to send disconnection message": true,
 	}
+	// msgLostConnection means an established connection to "address"
+	// ended other than by a DisconnectRequest: the peer stopped, gracefully
+	// or not, or the network failed.
+	msgLostConnection = "EndpointWriter lost connection"
 	// msgConnected means the connection to "address" is up (again).
 	msgConnected = "EndpointWriter connected"
 	// msgDisconnect means the node at "address" said it is leaving.
@@ -80,6 +84,17 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	return h.next.Handle(ctx, out)
 }
 
+// SetMembers tells the handler the addresses (host:port) of the cluster's
+// members, replacing what it was told before; a node calls it on every
+// topology change. A lost connection is reported only for a member: a
+// member that left gracefully was dropped from the topology before it
+// closed its connections, and clients (frontends, workers) come and go.
+// Failed attempts to connect are reported for any address. Before the
+// first call no address is a member.
+func (h *Handler) SetMembers(addrs []string) {
+	h.peers.setMembers(addrs)
+}
+
 // WithAttrs implements slog.Handler.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return &Handler{next: h.next.WithAttrs(attrs), peers: h.peers}
@@ -105,7 +120,7 @@ func (h *Handler) rewrite(r slog.Record) slog.Record {
 	case connectionClosing[r.Message]:
 		out.Level = min(out.Level, slog.LevelDebug)
 	case connectionFailures[r.Message]:
-		if canceled(r) || !h.peers.lost(addr) {
+		if canceled(r) || (r.Message == msgLostConnection && !h.peers.member(addr)) || !h.peers.lost(addr) {
 			out.Level = min(out.Level, slog.LevelDebug)
 			return out
 		}
@@ -174,8 +189,25 @@ const (
 // peers remembers the addresses that were reported lost or said they are
 // leaving, until they connect again.
 type peers struct {
-	mu sync.Mutex
-	m  map[string]peerState // guarded by mu
+	mu      sync.Mutex
+	m       map[string]peerState // guarded by mu
+	members map[string]bool      // guarded by mu
+}
+
+func (p *peers) setMembers(addrs []string) {
+	m := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		m[a] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.members = m
+}
+
+func (p *peers) member(addr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.members[addr]
 }
 
 // lost records a connection failure to addr and reports whether it is the

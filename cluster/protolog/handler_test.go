@@ -80,10 +80,11 @@ func TestHandler(t *testing.T) {
 	t.Parallel()
 	debug, info := slog.LevelDebug, slog.LevelInfo
 	tests := []struct {
-		name  string
-		level slog.Level // of the node's handler
-		in    []in
-		want  []rec
+		name    string
+		level   slog.Level // of the node's handler
+		members []string   // told with SetMembers first
+		in      []in
+		want    []rec
 	}{
 		{
 			name:  "InfoIsDebug",
@@ -118,14 +119,32 @@ func TestHandler(t *testing.T) {
 			},
 		},
 		{
-			name:  "LostPeerOneWarn",
-			level: info,
+			name:    "LostPeerOneWarn",
+			level:   info,
+			members: []string{peerA},
 			in: []in{
 				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", refused}},
 				failConnect(peerA, 0), failConnect(peerA, 1), failConnect(peerA, 2),
 				{slog.LevelError, "EndpointWriter failed to create receive stream", []any{"address", peerA, "error", refused}},
 			},
 			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " event=EndpointWriter lost connection"}},
+		},
+		{
+			name:    "LostClientNotWarned",
+			level:   info,
+			members: []string{peerA},
+			in: []in{
+				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerB, "error", refused}},
+				failConnect(peerB, 0), failConnect(peerB, 1),
+			},
+			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
+		},
+		{
+			name:    "MemberThatLeftNotWarned",
+			level:   debug,
+			members: []string{peerB},
+			in:      []in{{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", refused}}},
+			want:    []rec{{debug, "EndpointWriter lost connection", "address=" + peerA + " error=" + refused.Error()}},
 		},
 		{
 			name:  "RetriesAtDebug",
@@ -196,7 +215,9 @@ func TestHandler(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := &recorder{level: tt.level}
-			log := slog.New(protolog.NewHandler(got))
+			h := protolog.NewHandler(got)
+			h.SetMembers(tt.members)
+			log := slog.New(h)
 			for _, r := range tt.in {
 				log.Log(context.Background(), r.level, r.msg, r.args...)
 			}
