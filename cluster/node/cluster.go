@@ -43,6 +43,11 @@ const (
 	DefaultLocatorTTL      = 2 * time.Second
 	DefaultWorkerRegister  = time.Second
 	DefaultClusterAskLimit = time.Second
+	// DefaultHandBackTimeout bounds each wait of a stopping node for the
+	// master: for it to confirm it has the work the node's workers handed
+	// back, and for a master on the node to hand its last events to the
+	// journal.
+	DefaultHandBackTimeout = 750 * time.Millisecond
 	// DefaultFrontendAskTimeout bounds a frontend's wait for the master's
 	// ack in a cluster. It is what a submit loses when the master's node
 	// dies mid-request (the ask goes unanswered), so it is short; a late
@@ -135,9 +140,19 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		log = slog.Default()
 	}
 	n := &ClusterNode{cfg: cfg, log: log.With("component", "node", "role", cfg.Role.String())}
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return log.With("lib", "protoactor")
-	}))
+	lib, factory := libraryLogger(log)
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(factory))
+	// The library's log handler reports a lost connection only for a
+	// member; it learns the members from the topology.
+	n.sys.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
+			addrs := make([]string, 0, len(t.GetMembers()))
+			for _, m := range t.GetMembers() {
+				addrs = append(addrs, m.Address())
+			}
+			lib.SetMembers(addrs)
+		}
+	})
 
 	var kinds []*cluster.Kind
 	if cfg.Role == RoleBackend {
@@ -431,30 +446,59 @@ func (n *ClusterNode) Locator() *MasterLocator { return n.locator }
 // Address returns the node's remote address.
 func (n *ClusterNode) Address() string { return n.sys.Address() }
 
-// Stop leaves the cluster gracefully: workers hand their work back, a master
-// activation on this node is stopped (its journal writes complete) so the
-// next owner takes over, then the node leaves the membership.
+// Stop leaves the cluster gracefully, in order: workers hand their work
+// back and the master confirms it has it; a master activation on this
+// node hands its last events to the journal; the node leaves the
+// membership (peers drop it at once, the next owner takes the master
+// over); the master activation here stops; the gRPC server closes; the
+// journal closes. It takes about a second at most (the membership's
+// leave, at most two probe rounds plus a probe timeout, is the longest
+// step), also when a peer is dead.
 func (n *ClusterNode) Stop(ctx context.Context) error {
 	var errs []error
 	n.once.Do(func() {
+		start := time.Now()
 		if n.cancel != nil {
 			n.cancel()
 		}
 		n.wg.Wait()
-		errs = append(errs, n.stopWorkers()...)
+		if len(n.workers) > 0 {
+			errs = append(errs, n.stopWorkers()...)
+			n.confirmHandBack(ctx)
+		}
 		if n.results != nil {
 			_ = n.sys.Root.StopFuture(n.results).Wait()
 		}
 		n.disposeProducer()
-		n.shutdownCluster(true)
+		n.leave(ctx)
 		n.closeLocator()
 		n.closeJournal()
-		n.log.Info("node stopped")
+		n.log.Info("node stopped", "took", time.Since(start).Round(time.Millisecond))
 	})
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// confirmHandBack makes sure the master has what the stopped workers told
+// it (running work handed back, results, deregistration) before the node
+// goes: messages still queued for a peer are lost when the process exits
+// (they were, before this wait). protoactor sends the messages of one node
+// to another in order over one stream, so the master's answer to a status
+// request sent after them means it has processed them.
+func (n *ClusterNode) confirmHandBack(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
+	defer cancel()
+	pid, err := n.locator.Resolve(ctx)
+	if err == nil {
+		dl, _ := ctx.Deadline()
+		_, err = n.sys.Root.RequestFuture(pid, &messages.GetMasterStatus{}, time.Until(dl)).Result()
+	}
+	if err != nil {
+		n.log.Warn("the master did not confirm the work handed back; it is re-queued when the master times it out",
+			"error", err, "waited", DefaultHandBackTimeout)
+	}
 }
 
 // Kill stops the node abruptly, without leaving the cluster: as far as the
@@ -469,7 +513,7 @@ func (n *ClusterNode) Kill() {
 		n.wg.Wait()
 		n.stopWorkers()
 		n.disposeProducer()
-		n.shutdownCluster(false)
+		n.shutdownCluster()
 		n.closeLocator()
 		n.closeJournal()
 	})
@@ -494,22 +538,68 @@ func (n *ClusterNode) closeLocator() {
 	}
 }
 
-// shutdownCluster leaves the cluster. protoactor's Cluster.Shutdown sets
-// gossip state first, which panics on a client (clients run no gossip), so
-// clients take the same steps without it.
-func (n *ClusterNode) shutdownCluster(graceful bool) {
+// drainLocalMaster lets a master activation on this node hand what it has
+// emitted to the journal (see drainMaster) while this node still owns it:
+// once the node has left, the next owner's master starts a new epoch and
+// fences the old one's appends.
+func (n *ClusterNode) drainLocalMaster(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
+	defer cancel()
+	pid, err := n.locator.Resolve(ctx)
+	if err != nil || pid.GetAddress() != n.sys.Address() {
+		return // not here (or not reachable): nothing of ours to drain
+	}
+	if err := drainMaster(n.sys.Root, pid, DefaultHandBackTimeout); err != nil {
+		n.log.Warn("the master did not confirm its last journal writes before leaving", "error", err)
+	}
+}
+
+// leave leaves the cluster gracefully, as protoactor's
+// Cluster.Shutdown(true) does, without its unconditional 2 s sleep (it
+// waits for an ownership hand-over that disthash does not do: the next
+// owner activates the master when asked) and without its graceful remote
+// stop (see below). Clients (frontends, workers) run no gossip and host no
+// activations.
+func (n *ClusterNode) leave(ctx context.Context) {
 	if n.cfg.Role == RoleBackend {
-		if !graceful {
-			// Abrupt: as if the process died; the provider stops answering
-			// without announcing a leave.
-			_ = n.cfg.Provider.Shutdown(false)
-		}
-		n.c.Shutdown(graceful)
+		n.drainLocalMaster(ctx)
+	}
+	// Peers drop this node as soon as they see it leaving, so requests
+	// for the master go to its next owner from then on.
+	_ = n.cfg.Provider.Shutdown(true)
+	if n.cfg.Role == RoleBackend {
+		// Stops the placement actor, which stops the activations here
+		// (the master) and waits for them.
+		n.c.IdentityLookup.Shutdown()
+		n.c.Gossip.Shutdown()
+	}
+	n.sys.Shutdown()
+	// Not protoactor's graceful Remote.Shutdown(true): it waits up to 10 s
+	// for each of an endpoint writer retrying a dead peer (5 attempts, 2 s
+	// apart) and gRPC GracefulStop, and it races with the connections it
+	// closes (it sends on channels their handlers close, and writes fields
+	// they read, without synchronisation; the race detector reports both
+	// whenever peers still send). Everything that must reach a peer has
+	// been confirmed above; closing the gRPC server is all that is left.
+	// Outgoing connections close when the process exits.
+	n.c.Remote.Shutdown(false)
+	n.log.Debug("left the cluster", "address", n.sys.Address())
+}
+
+// shutdownCluster stops the node abruptly (Kill): as if the process died.
+// protoactor's Cluster.Shutdown sets gossip state first, which panics on a
+// client (clients run no gossip), so clients take the same steps without
+// it.
+func (n *ClusterNode) shutdownCluster() {
+	if n.cfg.Role == RoleBackend {
+		// The provider stops answering without announcing a leave.
+		_ = n.cfg.Provider.Shutdown(false)
+		n.c.Shutdown(false)
 		return
 	}
-	_ = n.cfg.Provider.Shutdown(graceful)
+	_ = n.cfg.Provider.Shutdown(false)
 	n.sys.Shutdown()
-	n.c.Remote.Shutdown(graceful)
+	n.c.Remote.Shutdown(false)
 }
 
 func (n *ClusterNode) closeJournal() {

@@ -17,6 +17,8 @@ import (
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/protolog"
+	"github.com/foreman-actors/foreman/messages"
 )
 
 // JournalFile is the name of the SQLite journal inside a node's data
@@ -151,9 +153,8 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	if cfg.system != nil {
 		n.sys = cfg.system
 	} else {
-		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return log.With("lib", "protoactor")
-		}))
+		_, factory := libraryLogger(log)
+		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(factory))
 		n.ownSystem = true
 	}
 
@@ -211,6 +212,9 @@ func (n *Local) Stop(ctx context.Context) error {
 		}
 	}
 	if n.master != nil {
+		if err := drainMaster(n.sys.Root, n.master, DefaultHandBackTimeout); err != nil {
+			n.log.Warn("the master did not confirm its last journal writes before stopping", "error", err)
+		}
 		if err := n.sys.Root.PoisonFuture(n.master).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("node: stop master: %w", err))
 		}
@@ -221,6 +225,33 @@ func (n *Local) Stop(ctx context.Context) error {
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)
+}
+
+// drainMaster returns once the master has handed to the journal what it
+// had emitted when called (the journal's Close then waits for those
+// appends). The master appends on a flush message it sends itself, behind
+// the messages already in its mailbox, so a message arriving just before a
+// PoisonPill can emit events whose flush comes after the pill and is never
+// done. The first answered status request means every message before it
+// was handled (their flushes are queued); the second, that those flushes
+// ran.
+func drainMaster(root *actor.RootContext, pid *actor.PID, timeout time.Duration) error {
+	for range 2 {
+		if _, err := root.RequestFuture(pid, &messages.GetMasterStatus{}, timeout).Result(); err != nil {
+			return fmt.Errorf("node: drain master: %w", err)
+		}
+	}
+	return nil
+}
+
+// libraryLogger returns the logger factory of a node's actor system and
+// its handler: protoactor's records reach log through a protolog.Handler,
+// which logs the library's routine Info at Debug and a lost peer once at
+// Warn instead of an Error per connection attempt. A cluster node tells the
+// handler the members (see protolog.Handler.SetMembers).
+func libraryLogger(log *slog.Logger) (*protolog.Handler, func(*actor.ActorSystem) *slog.Logger) {
+	h := protolog.NewHandler(log.Handler())
+	return h, func(*actor.ActorSystem) *slog.Logger { return slog.New(h).With("lib", "protoactor") }
 }
 
 func (n *Local) shutdown() {

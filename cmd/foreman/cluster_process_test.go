@@ -203,7 +203,13 @@ func (g *procGroup) since() string {
 // start runs the foreman binary with args; its stderr (the log) is kept.
 func (g *procGroup) start(name string, args ...string) *nodeProc {
 	g.t.Helper()
-	cmd := exec.CommandContext(g.ctx, binary, args...)
+	return g.startBinary(binary, name, args...)
+}
+
+// startBinary is start with another build of foreman.
+func (g *procGroup) startBinary(bin, name string, args ...string) *nodeProc {
+	g.t.Helper()
+	cmd := exec.CommandContext(g.ctx, bin, args...)
 	p := &nodeProc{name: name, cmd: cmd, log: newLineLog(), done: make(chan struct{})}
 	cmd.Stderr = p.log
 	cmd.Stdout = p.log
