@@ -122,6 +122,9 @@ type Runtime struct {
 	// wg counts the goroutines the runtime starts (snapshots, fence
 	// checks); Stop waits for them.
 	wg sync.WaitGroup
+	// appending counts the appends handed to the journal and not yet
+	// called back; Stop waits for them (bounded by the journal timeout).
+	appending sync.WaitGroup
 }
 
 // batch is one journal append and what waits for it.
@@ -277,13 +280,36 @@ func (r *Runtime) Handle(c actor.Context) bool {
 }
 
 // Stop stops the runtime's timers and waits for the goroutines it started.
-// Appends already handed to the journal complete there; their effects are
+// Events the actor decided before it was stopped are still written: the
+// open batch is handed to the journal (the flush the runtime queued would
+// land behind the stop), and Stop waits, at most the journal timeout, for
+// every append in flight, whose replies then leave; then callbacks are
 // dropped. Stop is idempotent; the actor's Stopping calls it through Handle.
 func (r *Runtime) Stop() {
+	if r.phase == PhaseRunning && r.building != nil {
+		r.flush()
+	}
 	r.phase = PhaseStopped
 	r.gen++
 	r.stopTimers()
 	r.wg.Wait()
+	r.waitAppends()
+}
+
+// waitAppends waits for the appends in flight, at most the journal timeout.
+func (r *Runtime) waitAppends() {
+	done := make(chan struct{})
+	go func() {
+		r.appending.Wait()
+		close(done)
+	}()
+	t := r.cfg.clock.NewTimer(r.cfg.journalTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+		r.log.Warn("stopped before the journal confirmed the last appends", "timeout", r.cfg.journalTimeout)
+	}
 }
 
 // Persist adds events to the current group commit, numbered after every
@@ -471,7 +497,9 @@ func (r *Runtime) flush() {
 	r.inflight = append(r.inflight, b)
 	gen, last := r.gen, b.lastSeq
 	replies := b.replies // frozen: never changed after the flush
+	r.appending.Add(1)
 	r.j.AppendAsync(r.stream, r.epoch, b.events, func(err error) {
+		defer r.appending.Done()
 		if err == nil {
 			// Durable: the replies (built by the actor and never changed)
 			// leave now rather than queue behind the actor's mailbox. This

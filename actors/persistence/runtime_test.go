@@ -32,7 +32,7 @@ const stream = "set"
 type (
 	add     struct{ key string }
 	query   struct{}
-	block   struct{ until chan struct{} }
+	block   struct{ entered, until chan struct{} }
 	keysMsg struct{ keys []string }
 )
 
@@ -145,6 +145,9 @@ func (a *setActor) Receive(c actor.Context) {
 			c.Send(sender, &keysMsg{keys: keys})
 		})
 	case *block:
+		if m.entered != nil {
+			close(m.entered)
+		}
 		<-m.until
 	}
 }
@@ -324,6 +327,27 @@ func TestRuntime(t *testing.T) {
 		b.sys.Root.Stop(pid)
 		pid = b.startRecovered(t)
 		require.Equal(t, []string{"a", "b", "c", "d"}, b.keys(t, pid))
+	})
+
+	t.Run("EventsDecidedBeforeAStopAreWritten", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		pid := b.startRecovered(t)
+		b.client.Watch(pid)
+		entered, until := make(chan struct{}), make(chan struct{})
+		b.add(pid, "a") // handled: its flush is queued behind the block
+		b.client.Send(pid, &block{entered: entered, until: until})
+		<-entered
+		b.sys.Root.Stop(pid) // a system message: overtakes the queued flush
+		close(until)
+		// Acked (it is durable) and stopped, in either order: the ack leaves
+		// from the journal's goroutine.
+		got := b.client.ReceiveN(2, testkit.Timeout())
+		require.ElementsMatch(t, []string{"*wrapperspb.Int64Value", "*actor.Terminated"},
+			[]string{fmt.Sprintf("%T", got[0]), fmt.Sprintf("%T", got[1])})
+		last, err := lastSeq(b.mem)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), last, "the event decided before the stop was not written")
 	})
 
 	t.Run("InvalidOptions", func(t *testing.T) {
