@@ -30,8 +30,6 @@ type clusterHarness struct {
 	t    *testing.T
 	data string
 	seed string
-	mu   sync.Mutex
-	log  []string
 }
 
 func newClusterHarness(t *testing.T) *clusterHarness {
@@ -145,7 +143,7 @@ func TestClusterFailover(t *testing.T) {
 				acked <- id
 				if i == jobs/3 {
 					failover.Do(func() {
-						victim := hostOfMaster(t, ctx, fe, b1, b2)
+						victim := hostOfMaster(ctx, t, fe, b1, b2)
 						t.Logf("stopping the node hosting the master: %s", victim.Address())
 						victim.Kill()
 						killed <- victim
@@ -196,7 +194,7 @@ func TestClusterFailover(t *testing.T) {
 }
 
 // hostOfMaster returns the backend node on which the master runs now.
-func hostOfMaster(t *testing.T, ctx context.Context, fe *node.ClusterNode, backends ...*node.ClusterNode) *node.ClusterNode {
+func hostOfMaster(ctx context.Context, t *testing.T, fe *node.ClusterNode, backends ...*node.ClusterNode) *node.ClusterNode {
 	pid, err := fe.Locator().Resolve(ctx)
 	require.NoError(t, err)
 	for _, b := range backends {

@@ -18,8 +18,16 @@ func ExampleStartLocal() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	dir, _ := os.MkdirTemp("", "foreman-example-*")
-	defer os.RemoveAll(dir)
+	dir, err := os.MkdirTemp("", "foreman-example-*")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Println(err)
+		}
+	}()
 
 	reg := worker.NewRegistry()
 	_ = worker.RegisterBuiltins(reg, worker.WithSquareDelay(0, 0))
@@ -32,7 +40,13 @@ func ExampleStartLocal() {
 		fmt.Println(err)
 		return
 	}
-	defer n.Stop(context.Background())
+	defer func() {
+		// Stop shuts down in order: workers, the master (its journal
+		// writes complete), then the journal.
+		if err := n.Stop(context.Background()); err != nil {
+			fmt.Println(err)
+		}
+	}()
 
 	// Submit returns once the work is durable.
 	if err := n.Client().Submit(ctx, &messages.Work{WorkId: "job-1", JobType: "square", Payload: []byte("12")}); err != nil {

@@ -68,12 +68,12 @@ const (
 )
 
 var (
-	refused = errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:2552: connect: connection refused"`)
-	closing = errors.New("rpc error: code = Canceled desc = grpc: the client connection is closing")
+	errRefused = errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:2552: connect: connection refused"`)
+	errClosing = errors.New("rpc error: code = Canceled desc = grpc: the client connection is closing")
 )
 
 func failConnect(addr string, retry int) in {
-	return in{slog.LevelError, "EndpointWriter failed to connect", []any{"address", addr, "error", refused, "retry", retry}}
+	return in{slog.LevelError, "EndpointWriter failed to connect", []any{"address", addr, "error", errRefused, "retry", retry}}
 }
 
 func TestHandler(t *testing.T) {
@@ -123,36 +123,36 @@ func TestHandler(t *testing.T) {
 			level:   info,
 			members: []string{peerA},
 			in: []in{
-				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", refused}},
+				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", errRefused}},
 				failConnect(peerA, 0), failConnect(peerA, 1), failConnect(peerA, 2),
-				{slog.LevelError, "EndpointWriter failed to create receive stream", []any{"address", peerA, "error", refused}},
+				{slog.LevelError, "EndpointWriter failed to create receive stream", []any{"address", peerA, "error", errRefused}},
 			},
-			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " event=EndpointWriter lost connection"}},
+			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + errRefused.Error() + " event=EndpointWriter lost connection"}},
 		},
 		{
 			name:    "LostClientNotWarned",
 			level:   info,
 			members: []string{peerA},
 			in: []in{
-				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerB, "error", refused}},
+				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerB, "error", errRefused}},
 				failConnect(peerB, 0), failConnect(peerB, 1),
 			},
-			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
+			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
 		},
 		{
 			name:    "MemberThatLeftNotWarned",
 			level:   debug,
 			members: []string{peerB},
-			in:      []in{{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", refused}}},
-			want:    []rec{{debug, "EndpointWriter lost connection", "address=" + peerA + " error=" + refused.Error()}},
+			in:      []in{{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", errRefused}}},
+			want:    []rec{{debug, "EndpointWriter lost connection", "address=" + peerA + " error=" + errRefused.Error()}},
 		},
 		{
 			name:  "RetriesAtDebug",
 			level: debug,
 			in:    []in{failConnect(peerA, 0), failConnect(peerA, 1)},
 			want: []rec{
-				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"},
-				{debug, "EndpointWriter failed to connect", "address=" + peerA + " error=" + refused.Error() + " retry=1"},
+				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"},
+				{debug, "EndpointWriter failed to connect", "address=" + peerA + " error=" + errRefused.Error() + " retry=1"},
 			},
 		},
 		{
@@ -160,8 +160,8 @@ func TestHandler(t *testing.T) {
 			level: info,
 			in:    []in{failConnect(peerA, 0), failConnect(peerB, 0), failConnect(peerA, 1), failConnect(peerB, 1)},
 			want: []rec{
-				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"},
-				{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"},
+				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"},
+				{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"},
 			},
 		},
 		{
@@ -173,8 +173,8 @@ func TestHandler(t *testing.T) {
 				failConnect(peerA, 0), failConnect(peerA, 1),
 			},
 			want: []rec{
-				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"},
-				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"},
+				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"},
+				{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"},
 			},
 		},
 		{
@@ -185,30 +185,30 @@ func TestHandler(t *testing.T) {
 				failConnect(peerA, 0), failConnect(peerA, 1),
 				failConnect(peerB, 0),
 			},
-			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
+			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerB + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
 		},
 		{
 			name:  "OwnCloseIsDebug",
 			level: debug,
 			in: []in{
-				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", closing}},
-				{slog.LevelError, "EndpointWriter error when closing the stream", []any{"error", closing}},
-				{slog.LevelError, "EndpointReader failed to send disconnection message", []any{"error", closing}},
+				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", errClosing}},
+				{slog.LevelError, "EndpointWriter error when closing the stream", []any{"error", errClosing}},
+				{slog.LevelError, "EndpointReader failed to send disconnection message", []any{"error", errClosing}},
 			},
 			want: []rec{
-				{debug, "EndpointWriter lost connection", "address=" + peerA + " error=" + closing.Error()},
-				{debug, "EndpointWriter error when closing the stream", "error=" + closing.Error()},
-				{debug, "EndpointReader failed to send disconnection message", "error=" + closing.Error()},
+				{debug, "EndpointWriter lost connection", "address=" + peerA + " error=" + errClosing.Error()},
+				{debug, "EndpointWriter error when closing the stream", "error=" + errClosing.Error()},
+				{debug, "EndpointReader failed to send disconnection message", "error=" + errClosing.Error()},
 			},
 		},
 		{
 			name:  "OwnCloseThenRealLoss",
 			level: info,
 			in: []in{
-				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", closing}},
+				{slog.LevelError, "EndpointWriter lost connection", []any{"address", peerA, "error", errClosing}},
 				failConnect(peerA, 0),
 			},
-			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + refused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
+			want: []rec{{slog.LevelWarn, protolog.MsgLost, "address=" + peerA + " error=" + errRefused.Error() + " retry=0 event=EndpointWriter failed to connect"}},
 		},
 	}
 	for _, tt := range tests {
@@ -234,8 +234,8 @@ func TestHandlerDerivedShareState(t *testing.T) {
 	base := slog.New(protolog.NewHandler(got)).With("lib", "protoactor")
 	a, b := base.With("system", "a"), base.WithGroup("g")
 	for i := range 3 {
-		a.Error("EndpointWriter failed to connect", "address", peerA, "error", refused, "retry", i)
-		b.Error("EndpointWriter failed to connect", "address", peerA, "error", refused, "retry", i)
+		a.Error("EndpointWriter failed to connect", "address", peerA, "error", errRefused, "retry", i)
+		b.Error("EndpointWriter failed to connect", "address", peerA, "error", errRefused, "retry", i)
 	}
 	require.Len(t, got.records(), 1)
 	require.Equal(t, protolog.MsgLost, got.records()[0].msg)
@@ -263,7 +263,7 @@ func TestHandlerManyPeers(t *testing.T) {
 	log := slog.New(protolog.NewHandler(got))
 	const n = 3000
 	for i := range n {
-		log.Error("EndpointWriter failed to connect", "address", fmt.Sprintf("127.0.0.1:%d", 10000+i), "error", refused, "retry", 0)
+		log.Error("EndpointWriter failed to connect", "address", fmt.Sprintf("127.0.0.1:%d", 10000+i), "error", errRefused, "retry", 0)
 	}
 	require.Len(t, got.records(), n)
 }
