@@ -48,7 +48,7 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 	if portArg != "" {
 		port, role, err := node.ParsePort(portArg)
 		if err != nil {
-			return a, fmt.Errorf("%w: %v", errUsage, err)
+			return a, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		a.port, a.role = port, role
 	}
@@ -77,14 +77,14 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
+		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return a, err
 		}
-		return a, fmt.Errorf("%w: %v", errUsage, err)
+		return a, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return a, fmt.Errorf("%w: unexpected argument %q; expected %s", errUsage, fs.Arg(0), node.PortHelp)
@@ -96,10 +96,10 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 		return a, fmt.Errorf("%w: --window %d: must be 1 or more", errUsage, a.window)
 	}
 	if _, err := node.MasterRateOptions(a.rate); err != nil {
-		return a, fmt.Errorf("%w: --rate: %v", errUsage, err)
+		return a, fmt.Errorf("%w: --rate: %w", errUsage, err)
 	}
 	if lim, err := node.NewAdaptivePool(a.adaptive, 1); err != nil {
-		return a, fmt.Errorf("%w: --adaptive: %v", errUsage, err)
+		return a, fmt.Errorf("%w: --adaptive: %w", errUsage, err)
 	} else if lim != nil {
 		lim.Close()
 	}
@@ -107,7 +107,7 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)
 	}
 	if _, err := parseLevel(a.logLevel); err != nil {
-		return a, fmt.Errorf("%w: --log-level: %v", errUsage, err)
+		return a, fmt.Errorf("%w: --log-level: %w", errUsage, err)
 	}
 	for _, s := range strings.Split(*seeds, ",") {
 		s = strings.TrimSpace(s)

@@ -15,7 +15,7 @@ import (
 
 // runBench runs `foreman bench`: end-to-end throughput and latency in one
 // process on the SQLite journal with fsync on.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("foreman bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := bench.Config{}
@@ -33,41 +33,72 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "foreman bench: unexpected argument %q (flags only; see foreman bench -h)\n", fs.Arg(0))
+		printErr(stderr, "foreman bench: unexpected argument %q (flags only; see foreman bench -h)\n", fs.Arg(0))
 		return 2
 	}
 	if cfg.DataDir == "" {
 		dir, err := bench.TempDataDir()
 		if err != nil {
-			fmt.Fprintf(stderr, "foreman bench: %v\n", err)
+			printErr(stderr, "foreman bench: %v\n", err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			// The measurement stands; only a temporary directory is left
+			// behind, so say where and keep the exit code.
+			if err := os.RemoveAll(dir); err != nil {
+				printErr(stderr, "foreman bench: removing the temporary journal: %v\n", err)
+			}
+		}()
 		cfg.DataDir = dir
 	}
 	if *cpu != "" {
-		f, err := os.Create(*cpu)
+		stopProfile, err := startCPUProfile(*cpu)
 		if err != nil {
-			fmt.Fprintf(stderr, "foreman bench: %v\n", err)
+			printErr(stderr, "foreman bench: %v\n", err)
 			return 1
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "foreman bench: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if err := stopProfile(); err != nil {
+				printErr(stderr, "foreman bench: %v\n", err)
+				if code == 0 {
+					code = 1 // the profile asked for may be incomplete
+				}
+			}
+		}()
 	}
-	fmt.Fprintf(stdout, "foreman bench: %d jobs, %d submitters, %d workers x window %d, SQLite journal in %s\n", cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window, cfg.DataDir)
+	if _, err := fmt.Fprintf(stdout, "foreman bench: %d jobs, %d submitters, %d workers x window %d, SQLite journal in %s\n", cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window, cfg.DataDir); err != nil {
+		return outputFailed(stderr, "foreman bench", err)
+	}
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, node.ErrInvalidConfig) {
-			fmt.Fprintf(stderr, "foreman bench: %v\n", err)
+			printErr(stderr, "foreman bench: %v\n", err)
 			return 2
 		}
-		fmt.Fprintf(stderr, "foreman bench: %v\n", err)
+		printErr(stderr, "foreman bench: %v\n", err)
 		return 1
 	}
-	fmt.Fprint(stdout, res)
+	if _, err := fmt.Fprint(stdout, res); err != nil {
+		return outputFailed(stderr, "foreman bench", err)
+	}
 	return 0
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called; stop
+// reports whether the profile was written in full.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing the CPU profile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }

@@ -55,13 +55,13 @@ func usageErr(stderr io.Writer, cmd string, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "foreman %s: %v (run foreman %s -h for help)\n", cmd, err, cmd)
+	printErr(stderr, "foreman %s: %v (run foreman %s -h for help)\n", cmd, err, cmd)
 	return 2
 }
 
 // serverErr reports a failed request and returns exit code 1.
 func serverErr(stderr io.Writer, cmd string, err error) int {
-	fmt.Fprintf(stderr, "foreman %s: %s\n", cmd, strings.TrimPrefix(err.Error(), "httpapi: "))
+	printErr(stderr, "foreman %s: %s\n", cmd, strings.TrimPrefix(err.Error(), "httpapi: "))
 	return 1
 }
 
@@ -83,7 +83,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
 	fs.BoolVar(&wait, "wait", false, "wait until the job is done or dead and print its result")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait] [--timeout D]\n\n"+
+		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait] [--timeout D]\n\n"+
 			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -111,11 +111,15 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	id, err = c.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
 	if err != nil {
 		if errors.Is(err, httpapi.ErrUnavailable) {
-			err = fmt.Errorf("%w; nothing is lost by retrying: foreman submit --id %s ...", err, id)
+			err = fmt.Errorf("%w; nothing is lost by retrying with the same id (--id %s)", err, id)
 		}
 		return serverErr(stderr, "submit", err)
 	}
-	fmt.Fprintf(stdout, "accepted work %s\n", id)
+	if _, err := fmt.Fprintf(stdout, "accepted work %s\n", id); err != nil {
+		// The work is durable; say which, since stdout lost it.
+		printErr(stderr, "foreman submit: accepted work %s, but writing the output failed: %v\n", id, err)
+		return 1
+	}
 	if !wait {
 		return 0
 	}
@@ -124,10 +128,14 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		return serverErr(stderr, "submit", err)
 	}
 	if info.Status == httpapi.StatusDead {
-		fmt.Fprintf(stdout, "work %s dead after %d attempts: %s\n", id, info.Attempts, info.LastError)
+		if _, err := fmt.Fprintf(stdout, "work %s dead after %d attempts: %s\n", id, info.Attempts, info.LastError); err != nil {
+			return outputFailed(stderr, "foreman submit", err)
+		}
 		return 1
 	}
-	fmt.Fprintf(stdout, "work %s done: %s\n", id, info.Result)
+	if _, err := fmt.Fprintf(stdout, "work %s done: %s\n", id, info.Result); err != nil {
+		return outputFailed(stderr, "foreman submit", err)
+	}
 	return 0
 }
 
@@ -155,7 +163,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs, defaultStatusTimeout)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: foreman status [WORK_ID...] [--to ADDR] [--timeout D]\n\n"+
+		printErr(stderr, "usage: foreman status [WORK_ID...] [--to ADDR] [--timeout D]\n\n"+
 			"Without WORK_ID prints the cluster's members, where the master runs, its queue and workers;\n"+
 			"with WORK_IDs prints each work's status and result.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -182,10 +190,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 				code = serverErr(stderr, "status", err)
 				continue
 			}
+			sep := ""
 			if i > 0 {
-				fmt.Fprintln(stdout)
+				sep = "\n"
 			}
-			printWork(stdout, info)
+			if err := writeTable(stdout, sep+workTable(info)); err != nil {
+				return outputFailed(stderr, "foreman status", err)
+			}
 		}
 		return code
 	}
@@ -193,42 +204,57 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return serverErr(stderr, "status", err)
 	}
-	printStatus(stdout, info)
+	if err := writeTable(stdout, statusTable(info)); err != nil {
+		return outputFailed(stderr, "foreman status", err)
+	}
 	return 0
 }
 
-func printWork(w io.Writer, info *httpapi.WorkInfo) {
+// writeTable writes rows of tab-separated cells to w with the columns
+// aligned; a row without tabs ends a block of aligned rows.
+func writeTable(w io.Writer, rows string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "work\t%s\n", info.ID)
-	fmt.Fprintf(tw, "status\t%s\n", info.Status)
-	fmt.Fprintf(tw, "type\t%s\n", info.Type)
-	fmt.Fprintf(tw, "attempts\t%d\n", info.Attempts)
-	fmt.Fprintf(tw, "result\t%s\n", info.Result)
-	if info.LastError != "" {
-		fmt.Fprintf(tw, "last error\t%s\n", info.LastError)
+	if _, err := io.WriteString(tw, rows); err != nil {
+		return err
 	}
-	_ = tw.Flush()
+	return tw.Flush()
 }
 
-func printStatus(w io.Writer, info *httpapi.StatusInfo) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// workTable is one work's state as rows for writeTable. (Writes to a
+// strings.Builder cannot fail; only writeTable's can.)
+func workTable(info *httpapi.WorkInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "work\t%s\n", info.ID)
+	fmt.Fprintf(&b, "status\t%s\n", info.Status)
+	fmt.Fprintf(&b, "type\t%s\n", info.Type)
+	fmt.Fprintf(&b, "attempts\t%d\n", info.Attempts)
+	fmt.Fprintf(&b, "result\t%s\n", info.Result)
+	if info.LastError != "" {
+		fmt.Fprintf(&b, "last error\t%s\n", info.LastError)
+	}
+	return b.String()
+}
+
+// statusTable is the cluster overview as rows for writeTable.
+func statusTable(info *httpapi.StatusInfo) string {
+	var b strings.Builder
 	m := info.Master
 	switch {
 	case !m.Reachable:
-		fmt.Fprintf(tw, "master\tNOT REACHABLE: %s\n", m.Error)
+		fmt.Fprintf(&b, "master\tNOT REACHABLE: %s\n", m.Error)
 	case m.Member != "":
-		fmt.Fprintf(tw, "master\trunning at %s (member %s)\n", m.Address, m.Member)
+		fmt.Fprintf(&b, "master\trunning at %s (member %s)\n", m.Address, m.Member)
 	default:
-		fmt.Fprintf(tw, "master\trunning at %s\n", m.Address)
+		fmt.Fprintf(&b, "master\trunning at %s\n", m.Address)
 	}
 	if m.Reachable {
 		q := info.Queue
-		fmt.Fprintf(tw, "queue\t%d pending, %d in progress, %d done, %d dead, %d accepted in total\n",
+		fmt.Fprintf(&b, "queue\t%d pending, %d in progress, %d done, %d dead, %d accepted in total\n",
 			q.Pending, q.InProgress, q.Done, q.Dead, q.AcceptedTotal)
-		fmt.Fprintf(tw, "workers\t%d idle, %d busy\n", info.Workers.Idle, info.Workers.Busy)
+		fmt.Fprintf(&b, "workers\t%d idle, %d busy\n", info.Workers.Idle, info.Workers.Busy)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "MEMBER\tROLES\tADDRESS\tHTTP\tMASTER\n")
+	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, "MEMBER\tROLES\tADDRESS\tHTTP\tMASTER\n")
 	for _, mb := range info.Members {
 		id := mb.ID
 		if mb.Self {
@@ -238,12 +264,12 @@ func printStatus(w io.Writer, info *httpapi.StatusInfo) {
 		if mb.Master {
 			master = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, strings.Join(mb.Roles, ","), mb.Address, orDash(mb.HTTP), master)
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", id, strings.Join(mb.Roles, ","), mb.Address, orDash(mb.HTTP), master)
 	}
 	if len(info.Members) == 0 {
-		fmt.Fprintf(tw, "(no members reported)\t\t\t\t\n")
+		fmt.Fprintf(&b, "(no members reported)\t\t\t\t\n")
 	}
-	_ = tw.Flush()
+	return b.String()
 }
 
 func orDash(s string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -89,6 +90,23 @@ func TestSubmitCommand(t *testing.T) {
 	}
 }
 
+// TestSubmitStdoutFails: when the accepted id cannot be printed, submit
+// fails and names the id on stderr (the work is durable; only the output
+// is lost).
+func TestSubmitStdoutFails(t *testing.T) {
+	t.Parallel()
+	addr, _ := startAPI(t)
+	var errOut bytes.Buffer
+	code := runSubmit([]string{"--type", "square", "--payload", "3", "--id", "out-1", "--to", addr}, failingWriter{}, &errOut)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut.String(), "foreman submit: accepted work out-1, but writing the output failed: disk full")
+}
+
+// failingWriter is a stdout whose every write fails.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
 func TestStatusCommand(t *testing.T) {
 	t.Parallel()
 	addr, n := startAPI(t)
@@ -110,6 +128,18 @@ func TestStatusCommand(t *testing.T) {
 		code, out, errOut := runCmd(runStatus, "st-1", "--to", addr)
 		require.Equal(t, 0, code, errOut)
 		require.Equal(t, "work      st-1\nstatus    done\ntype      square\nattempts  1\nresult    25\n", out)
+	})
+	t.Run("TwoWorks", func(t *testing.T) {
+		code, out, errOut := runCmd(runStatus, "st-1", "st-1", "--to", addr)
+		require.Equal(t, 0, code, errOut)
+		one := "work      st-1\nstatus    done\ntype      square\nattempts  1\nresult    25\n"
+		require.Equal(t, one+"\n"+one, out)
+	})
+	t.Run("StdoutFails", func(t *testing.T) {
+		var errOut bytes.Buffer
+		code := runStatus([]string{"st-1", "--to", addr}, failingWriter{}, &errOut)
+		require.Equal(t, 1, code)
+		require.Contains(t, errOut.String(), "foreman status: writing the output: disk full")
 	})
 	t.Run("UnknownWork", func(t *testing.T) {
 		code, out, errOut := runCmd(runStatus, "--to", addr, "st-1", "nope")

@@ -44,12 +44,12 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		membership.WithOnEjected(func() { close(ejected) }),
 	)
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
 	mopts, wopts, closePool, err := tuning(a)
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
 	defer closePool()
@@ -69,7 +69,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 	}
 	n, err := node.StartCluster(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
 	var stopHTTP func(context.Context) error
@@ -80,14 +80,14 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		}
 		stopHTTP, err = startHTTP(ctx, n, addr, log)
 		if err != nil {
-			fmt.Fprintf(stderr, "foreman: %v\n", err)
+			printErr(stderr, "foreman: %v\n", err)
 			n.Kill()
 			return 1
 		}
 	}
 	if a.role == node.RoleFrontend && a.produce {
 		if err := startProducer(n, a, log); err != nil {
-			fmt.Fprintf(stderr, "foreman: %v\n", err)
+			printErr(stderr, "foreman: %v\n", err)
 			n.Kill()
 			return 1
 		}
@@ -108,7 +108,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		}
 	}
 	if err := n.Stop(sctx); err != nil {
-		fmt.Fprintf(stderr, "foreman: leaving: %v\n", err)
+		printErr(stderr, "foreman: leaving: %v\n", err)
 		return 1
 	}
 	return code

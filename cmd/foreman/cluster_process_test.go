@@ -9,6 +9,7 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -51,7 +52,9 @@ func portsFree(ports ...int) bool {
 		if err != nil {
 			return false
 		}
-		l.Close()
+		if err := l.Close(); err != nil {
+			return false // the port may still be held: take others
+		}
 	}
 	return true
 }
@@ -86,14 +89,14 @@ func TestClusterWalkthrough(t *testing.T) {
 	ports := pickWalkPorts(t)
 	walkBackend1, walkBackend2, walkFrontend := ports.backend1, ports.backend2, ports.frontend
 	seeds := fmt.Sprintf("--seeds=127.0.0.1:%d,127.0.0.1:%d", walkBackend1, walkBackend2)
-	g := newProcGroup(t, ctx)
+	g := newProcGroup(t)
 	step := func(format string, args ...any) { t.Logf("%s "+format, append([]any{g.since()}, args...)...) }
 
 	// 1. The first backend alone, then the frontend and a worker.
-	b1 := g.start(fmt.Sprintf("backend-%d", walkBackend1), strconv.Itoa(walkBackend1), seeds, "--data", data)
+	b1 := g.start(ctx, fmt.Sprintf("backend-%d", walkBackend1), strconv.Itoa(walkBackend1), seeds, "--data", data)
 	b1.waitLine(t, "node started", 1, 60*time.Second)
-	front := g.start(fmt.Sprintf("frontend-%d", walkFrontend), strconv.Itoa(walkFrontend), seeds, "--jobs", strconv.Itoa(walkJobs))
-	w1 := g.start("worker-1", "0", seeds, "--workers", walkWorkers, "--delay", walkDelay)
+	front := g.start(ctx, fmt.Sprintf("frontend-%d", walkFrontend), strconv.Itoa(walkFrontend), seeds, "--jobs", strconv.Itoa(walkJobs))
+	w1 := g.start(ctx, "worker-1", "0", seeds, "--workers", walkWorkers, "--delay", walkDelay)
 	step("started backend %d, frontend %d, worker 1", walkBackend1, walkFrontend)
 
 	// 2. Jobs flow: the frontend consumes results.
@@ -108,19 +111,19 @@ func TestClusterWalkthrough(t *testing.T) {
 	settle, silence := 1500*time.Millisecond, 3*time.Second
 	front.quietFor(t, "Consumed result", settle, 10*time.Second)
 	before := front.count("Consumed result")
-	g.hold(silence) // observing absence: nothing to wait for but time
+	g.hold(ctx, silence) // observing absence: nothing to wait for but time
 	require.Equal(t, before, front.count("Consumed result"),
 		"results kept coming with no worker alive\n%s", g.tails())
 	step("results stopped at %d for %v", before, silence)
 
 	// 4. A new worker: results resume.
-	g.start("worker-2", "0", seeds, "--workers", walkWorkers, "--delay", walkDelay)
+	g.start(ctx, "worker-2", "0", seeds, "--workers", walkWorkers, "--delay", walkDelay)
 	front.waitLine(t, "Consumed result", before+10, 60*time.Second)
 	step("worker 2 started: results resumed (%d consumed)", front.count("Consumed result"))
 
 	// 5. The second backend joins on the same journal; results keep flowing
 	// (the master may move to it: placement follows the address hash).
-	b2 := g.start(fmt.Sprintf("backend-%d", walkBackend2), strconv.Itoa(walkBackend2), seeds, "--data", data)
+	b2 := g.start(ctx, fmt.Sprintf("backend-%d", walkBackend2), strconv.Itoa(walkBackend2), seeds, "--data", data)
 	b2.waitLine(t, "node started", 1, 60*time.Second)
 	b1.waitLine(t, "member up", 1, 30*time.Second, "address=127.0.0.1:"+strconv.Itoa(walkBackend2))
 	now := front.count("Consumed result")
@@ -150,7 +153,7 @@ func TestClusterWalkthrough(t *testing.T) {
 	// 7. Nothing acked is lost: the frontend saw every job acked, and every
 	// job the journal accepted (acks are sent once WorkAccepted is durable)
 	// ends done. A faster worker drains the rest.
-	g.start("worker-3", "0", seeds, "--workers", "8", "--delay", "0")
+	g.start(ctx, "worker-3", "0", seeds, "--workers", "8", "--delay", "0")
 	front.waitLine(t, "All work acknowledged", 1, 90*time.Second)
 	var last string
 	require.Eventually(t, func() bool {
@@ -161,7 +164,7 @@ func TestClusterWalkthrough(t *testing.T) {
 		c := st.Counts()
 		last = fmt.Sprintf("%+v", c)
 		return c.AcceptedTotal == walkJobs && c.Done == walkJobs && c.Pending == 0 && c.InProgress == 0 && c.Dead == 0
-	}, remaining(t, ctx), 250*time.Millisecond, "not every accepted job is done: %s\n%s", last, g.tails())
+	}, remaining(ctx, t), 250*time.Millisecond, "not every accepted job is done: %s\n%s", last, g.tails())
 	consumed, dups := front.distinct("Consumed result"), front.count("Duplicate result")
 	step("all %d accepted jobs done; frontend consumed %d distinct results, %d duplicates (pub-sub is at-most-once, the journal is the record)",
 		walkJobs, consumed, dups)
@@ -169,7 +172,7 @@ func TestClusterWalkthrough(t *testing.T) {
 
 // remaining is the time left before ctx's deadline, less a margin for the
 // cleanup.
-func remaining(t *testing.T, ctx context.Context) time.Duration {
+func remaining(ctx context.Context, t *testing.T) time.Duration {
 	t.Helper()
 	dl, ok := ctx.Deadline()
 	require.True(t, ok)
@@ -180,18 +183,19 @@ func remaining(t *testing.T, ctx context.Context) time.Duration {
 
 // procGroup runs the processes of one test and stops all of them, by PID,
 // in t.Cleanup: SIGTERM (a graceful leave), then SIGKILL for any process
-// still running after a grace period.
+// still running after a grace period. The test's ctx is passed to each
+// call that starts or waits: a process is killed when the ctx it was
+// started with ends, as with exec.CommandContext.
 type procGroup struct {
-	t   *testing.T
-	ctx context.Context
-	t0  time.Time
+	t  *testing.T
+	t0 time.Time
 
 	mu    sync.Mutex
 	procs []*nodeProc
 }
 
-func newProcGroup(t *testing.T, ctx context.Context) *procGroup {
-	g := &procGroup{t: t, ctx: ctx, t0: time.Now()}
+func newProcGroup(t *testing.T) *procGroup {
+	g := &procGroup{t: t, t0: time.Now()}
 	t.Cleanup(g.stopAll)
 	return g
 }
@@ -200,16 +204,17 @@ func (g *procGroup) since() string {
 	return fmt.Sprintf("[%6.2fs]", time.Since(g.t0).Seconds())
 }
 
-// start runs the foreman binary with args; its stderr (the log) is kept.
-func (g *procGroup) start(name string, args ...string) *nodeProc {
+// start runs the foreman binary with args until it exits or ctx ends; its
+// stderr (the log) is kept.
+func (g *procGroup) start(ctx context.Context, name string, args ...string) *nodeProc {
 	g.t.Helper()
-	return g.startBinary(binary, name, args...)
+	return g.startBinary(ctx, binary, name, args...)
 }
 
 // startBinary is start with another build of foreman.
-func (g *procGroup) startBinary(bin, name string, args ...string) *nodeProc {
+func (g *procGroup) startBinary(ctx context.Context, bin, name string, args ...string) *nodeProc {
 	g.t.Helper()
-	cmd := exec.CommandContext(g.ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	p := &nodeProc{name: name, cmd: cmd, log: newLineLog(), done: make(chan struct{})}
 	cmd.Stderr = p.log
 	cmd.Stdout = p.log
@@ -225,11 +230,12 @@ func (g *procGroup) startBinary(bin, name string, args ...string) *nodeProc {
 	return p
 }
 
-// hold lets d pass: used only to observe that something does not happen.
-func (g *procGroup) hold(d time.Duration) {
+// hold lets d pass (or ctx end): used only to observe that something does
+// not happen.
+func (g *procGroup) hold(ctx context.Context, d time.Duration) {
 	select {
 	case <-time.After(d):
-	case <-g.ctx.Done():
+	case <-ctx.Done():
 	}
 }
 
@@ -239,7 +245,10 @@ func (g *procGroup) stopAll() {
 	g.mu.Unlock()
 	for _, p := range procs {
 		if !p.exited() {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			// ErrProcessDone: it exited (and was reaped) since exited().
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				g.t.Errorf("SIGTERM to %s: %v", p.name, err)
+			}
 		}
 	}
 	grace := time.After(20 * time.Second)
@@ -250,7 +259,11 @@ func (g *procGroup) stopAll() {
 		}
 		if !p.exited() {
 			g.t.Logf("%s did not leave within the grace period; SIGKILL", p.name)
-			_ = p.cmd.Process.Kill()
+			// ErrProcessDone: it exited after all, since exited().
+			if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				g.t.Errorf("SIGKILL to %s: %v", p.name, err)
+				continue // it may never exit: do not wait for it
+			}
 			<-p.done
 		}
 	}
@@ -306,13 +319,13 @@ func (g *procGroup) masterHost(t *testing.T, httpPort int, backends ...*nodeProc
 }
 
 // statusMaster asks a frontend's GET /status where the master runs.
-func statusMaster(port int) (string, error) {
+func statusMaster(port int) (addr string, err error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/status", port))
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("GET /status: %s", resp.Status)
 	}
@@ -336,18 +349,18 @@ var epochRE = regexp.MustCompile(`msg="master recovered".* epoch=(\d+)`)
 // maxEpoch is the highest epoch of the "master recovered" lines logged at
 // or after since.
 func maxEpoch(lines []logLine, since time.Time) int {
-	max := 0
+	highest := 0
 	for _, l := range lines {
 		if l.at.Before(since) {
 			continue
 		}
 		if m := epochRE.FindStringSubmatch(l.text); m != nil {
-			if e, err := strconv.Atoi(m[1]); err == nil && e > max {
-				max = e
+			if e, err := strconv.Atoi(m[1]); err == nil && e > highest {
+				highest = e
 			}
 		}
 	}
-	return max
+	return highest
 }
 
 // nodeProc is one foreman process and its log.

@@ -49,10 +49,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		printErr(stderr, "foreman: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return 2
 	}
 	return runNode(ctx, a, stdout, stderr)
+}
+
+// printErr writes a diagnostic to stderr. A failed write is dropped on
+// purpose: stderr is where failures are reported, so there is nowhere left
+// to report that one, and the exit code still says the command failed.
+func printErr(stderr io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(stderr, format, args...)
+}
+
+// outputFailed reports that cmd's own output could not be written to
+// stdout (a closed pipe, a full disk) and returns exit code 1: whoever
+// reads stdout must not take the missing output for success.
+func outputFailed(stderr io.Writer, cmd string, err error) int {
+	printErr(stderr, "%s: writing the output: %v\n", cmd, err)
+	return 1
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/node"
@@ -41,7 +42,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "removing the test binaries: %v\n", err)
+		code = 1
+	}
 	if code == 0 {
 		if err := goleak.Find(testkit.LeakIgnores...); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines left behind: %v\n", err)
@@ -229,7 +233,7 @@ func tryRecoverState(path string) (*master.WorkState, bool) {
 
 // loadState rebuilds the master's state from its journal, as a recovering
 // master does (snapshot, then the events after it).
-func loadState(path string) (*master.WorkState, error) {
+func loadState(path string) (_ *master.WorkState, err error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
@@ -237,7 +241,7 @@ func loadState(path string) (*master.WorkState, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer j.Close()
+	defer func() { err = errors.Join(err, j.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st := master.NewWorkState()

@@ -28,7 +28,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	mopts, wopts, closePool, err := tuning(a)
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
 	defer closePool()
@@ -39,7 +39,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	n, err := node.StartLocal(ctx, opts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
 	var stopHTTP func(context.Context) error
@@ -52,7 +52,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 			}
 		}
 		if err := n.Stop(sctx); err != nil {
-			fmt.Fprintf(stderr, "foreman: stopping: %v\n", err)
+			printErr(stderr, "foreman: stopping: %v\n", err)
 			return 1
 		}
 		return 0
@@ -61,7 +61,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	if a.http != "" {
 		stopHTTP, err = startLocalHTTP(ctx, n, a.http, log)
 		if err != nil {
-			fmt.Fprintf(stderr, "foreman: %v\n", err)
+			printErr(stderr, "foreman: %v\n", err)
 			stopNode()
 			return 1
 		}
@@ -91,7 +91,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(onResult), frontend.WithDedupe(1<<16))
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
 	consumer := sys.Root.Spawn(cprops)
@@ -100,14 +100,14 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	// Started), or results of the first jobs could be published before it
 	// listens and --jobs N would wait forever.
 	if _, err := sys.Root.RequestFuture(consumer, &frontend.GetStats{}, 10*time.Second).Result(); err != nil {
-		fmt.Fprintf(stderr, "foreman: the result consumer did not start: %v\n", err)
+		printErr(stderr, "foreman: the result consumer did not start: %v\n", err)
 		stopNode()
 		return 1
 	}
 
 	fprops, err := frontend.Props(route.Fixed(n.Master()), frontend.WithLogger(log))
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
 	front := sys.Root.Spawn(fprops)
@@ -120,7 +120,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	pprops, err := frontend.ProducerProps(front, popts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "foreman: %v\n", err)
+		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
 	producer := sys.Root.Spawn(pprops)
@@ -140,7 +140,9 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	case <-allDone:
 		stopClients()
 		code := stopNode()
-		fmt.Fprintf(stdout, "consumed %d results\n", a.jobs)
+		if _, err := fmt.Fprintf(stdout, "consumed %d results\n", a.jobs); err != nil {
+			return outputFailed(stderr, "foreman", err)
+		}
 		return code
 	case <-ctx.Done():
 		log.Info("shutting down before all results were consumed")

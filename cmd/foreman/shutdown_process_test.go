@@ -44,7 +44,7 @@ func plainBinary(t *testing.T) string {
 		plainBin = filepath.Join(filepath.Dir(binary), "foreman-plain")
 		out, err := exec.Command("go", "build", "-o", plainBin, ".").CombinedOutput()
 		if err != nil {
-			plainErr = fmt.Errorf("building foreman without -race: %v\n%s", err, out)
+			plainErr = fmt.Errorf("building foreman without -race: %w\n%s", err, out)
 		}
 	})
 	require.NoError(t, plainErr)
@@ -71,20 +71,20 @@ func TestSIGTERMClusterNodes(t *testing.T) {
 	dbPath := filepath.Join(data, node.JournalFile)
 	ports := pickWalkPorts(t)
 	seeds := fmt.Sprintf("--seeds=127.0.0.1:%d,127.0.0.1:%d", ports.backend1, ports.backend2)
-	g := newProcGroup(t, ctx)
+	g := newProcGroup(t)
 
-	b1 := g.startBinary(bin, fmt.Sprintf("backend-%d", ports.backend1), strconv.Itoa(ports.backend1), seeds, "--data", data)
+	b1 := g.startBinary(ctx, bin, fmt.Sprintf("backend-%d", ports.backend1), strconv.Itoa(ports.backend1), seeds, "--data", data)
 	b1.waitLine(t, "node started", 1, 60*time.Second)
-	b2 := g.startBinary(bin, fmt.Sprintf("backend-%d", ports.backend2), strconv.Itoa(ports.backend2), seeds, "--data", data)
+	b2 := g.startBinary(ctx, bin, fmt.Sprintf("backend-%d", ports.backend2), strconv.Itoa(ports.backend2), seeds, "--data", data)
 	b2.waitLine(t, "node started", 1, 60*time.Second)
 	b1.waitLine(t, "member up", 1, 30*time.Second, "address=127.0.0.1:"+strconv.Itoa(ports.backend2))
-	front := g.startBinary(bin, fmt.Sprintf("frontend-%d", ports.frontend), strconv.Itoa(ports.frontend), seeds, "--jobs", "1000")
+	front := g.startBinary(ctx, bin, fmt.Sprintf("frontend-%d", ports.frontend), strconv.Itoa(ports.frontend), seeds, "--jobs", "1000")
 
 	// A worker whose job runs for minutes: a SIGTERM finds it running.
-	slow := g.startBinary(bin, "worker-slow", "0", seeds, "--workers", "1", "--delay", "2m")
+	slow := g.startBinary(ctx, bin, "worker-slow", "0", seeds, "--workers", "1", "--delay", "2m")
 	slow.waitLine(t, "Worker started", 1, 60*time.Second)
-	running := g.runningOn(t, dbPath, workerIDs(slow))
-	g.startBinary(bin, "worker-fast", "0", seeds, "--workers", "2", "--delay", "100ms")
+	running := g.runningOn(ctx, t, dbPath, workerIDs(slow))
+	g.startBinary(ctx, bin, "worker-fast", "0", seeds, "--workers", "2", "--delay", "100ms")
 	front.waitLine(t, "Consumed result", 5, 60*time.Second)
 
 	// Worker: its running job goes back to the master (it is done by
@@ -109,8 +109,8 @@ func TestSIGTERMClusterNodes(t *testing.T) {
 
 	// Nothing acked is lost: every job the journal accepted ends done (a
 	// faster worker drains the rest).
-	g.startBinary(bin, "worker-drain", "0", seeds, "--workers", "8", "--delay", "0")
-	g.waitJournal(t, dbPath, "every accepted job done", func(st *master.WorkState) bool {
+	g.startBinary(ctx, bin, "worker-drain", "0", seeds, "--workers", "8", "--delay", "0")
+	g.waitJournal(ctx, t, dbPath, "every accepted job done", func(st *master.WorkState) bool {
 		c := st.Counts()
 		return c.AcceptedTotal > 0 && c.Done == int(c.AcceptedTotal) && c.Pending == 0 && c.InProgress == 0
 	})
@@ -138,16 +138,16 @@ func TestSIGTERMAllInOne(t *testing.T) {
 	bin := plainBinary(t)
 	data := t.TempDir()
 	dbPath := filepath.Join(data, node.JournalFile)
-	g := newProcGroup(t, ctx)
+	g := newProcGroup(t)
 
-	first := g.startBinary(bin, "all-in-one", "--data", data, "--workers", "1", "--delay", "2m")
+	first := g.startBinary(ctx, bin, "all-in-one", "--data", data, "--workers", "1", "--delay", "2m")
 	first.waitLine(t, "Worker started", 1, 60*time.Second)
-	running := g.runningOn(t, dbPath, workerIDs(first))
+	running := g.runningOn(ctx, t, dbPath, workerIDs(first))
 	g.sigterm(t, first, bound)
 	require.Contains(t, handedBack(first), running, "the stopping worker did not hand back %s\n%s", running, first.log.tail(20))
 
-	second := g.startBinary(bin, "all-in-one-again", "--data", data, "--workers", "2", "--delay", "0", "--produce=false")
-	g.waitJournal(t, dbPath, "the handed-back job "+running+" is done", func(st *master.WorkState) bool { return st.IsDone(running) })
+	second := g.startBinary(ctx, bin, "all-in-one-again", "--data", data, "--workers", "2", "--delay", "0", "--produce=false")
+	g.waitJournal(ctx, t, dbPath, "the handed-back job "+running+" is done", func(st *master.WorkState) bool { return st.IsDone(running) })
 	g.sigterm(t, second, bound)
 }
 
@@ -183,7 +183,7 @@ func (g *procGroup) running() []*nodeProc {
 
 // waitJournal polls the journal (another process writes it: no probe can
 // see it) until cond holds on the state it records.
-func (g *procGroup) waitJournal(t *testing.T, dbPath, what string, cond func(*master.WorkState) bool) {
+func (g *procGroup) waitJournal(ctx context.Context, t *testing.T, dbPath, what string, cond func(*master.WorkState) bool) {
 	t.Helper()
 	var last string
 	require.Eventually(t, func() bool {
@@ -193,16 +193,16 @@ func (g *procGroup) waitJournal(t *testing.T, dbPath, what string, cond func(*ma
 		}
 		last = fmt.Sprintf("%+v", st.Counts())
 		return cond(st)
-	}, remaining(t, g.ctx), 200*time.Millisecond, "waiting for %s; journal: %s\n%s", what, last, g.tails())
+	}, remaining(ctx, t), 200*time.Millisecond, "waiting for %s; journal: %s\n%s", what, last, g.tails())
 }
 
 // runningOn waits until the journal shows a job in progress on one of the
 // given workers and returns its work id.
-func (g *procGroup) runningOn(t *testing.T, dbPath string, workers map[string]bool) string {
+func (g *procGroup) runningOn(ctx context.Context, t *testing.T, dbPath string, workers map[string]bool) string {
 	t.Helper()
 	require.NotEmpty(t, workers)
 	var id string
-	g.waitJournal(t, dbPath, "a job running on the slow worker", func(st *master.WorkState) bool {
+	g.waitJournal(ctx, t, dbPath, "a job running on the slow worker", func(st *master.WorkState) bool {
 		for _, r := range st.InProgress() {
 			if workers[r.WorkerID] {
 				id = r.WorkID
