@@ -17,7 +17,6 @@ import (
 type (
 	cleanupTick struct{ gen int64 }
 	wakeTick    struct{ gen int64 }
-	notifyMsg   struct{}
 )
 
 type masterActor struct {
@@ -34,7 +33,7 @@ type masterActor struct {
 	workers *workerRegistry
 
 	gen          int64 // bumped on every recovery and stop
-	notifyDue    bool  // a notifyMsg is queued
+	releasedWork bool  // work was released since the last AfterDurable
 	cleanupTimer clock.Timer
 	wakeTimer    clock.Timer
 	wakeAt       time.Time
@@ -66,11 +65,6 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onGetWorkStatus(c, msg)
 	case *messages.GetMasterStatus:
 		a.onGetMasterStatus(c)
-	case *notifyMsg:
-		a.notifyDue = false
-		if a.rt.Recovered() {
-			a.notifyWorkers(c)
-		}
 	case *cleanupTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
 			a.onCleanup(c)
@@ -174,17 +168,18 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	id := ev.GetWork().GetWorkId()
 	a.rt.Persist([]proto.Message{ev}, func() {
 		a.state.Release(id)
-		a.notifySoon()
+		a.releasedWork = true
 	})
 	a.rt.Reply(sender, ack)
 }
 
-// notifySoon tells idle workers about released work after the rest of the
-// current group commit's callbacks: one WorkIsReady per batch.
-func (a *masterActor) notifySoon() {
-	if !a.notifyDue {
-		a.notifyDue = true
-		a.root.Send(a.self, &notifyMsg{})
+// AfterDurable implements persistence.AfterDurable: once the work a group
+// commit accepted is released, idle workers are told, one WorkIsReady per
+// commit.
+func (a *masterActor) AfterDurable(c actor.Context) {
+	if a.releasedWork {
+		a.releasedWork = false
+		a.notifyWorkers(c)
 	}
 }
 

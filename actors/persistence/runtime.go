@@ -39,6 +39,15 @@ type RecoveryMarker interface {
 	RecoveryEvent(now time.Time) proto.Message
 }
 
+// AfterDurable is implemented by a Handler that wants to act once per
+// confirmed append, after that append's then callbacks and deferred
+// replies have run: e.g. tell waiting workers about all the work a group
+// commit made durable, in one go and without a message round trip through
+// the mailbox. It runs on the actor's goroutine.
+type AfterDurable interface {
+	AfterDurable(c actor.Context)
+}
+
 // Phase is where a Runtime is in its life.
 type Phase int
 
@@ -96,6 +105,7 @@ type Runtime struct {
 	// Set by Start.
 	h           Handler
 	marker      RecoveryMarker
+	after       AfterDurable
 	onRecovered func(c actor.Context)
 	log         *slog.Logger
 	root        *actor.RootContext
@@ -214,6 +224,7 @@ func New(j Journal, stream string, opts ...Option) (*Runtime, error) {
 func (r *Runtime) Start(c actor.Context, h Handler, onRecovered func(c actor.Context)) {
 	r.h, r.onRecovered = h, onRecovered
 	r.marker, _ = h.(RecoveryMarker)
+	r.after, _ = h.(AfterDurable)
 	r.root, r.self = c.ActorSystem().Root, c.Self()
 	r.log = r.cfg.logger
 	if r.log == nil {
@@ -532,6 +543,7 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 		return
 	}
 	r.durableSeq = max(r.durableSeq, m.lastSeq)
+	gen0 := r.gen
 	for len(r.inflight) > 0 && r.inflight[0].lastSeq <= r.durableSeq {
 		b := r.inflight[0]
 		r.inflight[0] = nil
@@ -556,6 +568,9 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 		}
 	}
 	r.barrier = r.barrier[n:]
+	if r.after != nil && r.gen == gen0 {
+		r.after.AfterDurable(c)
+	}
 	if r.pendingSnap != nil && r.pendingSnap.Seq <= r.durableSeq {
 		r.saveSnapshot(*r.pendingSnap)
 		r.pendingSnap = nil

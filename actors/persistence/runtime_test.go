@@ -68,6 +68,24 @@ type setActor struct {
 	violations *atomic.Int64
 	recovered  *actor.PID // told "recovered" after each recovery
 	resets     *atomic.Int64
+	afters     *actor.PID // told the visible keys after each confirmed append
+}
+
+// AfterDurable reports the keys made visible so far, once per confirmed
+// append, after its thens.
+func (a *setActor) AfterDurable(c actor.Context) {
+	if a.afters != nil {
+		c.Send(a.afters, &keysMsg{keys: sortedKeys(a.visible)})
+	}
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (a *setActor) Reset(snap *persistence.Snapshot) error {
@@ -348,6 +366,28 @@ func TestRuntime(t *testing.T) {
 		last, err := lastSeq(b.mem)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), last, "the event decided before the stop was not written")
+	})
+
+	t.Run("AfterDurableRunsOncePerAppendAfterItsThens", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		afters := testkit.NewProbe(t, b.sys)
+		rt, err := persistence.New(b.track, stream, b.opts...)
+		require.NoError(t, err)
+		a := &setActor{rt: rt, track: b.track, violations: &b.violations, recovered: b.events.PID(), resets: &b.resets, afters: afters.PID()}
+		pid := b.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
+		b.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
+		b.faulty.HoldWrites()
+		until := make(chan struct{})
+		b.client.Send(pid, &block{until: until})
+		b.add(pid, "a")
+		b.add(pid, "b")
+		close(until)
+		require.Eventually(t, func() bool { return b.faulty.HeldWrites() == 1 }, testkit.Timeout(), time.Millisecond)
+		afters.ExpectNoMsg(50 * time.Millisecond)
+		b.faulty.ReleaseWrites()
+		require.Equal(t, []string{"a", "b"}, testkit.ExpectMsgType[*keysMsg](afters, testkit.Timeout()).keys)
+		afters.ExpectNoMsg(50 * time.Millisecond) // once for the one append
 	})
 
 	t.Run("InvalidOptions", func(t *testing.T) {
