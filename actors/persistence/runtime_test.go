@@ -68,7 +68,8 @@ type setActor struct {
 	violations *atomic.Int64
 	recovered  *actor.PID // told "recovered" after each recovery
 	resets     *atomic.Int64
-	afters     *actor.PID // told the visible keys after each confirmed append
+	afters     *actor.PID          // told the visible keys after each confirmed append
+	handler    persistence.Handler // nil: the actor itself
 }
 
 // AfterDurable reports the keys made visible so far, once per confirmed
@@ -101,9 +102,18 @@ func (a *setActor) Reset(snap *persistence.Snapshot) error {
 
 func (a *setActor) Replay(ev persistence.Event) error {
 	k := ev.Msg.(*wrapperspb.StringValue).GetValue()
+	if k == "" {
+		return nil // a recovery marker
+	}
 	a.decided[k], a.visible[k] = ev.Seq, ev.Seq
 	return nil
 }
+
+// markedSet is a setActor that journals a recovery marker (the key "",
+// never added) on every recovery, as a cluster singleton does.
+type markedSet struct{ *setActor }
+
+func (markedSet) RecoveryEvent(time.Time) proto.Message { return wrapperspb.String("") }
 
 // Snapshot stores the keys as one string of one-letter keys.
 func (a *setActor) Snapshot(int) (proto.Message, bool) {
@@ -129,7 +139,11 @@ func (a *setActor) Receive(c actor.Context) {
 	}
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		a.rt.Start(c, a, func(c actor.Context) {
+		h := a.handler
+		if h == nil {
+			h = a
+		}
+		a.rt.Start(c, h, func(c actor.Context) {
 			if a.recovered != nil {
 				c.Send(a.recovered, wrapperspb.String("recovered"))
 			}
@@ -181,6 +195,7 @@ type bundle struct {
 	violations atomic.Int64
 	resets     atomic.Int64
 	opts       []persistence.Option
+	marked     bool // actors journal a recovery marker (markedSet)
 }
 
 func setup(t *testing.T, opts ...persistence.Option) *bundle {
@@ -201,6 +216,9 @@ func (b *bundle) start(t *testing.T) *actor.PID {
 	rt, err := persistence.New(b.track, stream, b.opts...)
 	require.NoError(t, err)
 	a := &setActor{rt: rt, track: b.track, violations: &b.violations, recovered: b.events.PID(), resets: &b.resets}
+	if b.marked {
+		a.handler = markedSet{a}
+	}
 	return b.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
 }
 
@@ -388,6 +406,25 @@ func TestRuntime(t *testing.T) {
 		b.faulty.ReleaseWrites()
 		require.Equal(t, []string{"a", "b"}, testkit.ExpectMsgType[*keysMsg](afters, testkit.Timeout()).keys)
 		afters.ExpectNoMsg(50 * time.Millisecond) // once for the one append
+	})
+
+	t.Run("StaleActivationSeesTheNewerOneAndStops", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, persistence.WithFenceCheck(time.Second))
+		b.marked = true
+		older := b.startRecovered(t)
+		b.client.Watch(older)
+		b.add(older, "a")
+		b.client.ExpectMsg(wrapperspb.Int64(2), testkit.Timeout()) // 1 is older's marker
+		newer := b.startRecovered(t)                               // journals its recovery marker, 3
+		require.Equal(t, []string{"a"}, b.keys(t, newer))
+		// The older one never writes again; its next fence check finds the
+		// marker it did not write.
+		require.Eventually(t, func() bool { return b.clk.Pending() >= 2 }, testkit.Timeout(), time.Millisecond)
+		b.clk.Advance(time.Second)
+		b.client.ExpectTerminated(older, testkit.Timeout())
+		b.add(newer, "b")
+		b.client.ExpectMsg(wrapperspb.Int64(4), testkit.Timeout()) // 1 a, 2 and 3 markers
 	})
 
 	t.Run("InvalidOptions", func(t *testing.T) {
