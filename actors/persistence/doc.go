@@ -28,32 +28,10 @@ Runtime.Persist with a then callback for what others may see. The runtime:
 
 # Example
 
-	type counter struct {
-		rt *persistence.Runtime
-		n  int64 // decision state
-	}
-
-	func (a *counter) Reset(s *persistence.Snapshot) error { a.n = 0; return nil }
-	func (a *counter) Replay(persistence.Event) error      { a.n++; return nil }
-	func (a *counter) Snapshot(int) (proto.Message, bool)  { return nil, false }
-
-	func (a *counter) Receive(c actor.Context) {
-		if a.rt.Handle(c) {
-			return
-		}
-		switch c.Message().(type) {
-		case *actor.Started:
-			a.rt.Start(c, a, nil)
-		case *Increment:
-			if !a.rt.Recovered() {
-				c.Respond(&Unavailable{})
-				return
-			}
-			a.n++ // decided now, so the next message sees it
-			a.rt.Persist([]proto.Message{&Incremented{}}, nil)
-			a.rt.Reply(c.Sender(), &Count{N: a.n}) // leaves once durable
-		}
-	}
+The package example is a counter that survives a restart: it applies an
+increment to its state, persists the event and replies with Reply, so the
+answer leaves only once the event is durable; a new activation replays the
+journal from the latest snapshot.
 
 actors/master is the full example: its WorkState is the pure state, and the
 master's shell only maps the distributed-workers protocol onto Persist,
