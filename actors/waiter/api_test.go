@@ -512,7 +512,12 @@ func TestHundredJobs(t *testing.T) {
 	require.Equal(t, uint64(invocations.Load()), s.Started, "Started counts invocations exactly")
 	require.Equal(t, uint64(jobs), s.Started+s.Skipped, "every job either ran or was skipped")
 	require.GreaterOrEqual(t, int(s.Started), minExpected)
-	require.LessOrEqual(t, int(s.Started), maxExpected)
+	// Two slots for about a second run at most maxExpected jobs to the end;
+	// a run cancelled because its caller left frees its slot early, so
+	// each of those may let one more start (a loaded CI run started 26:
+	// 18 completed, 8 cancelled while running).
+	require.LessOrEqual(t, int(s.Completed), maxExpected)
+	require.LessOrEqual(t, int(s.Started), maxExpected+int(s.CancelledWhileRunning))
 	require.Equal(t, s.Started, s.Completed+s.CancelledWhileRunning+s.Failed)
 	// A run that ends just as its caller's deadline passes counts as
 	// completed while its caller saw a timeout, so only <= holds exactly.
