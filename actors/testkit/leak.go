@@ -44,6 +44,23 @@ var LeakIgnores = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
 }
 
+// CrashLeakIgnores are the goroutines protoactor-go and gRPC leave behind
+// when a member is killed in-process (no graceful leave, as a crash would),
+// for the TestMain of packages whose tests do that: the survivors' endpoint
+// writers retry the dead address up to remote.MaxRetryCount times with 2 s
+// sleeps, and their gRPC client connections keep reconnecting until those
+// writers give up. All are bounded by protoactor's retry limits; a process
+// would exit instead. Each was reviewed against the sources.
+var CrashLeakIgnores = []goleak.Option{
+	goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransport"),
+	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"), // its name since gRPC 1.82
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
+	// A killed member's gossip loop: Cluster.Shutdown(false) does not stop
+	// it, and with an hour-long gossip interval (as tests set) it sleeps on.
+	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).gossipLoop"),
+}
+
 // VerifyTestMain runs the package's tests, then fails the run if goroutines
 // are left behind (apart from [LeakIgnores] and extra). Call it from TestMain:
 //

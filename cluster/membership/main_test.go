@@ -32,8 +32,10 @@ func TestMain(m *testing.M) {
 		return
 	}
 	// The gossip log throttles this package's example starts are in
-	// testkit.LeakIgnores (60 s timers).
-	testkit.VerifyTestMain(m)
+	// testkit.LeakIgnores (60 s timers); TestClusterCrashFailover kills a
+	// member in-process, whose survivors' reconnect loops are bounded by
+	// protoactor's retry limits (testkit.CrashLeakIgnores).
+	testkit.VerifyTestMain(m, testkit.CrashLeakIgnores...)
 }
 
 // runChild runs one member with default membership settings on loopback.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
@@ -206,19 +205,5 @@ func hostOfMaster(ctx context.Context, t *testing.T, fe *node.ClusterNode, backe
 	return nil
 }
 
-// clusterLeakIgnores are the goroutines protoactor-go and gRPC leave behind
-// when a member is killed in-process (no graceful leave, as a crash would):
-// the survivors' endpoint writers retry the dead address up to
-// remote.MaxRetryCount times with 2 s sleeps, their gRPC client connections
-// keep reconnecting until those writers give up. All are bounded by
-// protoactor's retry limits; a process would exit instead. (protoactor's log
-// throttle timers are waited for, or ignored, by testkit.VerifyTestMain.)
-var clusterLeakIgnores = []goleak.Option{
-	goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
-	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransport"),
-	goleak.IgnoreTopFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"), // its name since gRPC 1.82
-	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
-	// A killed member's gossip loop: Cluster.Shutdown(false) does not stop
-	// it, and with the node's hour-long gossip interval it sleeps on.
-	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).gossipLoop"),
-}
+// clusterLeakIgnores: see testkit.CrashLeakIgnores.
+var clusterLeakIgnores = testkit.CrashLeakIgnores
