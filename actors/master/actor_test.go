@@ -515,7 +515,7 @@ func TestMaster(t *testing.T) {
 	})
 }
 
-func TestNewPropsRejectsBadOptions(t *testing.T) {
+func TestPropsRejectsBadOptions(t *testing.T) {
 	t.Parallel()
 	j := journal.NewMemory()
 	t.Cleanup(func() { _ = j.Close() })

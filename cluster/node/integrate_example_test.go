@@ -18,7 +18,7 @@ func ExampleMasterRateOptions() {
 		fmt.Println(l)
 	}
 	opts, _ := node.RateLimitOptions(limits)
-	_ = append([]master.Option{master.WithWorkTimeout(master.DefaultWorkTimeout)}, opts...) // pass to master.NewProps
+	_ = append([]master.Option{master.WithWorkTimeout(master.DefaultWorkTimeout)}, opts...) // pass to master.Props
 
 	_, err = node.ParseRateLimits("square=10")
 	fmt.Println(err != nil)
