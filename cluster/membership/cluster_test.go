@@ -23,7 +23,16 @@ import (
 // abruptly and is dropped by every other node, and the grain answers from
 // another member; a member that cannot be probed any more is declared down
 // by the others and finds out that it was ejected.
+//
+// It kills a member in-process, which leaves the survivors' gRPC
+// connections to it re-dialling for the life of the process (protoactor's
+// Remote.Shutdown(false) never closes them); any remote started after that
+// races with them on gRPC's global logger. So, like
+// TestClusterGracefulLeaveAndJoin, it runs without -race (CI's second step).
 func TestClusterCrashFailover(t *testing.T) {
+	if raceDetector {
+		t.Skip("SKIPPED UNDER -race: the crash leaves gRPC connections that race with later remote starts on gRPC's global logger; run: go test -count=1 -run TestClusterCrashFailover ./cluster/membership/")
+	}
 	ejected := make(chan string, 4)
 	memberSpec := func(i int) spec {
 		return spec{member: true, opts: []membership.Option{membership.WithOnEjected(func() {
@@ -99,8 +108,7 @@ func TestClusterCrashFailover(t *testing.T) {
 // matter, a member that leaves gracefully is still dropped at once; a new
 // member that knows only the seed is learned by every node.
 //
-// A member joins here while the other nodes' gRPC connections are live
-// (some still re-dialling the member TestClusterCrashFailover crashed):
+// A member joins here while the other nodes' gRPC connections are live:
 // protoactor's Remote.Start writes gRPC's global logger
 // (grpclog.SetLoggerV2) while those connections read it, a data race in
 // the library that -race reported in 3 of 10 runs. It runs without -race
