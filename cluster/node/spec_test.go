@@ -95,7 +95,7 @@ func TestDistributedWorkerSpec(t *testing.T) {
 		wrong   []string // work ids with a wrong result
 		all     = make(chan struct{})
 		closed  bool
-		target  = 100 // jobs submitted; guarded by mu
+		target  = -1 // jobs submitted, once all are; guarded by mu
 	)
 	sub := sys.EventStream.Subscribe(func(evt any) {
 		r, ok := evt.(*messages.WorkResult)
