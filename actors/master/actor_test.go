@@ -3,7 +3,6 @@ package master_test
 import (
 	"context"
 	"errors"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/messages"

@@ -2,7 +2,6 @@ package master_test
 
 import (
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/messages"

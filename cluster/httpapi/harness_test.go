@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/journal"

@@ -3,7 +3,6 @@ package journal_test
 import (
 	"context"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 )
 

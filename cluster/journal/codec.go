@@ -2,11 +2,12 @@ package journal
 
 import (
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // record is a message as a backend stores it: its protobuf full name and its

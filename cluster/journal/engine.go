@@ -3,10 +3,11 @@ package journal
 import (
 	"context"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"slices"
 	"sync"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // backend is what a disk store provides to the group-commit engine: one

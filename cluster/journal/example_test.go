@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"path/filepath"
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 )
 

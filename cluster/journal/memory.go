@@ -3,8 +3,9 @@ package journal
 import (
 	"context"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"sync"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // Memory is an in-memory persistence.Journal for tests and for single-process runs that

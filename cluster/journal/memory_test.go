@@ -1,9 +1,9 @@
 package journal_test
 
 import (
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"testing"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 )
 

@@ -2,10 +2,11 @@ package journal
 
 import (
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // Defaults of the disk backends' options.

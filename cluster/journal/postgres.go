@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // pgSchema creates the tables; pgSchemaLock serialises it between processes

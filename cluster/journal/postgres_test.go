@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"context"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
 )

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // sqliteSchemaVersion is stored in PRAGMA user_version.

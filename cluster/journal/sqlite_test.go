@@ -1,12 +1,12 @@
 package journal_test
 
 import (
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/messages"

@@ -3,12 +3,12 @@ package journaltest_test
 import (
 	"context"
 	"errors"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
 )

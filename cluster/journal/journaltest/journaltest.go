@@ -24,7 +24,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/foreman-actors/foreman/actors/persistence"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +31,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // Factory opens a new, independent journal for one subtest. The suite closes
