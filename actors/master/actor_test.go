@@ -18,6 +18,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -25,35 +26,12 @@ func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// faultyJournal wraps a journal; while failing is set, appends fail.
-type faultyJournal struct {
-	persistence.Journal
-	failing atomic.Bool
-}
-
-var _ persistence.Journal = (*faultyJournal)(nil)
-
 var errDiskFull = errors.New("disk full (injected)")
-
-func (f *faultyJournal) Append(ctx context.Context, stream string, epoch int64, evs []persistence.Event) error {
-	if f.failing.Load() {
-		return errDiskFull
-	}
-	return f.Journal.Append(ctx, stream, epoch, evs)
-}
-
-func (f *faultyJournal) AppendAsync(stream string, epoch int64, evs []persistence.Event, done func(error)) {
-	if f.failing.Load() {
-		go done(errDiskFull)
-		return
-	}
-	f.Journal.AppendAsync(stream, epoch, evs, done)
-}
 
 type bundle struct {
 	sys     *actor.ActorSystem
 	mem     *journal.Memory
-	j       *faultyJournal
+	j       *journaltest.Faulty
 	clk     *clock.Manual
 	front   *testkit.Probe // plays the frontend
 	worker  *testkit.Probe // plays a worker
@@ -67,7 +45,7 @@ func setup(t *testing.T, opts ...master.Option) *bundle {
 	mem := journal.NewMemory()
 	t.Cleanup(func() { _ = mem.Close() }) // runs after the system is shut down
 	sys := testkit.NewSystem(t)
-	b := &bundle{sys: sys, mem: mem, j: &faultyJournal{Journal: mem}, clk: clock.NewManual(t0)}
+	b := &bundle{sys: sys, mem: mem, j: journaltest.NewFaulty(mem), clk: clock.NewManual(t0)}
 	b.front = testkit.NewProbe(t, sys)
 	b.worker = testkit.NewProbe(t, sys)
 	b.results = testkit.NewProbe(t, sys)
@@ -476,7 +454,7 @@ func TestMaster(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		b.submit(t, "a")
-		b.j.failing.Store(true)
+		b.j.FailWrites(errDiskFull)
 		b.front.Send(b.master, &messages.Work{WorkId: "b", JobType: "square"})
 		b.front.ExpectNoMsg(100 * time.Millisecond)
 		// The master re-syncs; while the journal still fails it rejects work.
@@ -492,7 +470,7 @@ func TestMaster(t *testing.T) {
 			}
 			require.True(t, time.Now().Before(deadline), "master kept silent")
 		}
-		b.j.failing.Store(false)
+		b.j.FailWrites(nil)
 		b.advance(t, 1, 5*time.Second) // the recovery retry
 		require.Eventually(t, func() bool {
 			b.front.Send(b.master, &messages.Work{WorkId: "b", JobType: "square"})
@@ -579,7 +557,7 @@ func TestMasterAwaitStarted(t *testing.T) {
 		b.register(t, b.worker, "w1")
 		b.submit(t, "a")
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
-		b.j.failing.Store(true)
+		b.j.FailWrites(errDiskFull)
 		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
 		b.worker.ExpectNoMsg(100 * time.Millisecond)
 	})
@@ -601,7 +579,7 @@ func TestMasterAwaitStarted(t *testing.T) {
 		b.register(t, b.worker, "w1")
 		b.submit(t, "a")
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
-		b.j.failing.Store(true)
+		b.j.FailWrites(errDiskFull)
 		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
 		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
 	})

@@ -581,17 +581,27 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 // goroutine (the snapshot's message is never modified).
 func (r *Runtime) saveSnapshot(snap Snapshot) {
 	r.snapInFlight = true
-	j, stream, epoch, timeout, gen := r.j, r.stream, r.epoch, r.cfg.journalTimeout, r.gen
+	j, stream, epoch, gen := r.j, r.stream, r.epoch, r.gen
+	r.offActor(func(ctx context.Context) any {
+		err := j.SaveSnapshot(ctx, stream, epoch, snap)
+		if err == nil {
+			err = j.DeleteEvents(ctx, stream, epoch, snap.Seq)
+		}
+		return &snapshotDone{rt: r, gen: gen, seq: snap.Seq, err: err}
+	})
+}
+
+// offActor runs call on a goroutine of its own, bounded by the journal
+// timeout and counted in wg, and sends its result to the actor. call must
+// not touch the actor's state.
+func (r *Runtime) offActor(call func(ctx context.Context) any) {
+	timeout, root, self := r.cfg.journalTimeout, r.root, r.self
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		err := j.SaveSnapshot(ctx, stream, epoch, snap)
-		if err == nil {
-			err = j.DeleteEvents(ctx, stream, epoch, snap.Seq)
-		}
-		r.root.Send(r.self, &snapshotDone{rt: r, gen: gen, seq: snap.Seq, err: err})
+		root.Send(self, call(ctx))
 	}()
 }
 
@@ -618,20 +628,16 @@ func (r *Runtime) armFenceCheck() {
 // checkFence looks, off the actor's goroutine, for an event this activation
 // did not write.
 func (r *Runtime) checkFence() {
-	j, stream, from, timeout, gen := r.j, r.stream, r.nextSeq, r.cfg.journalTimeout, r.gen
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
+	j, stream, from, gen := r.j, r.stream, r.nextSeq, r.gen
+	r.offActor(func(ctx context.Context) any {
 		errFound := errors.New("found")
 		err := j.Load(ctx, stream, from, func(Event) error { return errFound })
 		res := &fenceResult{rt: r, gen: gen, from: from, other: errors.Is(err, errFound)}
 		if !res.other {
 			res.err = err
 		}
-		r.root.Send(r.self, res)
-	}()
+		return res
+	})
 }
 
 func (r *Runtime) onFenceResult(c actor.Context, m *fenceResult) {
