@@ -523,9 +523,11 @@ func TestHundredJobs(t *testing.T) {
 	// completed while its caller saw a timeout, so only <= holds exactly.
 	require.LessOrEqual(t, uint64(ok.Load()), s.Completed)
 	// Callers started over a spread of time, so their deadlines pass over a
-	// spread too: FIFO then starts a few jobs whose callers leave soon after
-	// (LIFO avoids that). Those runs are cancelled, not run to the end.
-	require.LessOrEqual(t, s.CancelledWhileRunning, uint64(12))
+	// spread too: FIFO then starts some jobs whose callers leave soon after
+	// (LIFO avoids that). How many depends on how widely the scheduler
+	// spread the callers (a loaded CI run cancelled 16 of 34), so the count
+	// is not bounded here; that such runs are cut short when their caller
+	// leaves is TestCallerGivesUp's deterministic case.
 	require.LessOrEqual(t, s.WastedTime, s.BusyTime)
 }
 
