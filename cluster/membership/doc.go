@@ -9,27 +9,34 @@
 // "leaving": true.
 //
 // Every node, member or client, probes the seeds and every member it knows
-// in parallel each refresh (200 ms) with a short timeout (300 ms), and:
+// every refresh (100 ms), each probe on its own with a short timeout
+// (300 ms), and:
 //
 //   - learns members transitively from the answers (and members learn the
 //     members that probe them), so a new node needs only the seeds; a
 //     learned member counts as alive only once this node's own probe of it
 //     succeeds;
-//   - declares a member down after n consecutive failed probes of its own
-//     (default 2), never because another node forgot it, and drops a
-//     member that answers "leaving" at once; a member id declared down or
-//     gone is never taken back (protoactor blocks it for good; a restarted
-//     process has a new id);
+//   - declares a member down by its own probes only, never because another
+//     node forgot it: after 2 fast failures in a row (connection refused or
+//     reset, a broken answer: the process is gone; the second probe follows
+//     25 ms after the first), or after 1 s without a good answer (a probe
+//     that times out is silence: the member may be paused, overloaded or
+//     cut off); a member that answers "leaving" is dropped at once;
+//   - keeps probing a member it declared down, and takes it back when it
+//     answers again, so a partition heals by itself with no restart; only
+//     a member that left, or whose endpoint answers for a new incarnation
+//     (a restarted process has a new id), is gone for good;
 //   - pushes the alive members (itself included when it is a member, never
 //     clients) to cluster.MemberList.UpdateClusterTopology whenever they
-//     change.
+//     change. protoactor blocks the id of a member that leaves its list for
+//     the life of the process, so a member that comes back is handed to it
+//     under a fresh alias (see alias.go).
 //
-// With the defaults a SIGKILLed member is dropped by the others in 0.2-0.4
-// s (see BENCH.md). Members that cannot be probed for a while (frozen,
-// overloaded) are ejected by the others for good; the self-ejection check
-// notices when no reachable peer has listed this member for k rounds in a
-// row and calls the [WithOnEjected] callback, so that the process can
-// restart.
+// With the defaults a SIGKILLed member is dropped by the others in about
+// 0.03-0.15 s and a partitioned or frozen one after 1 s (see BENCH.md).
+// [Provider.CutOff] tells a node that it has heard from nobody for that
+// long: the others have dropped it, and it should let go of what only one
+// node may hold.
 //
 // # Usage
 //

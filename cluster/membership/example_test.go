@@ -3,6 +3,7 @@ package membership_test
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -26,7 +27,7 @@ func Example() {
 	}))
 	p, err := membership.New(
 		membership.WithHTTPAddr("127.0.0.1:0"), // a free port, for the example
-		membership.WithOnEjected(func() { fmt.Println("ejected: restart the process") }),
+		membership.WithSilence(2*time.Second),  // tolerate longer pauses than the default 1 s
 	)
 	if err != nil {
 		fmt.Println(err)
@@ -35,7 +36,7 @@ func Example() {
 	cfg := cluster.Configure("example", p, disthash.New(), remote.Configure("127.0.0.1", 0),
 		cluster.WithKinds(cluster.NewKind("master", echoProps())))
 	c := cluster.New(sys, cfg)
-	c.StartMember() // serves GET /members, probes the seeds every 200ms
+	c.StartMember() // serves GET /members, probes the seeds every 100ms
 
 	for _, m := range membership.Members(c) {
 		fmt.Println(m.Role, m.Self, m.Kinds)

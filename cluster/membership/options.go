@@ -19,19 +19,29 @@ const (
 	// DefaultPortOffset is added to a node's remote port to get the port of
 	// its membership HTTP endpoint (2551 -> 6551).
 	DefaultPortOffset = 4000
-	// DefaultRefresh is the interval between two probe rounds.
-	DefaultRefresh = 200 * time.Millisecond
-	// DefaultTimeout bounds one probe (connect, request and answer).
+	// DefaultRefresh is the interval between two probes of a peer.
+	DefaultRefresh = 100 * time.Millisecond
+	// DefaultTimeout bounds one probe (connect, request and answer). A probe
+	// without an answer in time counts only towards the silence.
 	DefaultTimeout = 300 * time.Millisecond
-	// DefaultFailures is the number of consecutive failed probes of a
-	// member, by this node, after which this node declares it down.
+	// DefaultFailures is the number of consecutive fast failures (connection
+	// refused or reset, a broken answer) after which this node declares a
+	// member down. The second probe follows the first after a quarter of the
+	// refresh, so a crashed member is dropped 25-125 ms after it died.
 	DefaultFailures = 2
-	// DefaultEjectAfter is the number of consecutive probe rounds in which
-	// no reachable peer lists this member before OnEjected is called.
-	DefaultEjectAfter = 5
+	// DefaultSilence is how long a member may go without a good answer to
+	// this node's probes before this node declares it down: a paused,
+	// overloaded or cut-off member gives no answer rather than a fast
+	// failure. One second rides out stop-the-world pauses and a loaded
+	// machine (see BENCH.md) and still finds a partition within a second.
+	DefaultSilence = time.Second
+	// DefaultForget is how long a learned member endpoint that went down is
+	// still probed, so that the member joins again when a partition heals.
+	// Seeds are probed for ever.
+	DefaultForget = 30 * time.Second
 	// DefaultClientTTL is, in probe rounds, how long a member keeps
 	// reporting a cluster client after that client last polled it.
-	DefaultClientTTL = 5
+	DefaultClientTTL = 10
 	// MaxResponseBytes bounds a /members answer that a probe reads.
 	MaxResponseBytes = 1 << 20
 )
@@ -60,9 +70,9 @@ type config struct {
 	refresh    time.Duration
 	timeout    time.Duration
 	failures   int
-	ejectAfter int
+	silence    time.Duration
+	forget     time.Duration
 	clientTTL  int
-	onEjected  func()
 	logger     *slog.Logger
 	clock      clock.Clock
 	errs       []error
@@ -75,7 +85,8 @@ func defaultConfig() config {
 		refresh:    DefaultRefresh,
 		timeout:    DefaultTimeout,
 		failures:   DefaultFailures,
-		ejectAfter: DefaultEjectAfter,
+		silence:    DefaultSilence,
+		forget:     DefaultForget,
 		clientTTL:  DefaultClientTTL,
 	}
 }
@@ -155,8 +166,8 @@ func WithPortOffset(n int) Option {
 }
 
 // WithRefresh sets the interval between probe rounds (default
-// [DefaultRefresh]). Detection of a dead member takes about
-// failures x refresh.
+// [DefaultRefresh]). A crashed member is detected within about a refresh;
+// a silent one after the silence period.
 func WithRefresh(d time.Duration) Option {
 	return func(c *config) {
 		if d < time.Millisecond {
@@ -190,26 +201,33 @@ func WithFailures(n int) Option {
 	}
 }
 
-// WithEjectAfter sets the self-ejection check: when, for k probe rounds in
-// a row, peers answered and none of them listed this member, the member
-// has been ejected by the cluster (its id is blocked for good) and
-// OnEjected is called (default [DefaultEjectAfter]).
-func WithEjectAfter(k int) Option {
+// WithSilence sets how long a member may give no good answer to this
+// node's probes before this node declares it down (default
+// [DefaultSilence]). It bounds how fast a partition or a hung machine is
+// noticed, and must be longer than the pauses a healthy node can have.
+// Once it has passed without this node hearing from any other,
+// [Provider.CutOff] reports true.
+func WithSilence(d time.Duration) Option {
 	return func(c *config) {
-		if k < 1 {
-			c.fail("eject after %d rounds: want at least 1", k)
+		if d < time.Millisecond {
+			c.fail("silence %v: want at least 1ms", d)
 			return
 		}
-		c.ejectAfter = k
+		c.silence = d
 	}
 }
 
-// WithOnEjected sets the function called, once, when this member finds
-// that the cluster ejected it (see [WithEjectAfter]). A member ejected once
-// can never rejoin under its id: the process should leave and restart. f
-// runs on its own goroutine and may call Shutdown.
-func WithOnEjected(f func()) Option {
-	return func(c *config) { c.onEjected = f }
+// WithForget sets how long a learned member endpoint is still probed after
+// its member went down (default [DefaultForget]): a member that comes back
+// within it joins again by itself. Seeds are probed for ever.
+func WithForget(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond {
+			c.fail("forget %v: want at least 1ms", d)
+			return
+		}
+		c.forget = d
+	}
 }
 
 // WithClientTTL sets, in probe rounds, how long a member keeps reporting a
@@ -237,6 +255,9 @@ func WithClock(cl clock.Clock) Option {
 }
 
 func (c *config) validate() error {
+	if c.silence <= c.refresh {
+		c.fail("silence %v is not longer than the refresh %v: members would be dropped between two probes", c.silence, c.refresh)
+	}
 	if len(c.errs) > 0 {
 		return errors.Join(c.errs...)
 	}

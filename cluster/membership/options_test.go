@@ -25,7 +25,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{name: "refresh", opt: membership.WithRefresh(0), wantMsg: "refresh 0s"},
 		{name: "timeout", opt: membership.WithTimeout(-1), wantMsg: "probe timeout"},
 		{name: "failures", opt: membership.WithFailures(0), wantMsg: "failures 0"},
-		{name: "eject after", opt: membership.WithEjectAfter(0), wantMsg: "eject after 0"},
+		{name: "silence", opt: membership.WithSilence(0), wantMsg: "silence 0s"},
+		{name: "silence within a refresh", opt: membership.WithSilence(membership.DefaultRefresh), wantMsg: "not longer than the refresh"},
+		{name: "forget", opt: membership.WithForget(0), wantMsg: "forget 0s"},
 		{name: "client TTL", opt: membership.WithClientTTL(0), wantMsg: "client TTL 0"},
 	}
 	for _, tt := range tests {

@@ -45,13 +45,18 @@ type Provider struct {
 	log      *slog.Logger
 	c        *cluster.Cluster
 	sub      *eventstream.Subscription
-	accepted map[string]bool // ids in the cluster's last published topology
+	accepted map[string]bool // protoactor ids in the cluster's last published topology
 	httpAddr string
+	inflight map[string]bool // endpoints with a probe under way
+	aliases  aliases         // member id -> the id protoactor knows it by
 
 	srv      *http.Server
 	cancel   context.CancelFunc
 	loopDone chan struct{}
+	results  chan result // probe results, folded by the loop
+	confirm  chan string // endpoints to probe again soon (a fast failure)
 	wg       sync.WaitGroup
+	probes   sync.WaitGroup // probe goroutines
 
 	// hooks for tests (export_test.go)
 	startedHook func()
@@ -161,9 +166,15 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 	p.c = c
 	p.log = log
 	p.httpAddr = self.HTTP
-	p.view = newView(self, member, c.Config.Name, seeds, p.cfg.failures, p.cfg.ejectAfter,
-		time.Duration(p.cfg.clientTTL)*p.cfg.refresh)
+	p.view = newView(self, member, c.Config.Name, seeds, rules{
+		failures:  p.cfg.failures,
+		silence:   p.cfg.silence,
+		forget:    p.cfg.forget,
+		clientTTL: time.Duration(p.cfg.clientTTL) * p.cfg.refresh,
+	})
 	p.accepted = nil
+	p.inflight = make(map[string]bool)
+	p.aliases = newAliases(self.ID)
 	p.mu.Unlock()
 
 	p.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
@@ -197,10 +208,12 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.loopDone = make(chan struct{})
-	p.runOnce(ctx)
+	p.results = make(chan result, 64)
+	p.confirm = make(chan string, 64)
+	p.firstRound(ctx)
 	go p.loop(ctx)
 	log.Info("membership started", "member", member, "http", self.HTTP, "seeds", len(seeds),
-		"refresh", p.cfg.refresh, "failures", p.cfg.failures)
+		"refresh", p.cfg.refresh, "failures", p.cfg.failures, "silence", p.cfg.silence)
 	return nil
 }
 
@@ -223,6 +236,21 @@ func (p *Provider) Members() []Node {
 	return p.view.members()
 }
 
+// CutOff reports whether this node has heard from no other node of its
+// cluster (no good answer to its probes, no probe received) for the
+// silence period ([WithSilence]) although it had before: the other nodes
+// have taken it out of their views by now, so it should not hold on to
+// anything only one node may hold (the master's journal lease). A node
+// that never heard from another one, a cluster of one, is not cut off.
+func (p *Provider) CutOff() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.view == nil {
+		return false
+	}
+	return p.view.cutOff(p.clock.Now())
+}
+
 // Clients returns the cluster clients this node or its alive peers saw
 // polling recently, sorted by id.
 func (p *Provider) Clients() []Node {
@@ -234,6 +262,9 @@ func (p *Provider) Clients() []Node {
 	return p.view.allClients(p.clock.Now())
 }
 
+// loop probes every target each refresh, each probe on its own: a silent
+// peer (its probe waits for the timeout) delays nobody else's. Results are
+// folded into the view as they arrive.
 func (p *Provider) loop(ctx context.Context) {
 	defer close(p.loopDone)
 	t := p.clock.NewTicker(p.cfg.refresh)
@@ -243,49 +274,87 @@ func (p *Provider) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case r := <-p.results:
+			p.fold(ctx, []result{r})
+		case addr := <-p.confirm:
+			p.startProbes(ctx, []string{addr})
 		case <-t.C():
-		}
-		if p.c.ActorSystem.IsStopped() {
-			// cluster.Shutdown(false) does not call the provider: stop with
-			// the actor system so no goroutine outlives it. Wait one tick
-			// first: cluster.Shutdown(true) stops the system just before
-			// it calls Shutdown(true), which must win (graceful leave).
-			if stoppedTicks++; stoppedTicks >= 2 {
-				go func() { _ = p.Shutdown(false) }()
-				return
+			if p.c.ActorSystem.IsStopped() {
+				// cluster.Shutdown(false) does not call the provider: stop with
+				// the actor system so no goroutine outlives it. Wait one tick
+				// first: cluster.Shutdown(true) stops the system just before
+				// it calls Shutdown(true), which must win (graceful leave).
+				if stoppedTicks++; stoppedTicks >= 2 {
+					go func() { _ = p.Shutdown(false) }()
+					return
+				}
+				continue
 			}
-			continue
+			p.fold(ctx, nil) // silence and forgetting go by the clock
+			p.mu.Lock()
+			targets := p.view.targets()
+			p.mu.Unlock()
+			p.startProbes(ctx, targets)
 		}
-		p.runOnce(ctx)
 	}
 }
 
-// runOnce probes every target in parallel, folds the results into the
-// view and pushes the member list to the cluster when it changed.
-func (p *Provider) runOnce(ctx context.Context) {
+// firstRound probes every target and waits for all of them, so that the
+// member list is filled before StartMember or StartClient returns.
+func (p *Provider) firstRound(ctx context.Context) {
 	p.mu.Lock()
 	targets := p.view.targets()
-	self := p.view.self
-	member := p.view.member
+	self, member := p.view.self, p.view.member
 	p.mu.Unlock()
-
 	results := make([]result, len(targets))
 	var wg sync.WaitGroup
 	for i, addr := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = p.probe(ctx, addr, self, member)
-		}()
+		wg.Go(func() { results[i] = p.probe(ctx, addr, self, member) })
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		return
-	}
+	p.fold(ctx, results)
+}
 
+// startProbes starts a probe of each addr that has none under way; its
+// result reaches the loop through p.results.
+func (p *Provider) startProbes(ctx context.Context, addrs []string) {
 	p.mu.Lock()
-	ch := p.view.apply(results)
+	self, member := p.view.self, p.view.member
+	var start []string
+	for _, a := range addrs {
+		if !p.inflight[a] {
+			p.inflight[a] = true
+			start = append(start, a)
+		}
+	}
+	p.mu.Unlock()
+	for _, addr := range start {
+		p.probes.Go(func() {
+			r := p.probe(ctx, addr, self, member)
+			select {
+			case p.results <- r:
+			case <-ctx.Done():
+			}
+		})
+	}
+}
+
+// fold applies results (and the passing of time) to the view, pushes the
+// member list to the cluster when it changed, and has a member whose probe
+// just failed fast probed again soon: a refused connection is strong
+// evidence of a dead process, and a second one confirms it well before the
+// next round.
+func (p *Provider) fold(ctx context.Context, results []result) {
+	p.mu.Lock()
+	ch := p.view.apply(p.clock.Now(), results)
 	members := p.view.members()
+	var again []string
+	for _, r := range results {
+		delete(p.inflight, r.addr)
+		if r.outcome == outcomeFailed && p.view.suspect(r.addr) {
+			again = append(again, r.addr)
+		}
+	}
 	p.mu.Unlock()
 
 	// Push on every change, and once at start even without one: a lone
@@ -295,43 +364,54 @@ func (p *Provider) runOnce(ctx context.Context) {
 		p.pushedOnce.Store(true)
 		p.push(members, ch)
 	}
-	if ch.ejected {
-		p.log.Warn("this member was ejected: no reachable peer lists it; the process should restart to rejoin",
-			"rounds", p.cfg.ejectAfter)
-		if f := p.cfg.onEjected; f != nil {
-			go f()
-		}
+	for _, addr := range again {
+		p.clock.AfterFunc(p.cfg.refresh/4, func() {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case p.confirm <- addr:
+			default: // the next round probes it anyway
+			}
+		})
 	}
 }
 
-// push hands the alive members to the cluster and takes out those the
-// cluster refuses (ids blocked by it, e.g. declared down by another node
-// and propagated by gossip).
+// push hands the alive members to the cluster, each under the id
+// protoactor knows it by (see aliases), and takes out those the cluster
+// refuses (ids blocked by it, e.g. propagated by gossip).
 func (p *Provider) push(nodes []Node, ch change) {
+	p.mu.Lock()
 	for _, n := range ch.joined {
-		p.log.Info("member up", "member", n.ID, "address", n.Address(), "kinds", n.Kinds)
+		if p.aliases.known(n.ID) {
+			p.log.Info("member up again", "member", n.ID, "address", n.Address(), "kinds", n.Kinds)
+		} else {
+			p.log.Info("member up", "member", n.ID, "address", n.Address(), "kinds", n.Kinds)
+		}
 	}
 	for _, n := range ch.left {
 		p.log.Info("member down", "member", n.ID, "address", n.Address())
 	}
+	ids := p.aliases.next(nodes)
+	p.mu.Unlock()
 	members := make([]*cluster.Member, 0, len(nodes))
-	for _, n := range nodes {
-		members = append(members, &cluster.Member{Id: n.ID, Host: n.Host, Port: int32(n.Port), Kinds: append([]string(nil), n.Kinds...)})
+	for i, n := range nodes {
+		members = append(members, &cluster.Member{Id: ids[i], Host: n.Host, Port: int32(n.Port), Kinds: append([]string(nil), n.Kinds...)})
 	}
 	p.c.MemberList.UpdateClusterTopology(members)
 
 	p.mu.Lock()
 	var refused []string
 	if p.accepted != nil {
-		for _, n := range nodes {
-			if !p.accepted[n.ID] && n.ID != p.view.self.ID {
+		for i, n := range nodes {
+			if !p.accepted[ids[i]] && n.ID != p.view.self.ID {
 				refused = append(refused, n.ID)
 			}
 		}
 	}
 	var rch change
 	if len(refused) > 0 {
-		rch = p.view.reject(refused)
+		rch = p.view.reject(p.clock.Now(), refused)
 	}
 	p.mu.Unlock()
 	for _, n := range rch.left {
@@ -356,7 +436,7 @@ func (p *Provider) probe(ctx context.Context, addr string, self Node, member boo
 	resp, err := p.client.Do(req)
 	if err != nil {
 		p.debug("probe failed", addr, err)
-		return result{addr: addr, outcome: outcomeFailed}
+		return result{addr: addr, outcome: failureOf(err)}
 	}
 	// The probe's outcome comes from the status and the decoded body; a failed
 	// close of the body afterwards changes nothing.
@@ -373,7 +453,7 @@ func (p *Provider) probe(ctx context.Context, addr string, self Node, member boo
 		return result{addr: addr, outcome: outcomeFailed}
 	case decErr != nil:
 		p.debug("probe failed", addr, fmt.Errorf("%w: bad JSON: %w", ErrProbe, decErr))
-		return result{addr: addr, outcome: outcomeFailed}
+		return result{addr: addr, outcome: failureOf(decErr)}
 	case st.Cluster != p.clusterName():
 		p.debug("probe failed", addr, fmt.Errorf("%w: node %s belongs to cluster %q, not %q", ErrProbe, st.ID, st.Cluster, p.clusterName()))
 		return result{addr: addr, outcome: outcomeFailed}
@@ -382,6 +462,17 @@ func (p *Provider) probe(ctx context.Context, addr string, self Node, member boo
 		return result{addr: addr, outcome: outcomeFailed}
 	}
 	return result{addr: addr, outcome: outcomeOK, status: &st}
+}
+
+// failureOf classifies a failed probe: no answer within the timeout is
+// silence (the peer may be paused, overloaded or cut off), anything else
+// (refused, reset, a broken answer) a fast failure.
+func failureOf(err error) outcome {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return outcomeSilent
+	}
+	return outcomeFailed
 }
 
 func (p *Provider) debug(msg, addr string, err error) {
@@ -460,6 +551,7 @@ func (p *Provider) Shutdown(graceful bool) error {
 	if p.cancel != nil {
 		p.cancel()
 		<-p.loopDone
+		p.probes.Wait()
 	}
 	if len(waitFor) > 0 {
 		p.linger(waitFor)

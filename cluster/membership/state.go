@@ -10,9 +10,16 @@ import (
 type outcome uint8
 
 const (
-	outcomeFailed  outcome = iota + 1 // unreachable, timeout, bad answer
-	outcomeOK                         // 200 with a Status of our cluster
-	outcomeLeaving                    // 503 with Leaving set: graceful leave
+	// outcomeFailed: the probe failed fast, which only a live host does for
+	// a dead process or a sick node: connection refused or reset, a non-200
+	// answer, a bad body, another cluster. n in a row take a member down.
+	outcomeFailed outcome = iota + 1
+	outcomeOK      // 200 with a Status of our cluster
+	outcomeLeaving // 503 with Leaving set: graceful leave
+	// outcomeSilent: no answer within the probe timeout. A paused, overloaded
+	// or partitioned node looks like this; it counts only through silence
+	// (no good answer for a while), never one probe at a time.
+	outcomeSilent
 )
 
 // result is one probe's result, the input of view.apply.
@@ -25,22 +32,28 @@ type result struct {
 // peer is a membership endpoint this node probes.
 type peer struct {
 	addr     string
-	seed     bool    // configured: probed forever, never forgotten
-	self     bool    // answered with our own id (a seed naming this node)
-	node     Node    // the incarnation that last answered there
-	alive    bool    // in this node's view
-	failures int     // consecutive failed probes
-	last     *Status // last good answer, while alive
+	seed     bool      // configured: probed forever, never forgotten
+	self     bool      // answered with our own id (a seed naming this node)
+	node     Node      // the incarnation that last answered there
+	alive    bool      // in this node's view
+	failures int       // consecutive fast failures
+	lastOK   time.Time // last good answer; zero when it never answered
+	since    time.Time // when the endpoint was learned or last went down
+	last     *Status   // last good answer, while alive
 }
 
-// change is what one round of results changed.
+// change is what one call of apply or expire changed.
 type change struct {
-	joined  []Node
-	left    []Node
-	ejected bool // the self-ejection check fired (once)
+	joined []Node
+	left   []Node
 }
 
 func (c change) changed() bool { return len(c.joined) > 0 || len(c.left) > 0 }
+
+func (c *change) merge(o change) {
+	c.joined = append(c.joined, o.joined...)
+	c.left = append(c.left, o.left...)
+}
 
 // seenClient is a client that polled this member.
 type seenClient struct {
@@ -48,36 +61,47 @@ type seenClient struct {
 	last time.Time
 }
 
-// view is the pure membership state of one node: which peers to probe,
-// which members are alive, which incarnations are dead for good. It does
-// no I/O and reads no clock; the provider feeds it probe results and the
-// probes it receives.
-type view struct {
-	self       Node // this node; HTTP and ID empty until started
-	member     bool // false for a cluster client (not in its own view)
-	cluster    string
-	failures   int
-	ejectAfter int
-	clientTTL  time.Duration
-
-	peers   map[string]*peer    // by endpoint address
-	dead    map[string]struct{} // member ids that left or were declared down
-	clients map[string]seenClient
-	absent  int // consecutive rounds in which no reachable peer listed us
-	ejected bool
+// rules are the view's thresholds.
+type rules struct {
+	failures  int           // consecutive fast failures that take a member down
+	silence   time.Duration // no good answer for this long takes a member down
+	forget    time.Duration // a learned endpoint down for this long is no longer probed
+	clientTTL time.Duration // how long a client that polled us is reported
 }
 
-func newView(self Node, member bool, cluster string, seeds []string, failures, ejectAfter int, clientTTL time.Duration) *view {
+// view is the pure membership state of one node: which peers to probe,
+// which members are alive, which incarnations are gone for good. It does
+// no I/O and reads no clock; the provider feeds it probe results, the
+// probes it receives and the time.
+//
+// Down is not forever. A member taken down for failed probes or silence
+// (crashed, paused, cut off by a partition) is probed on, and joins again
+// when its own probe answers: partitions heal by themselves. Only a member
+// that left gracefully, or whose endpoint now answers for a newer
+// incarnation, is gone for good (its id is dead).
+type view struct {
+	self    Node // this node; HTTP and ID empty until started
+	member  bool // false for a cluster client (not in its own view)
+	cluster string
+	rules   rules
+
+	peers   map[string]*peer    // by endpoint address
+	dead    map[string]struct{} // member ids that left or were replaced
+	clients map[string]seenClient
+
+	contacted   bool      // this node has heard from another node at least once
+	lastContact time.Time // last good answer or probe received from another node
+}
+
+func newView(self Node, member bool, cluster string, seeds []string, r rules) *view {
 	v := &view{
-		self:       self,
-		member:     member,
-		cluster:    cluster,
-		failures:   failures,
-		ejectAfter: ejectAfter,
-		clientTTL:  clientTTL,
-		peers:      make(map[string]*peer),
-		dead:       make(map[string]struct{}),
-		clients:    make(map[string]seenClient),
+		self:    self,
+		member:  member,
+		cluster: cluster,
+		rules:   r,
+		peers:   make(map[string]*peer),
+		dead:    make(map[string]struct{}),
+		clients: make(map[string]seenClient),
 	}
 	for _, s := range seeds {
 		if s == self.HTTP && self.HTTP != "" {
@@ -88,7 +112,7 @@ func newView(self Node, member bool, cluster string, seeds []string, failures, e
 	return v
 }
 
-// targets returns the endpoints to probe this round, sorted.
+// targets returns the endpoints to probe, sorted.
 func (v *view) targets() []string {
 	out := make([]string, 0, len(v.peers))
 	for a, p := range v.peers {
@@ -100,30 +124,30 @@ func (v *view) targets() []string {
 	return out
 }
 
-// isDead reports whether the incarnation id left or was declared down.
+// isDead reports whether the incarnation id left or was replaced.
 func (v *view) isDead(id string) bool {
 	_, ok := v.dead[id]
 	return ok
 }
 
-// kill records that id left or is down: it never becomes alive again.
+// kill records that id is gone for good: it never becomes alive again.
 func (v *view) kill(id string) {
 	if id != "" && id != v.self.ID {
 		v.dead[id] = struct{}{}
 	}
 }
 
-// down takes p out of the view, records its incarnation as dead and, for a
-// learned (non-seed) endpoint, forgets the endpoint.
-func (v *view) down(p *peer, ch *change) {
+// down takes p's member out of the view; its endpoint stays a target (a
+// learned one until rules.forget has passed) so that it can join again.
+func (v *view) down(now time.Time, p *peer, ch *change) {
 	wasAlive := p.alive
-	p.alive, p.last = false, nil
+	p.alive, p.last, p.since = false, nil, now
 	if p.node.ID != "" {
 		// The same member may be known under several endpoint spellings
 		// (a seed "localhost:6551" and the advertised "127.0.0.1:6551").
 		for _, q := range v.peers {
 			if q.node.ID == p.node.ID && q.alive {
-				q.alive, q.last = false, nil
+				q.alive, q.last, q.since = false, nil, now
 				wasAlive = true
 			}
 		}
@@ -131,16 +155,12 @@ func (v *view) down(p *peer, ch *change) {
 	if wasAlive {
 		ch.left = append(ch.left, p.node)
 	}
-	v.kill(p.node.ID)
-	if !p.seed {
-		delete(v.peers, p.addr)
-	}
 }
 
-// apply folds one round of probe results into the view.
-func (v *view) apply(results []result) change {
+// apply folds probe results into the view, then expires what the time
+// says is silent or forgotten.
+func (v *view) apply(now time.Time, results []result) change {
 	var ch change
-	reachable, listsUs := 0, false
 	for _, r := range results {
 		p, ok := v.peers[r.addr]
 		if !ok || p.self {
@@ -148,102 +168,117 @@ func (v *view) apply(results []result) change {
 		}
 		switch r.outcome {
 		case outcomeOK:
-			st := r.status
-			if st.ID == v.self.ID && v.self.ID != "" {
-				p.self = true
-				continue
-			}
-			if p.alive && p.node.ID != st.ID {
-				// The endpoint now answers for a new incarnation (a restart
-				// on the same port): the old one is gone.
-				v.down(p, &ch)
-				p, ok = v.peers[r.addr]
-				if !ok {
-					p = &peer{addr: r.addr}
-					v.peers[r.addr] = p
-				}
-			}
-			p.failures = 0
-			p.node = st.Node
-			p.node.HTTP = r.addr
-			if v.isDead(st.ID) {
-				// A zombie: declared down or left, still answering. It can
-				// never rejoin under this id; its view does not count.
-				if p.alive {
-					ch.left = append(ch.left, p.node)
-				}
-				p.alive, p.last = false, nil
-				continue
-			}
-			if !p.alive {
-				p.alive = true
-				ch.joined = append(ch.joined, p.node)
-			}
-			p.last = st
-			reachable++
-			for _, m := range st.Members {
-				if m.ID == v.self.ID && v.self.ID != "" {
-					listsUs = true
-					continue
-				}
-				v.learn(m)
-			}
+			v.answered(now, p, r.status, &ch)
 		case outcomeLeaving:
-			if r.status != nil && r.status.ID != "" && p.node.ID != r.status.ID {
+			if r.status != nil && r.status.ID != "" {
 				v.kill(r.status.ID)
 			}
-			v.down(p, &ch)
-		default:
+			v.kill(p.node.ID)
+			v.down(now, p, &ch)
+		case outcomeFailed:
 			p.failures++
-			if p.failures >= v.failures {
-				if p.alive || !p.seed {
-					v.down(p, &ch)
-				}
+			if p.alive && p.failures >= v.rules.failures {
+				v.down(now, p, &ch)
 			}
+		case outcomeSilent:
+			// Counted by expire, through silence.
 		}
 	}
-	if v.member && reachable > 0 && !v.ejected {
-		if listsUs {
-			v.absent = 0
-		} else {
-			v.absent++
-			if v.absent >= v.ejectAfter {
-				v.ejected = true
-				ch.ejected = true
-			}
+	ch.merge(v.expire(now))
+	return ch
+}
+
+// answered folds a good answer st from p's endpoint into the view.
+func (v *view) answered(now time.Time, p *peer, st *Status, ch *change) {
+	if st.ID == v.self.ID && v.self.ID != "" {
+		p.self = true
+		return
+	}
+	v.contacted, v.lastContact = true, now
+	if p.node.ID != "" && p.node.ID != st.ID {
+		// The endpoint answers for a new incarnation (a restart on the same
+		// port): the old one is gone for good.
+		v.down(now, p, ch)
+		v.kill(p.node.ID)
+	}
+	p.failures = 0
+	p.lastOK = now
+	p.node = st.Node
+	p.node.HTTP = p.addr
+	if v.isDead(st.ID) {
+		// It left or was replaced, and still answers: it can never rejoin
+		// under this id, and its view does not count.
+		if p.alive {
+			v.down(now, p, ch)
+		}
+		return
+	}
+	if !p.alive {
+		p.alive = true
+		ch.joined = append(ch.joined, p.node)
+	}
+	p.last = st
+	for _, m := range st.Members {
+		if m.ID != v.self.ID || v.self.ID == "" {
+			v.learn(now, m)
+		}
+	}
+}
+
+// expire takes down the members that gave no good answer for
+// rules.silence and stops probing learned endpoints that have been down
+// (or never answered) for rules.forget.
+func (v *view) expire(now time.Time) change {
+	var ch change
+	for addr, p := range v.peers {
+		switch {
+		case p.alive && now.Sub(p.lastOK) >= v.rules.silence:
+			v.down(now, p, &ch)
+		case !p.alive && !p.seed && now.Sub(p.since) >= v.rules.forget:
+			delete(v.peers, addr)
 		}
 	}
 	return ch
 }
 
+// cutOff reports whether this node has heard from no other node for
+// rules.silence although it did before: the others have taken it down by
+// now. A node that never heard from another (a cluster of one) is not cut
+// off.
+func (v *view) cutOff(now time.Time) bool {
+	return v.contacted && now.Sub(v.lastContact) >= v.rules.silence
+}
+
 // learn adds the endpoint of member m, reported by a peer, to the probe
 // targets. It becomes alive only once this node has probed it.
-func (v *view) learn(m Node) {
+func (v *view) learn(now time.Time, m Node) {
 	if m.HTTP == "" || m.HTTP == v.self.HTTP || m.ID == "" || v.isDead(m.ID) {
 		return
 	}
 	if _, ok := v.peers[m.HTTP]; ok {
 		return
 	}
-	v.peers[m.HTTP] = &peer{addr: m.HTTP}
+	v.peers[m.HTTP] = &peer{addr: m.HTTP, since: now}
 }
 
-// heardFrom records a probe this node received: a member prober's endpoint
-// is learned, a client prober is remembered for clientTTL.
+// heardFrom records a probe this node received from a node of its
+// cluster: a member prober's endpoint is learned, a client prober is
+// remembered for rules.clientTTL.
 func (v *view) heardFrom(now time.Time, n Node) {
 	if n.ID == "" || n.ID == v.self.ID {
 		return
 	}
+	v.contacted, v.lastContact = true, now
 	if n.HTTP != "" {
-		v.learn(n)
+		v.learn(now, n)
 		return
 	}
 	v.clients[n.ID] = seenClient{node: n, last: now}
 }
 
 // reject records member ids that the cluster refused (blocked ids): they
-// are taken out of the view like members that were declared down.
-func (v *view) reject(ids []string) change {
+// are gone for good, like members that left.
+func (v *view) reject(now time.Time, ids []string) change {
 	var ch change
 	for _, id := range ids {
 		if id == v.self.ID {
@@ -252,7 +287,7 @@ func (v *view) reject(ids []string) change {
 		v.kill(id)
 		for _, p := range v.peers {
 			if p.node.ID == id && p.alive {
-				p.alive, p.last = false, nil
+				p.alive, p.last, p.since = false, nil, now
 				ch.left = append(ch.left, p.node)
 			}
 		}
@@ -283,7 +318,7 @@ func (v *view) members() []Node {
 func (v *view) directClients(now time.Time) []Node {
 	out := make([]Node, 0, len(v.clients))
 	for id, c := range v.clients {
-		if now.Sub(c.last) > v.clientTTL {
+		if now.Sub(c.last) > v.rules.clientTTL {
 			delete(v.clients, id)
 			continue
 		}
@@ -321,4 +356,11 @@ func (v *view) allClients(now time.Time) []Node {
 
 func sortNodes(ns []Node) {
 	slices.SortFunc(ns, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
+}
+
+// suspect reports whether the member at addr is alive but its last probe
+// failed fast: one more failure may take it down.
+func (v *view) suspect(addr string) bool {
+	p, ok := v.peers[addr]
+	return ok && p.alive && p.failures > 0
 }

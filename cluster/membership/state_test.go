@@ -24,8 +24,20 @@ func answer(addr, id string, members ...Node) result {
 
 func failed(addr string) result { return result{addr: addr, outcome: outcomeFailed} }
 
+func silent(addr string) result { return result{addr: addr, outcome: outcomeSilent} }
+
 func leaving(addr, id string) result {
 	return result{addr: addr, outcome: outcomeLeaving, status: &Status{Node: node(id, addr), Cluster: testCluster, Leaving: true}}
+}
+
+// step is the time between two rounds of a test: the default refresh.
+const step = DefaultRefresh
+
+var t0 = time.Unix(1000, 0)
+
+// testRules are the default thresholds, with failures fast failures.
+func testRules(failures int) rules {
+	return rules{failures: failures, silence: DefaultSilence, forget: DefaultForget, clientTTL: time.Second}
 }
 
 func ids(ns []Node) []string {
@@ -37,17 +49,28 @@ func ids(ns []Node) []string {
 }
 
 func newTestView(failures int, seeds ...string) *view {
-	return newView(self, true, testCluster, seeds, failures, 3, time.Second)
+	return newView(self, true, testCluster, seeds, testRules(failures))
+}
+
+// rounds repeats r n times.
+func rounds(n int, r ...result) [][]result {
+	out := make([][]result, n)
+	for i := range out {
+		out[i] = r
+	}
+	return out
 }
 
 func TestViewApply(t *testing.T) {
 	t.Parallel()
 	const a, b, c = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"
+	silenceRounds := int(DefaultSilence / step)
+	forgetRounds := int(DefaultForget / step)
 	tests := []struct {
 		name        string
 		failures    int
 		seeds       []string
-		rounds      [][]result
+		rounds      [][]result // one per step of time
 		wantMembers []string
 		wantTargets []string
 		wantJoined  []string // ids joined in the last round
@@ -63,7 +86,7 @@ func TestViewApply(t *testing.T) {
 			wantJoined:  []string{"A"},
 		},
 		{
-			name:        "failures below the threshold keep a member",
+			name:        "fast failures below the threshold keep a member",
 			failures:    2,
 			seeds:       []string{a},
 			rounds:      [][]result{{answer(a, "A")}, {failed(a)}, {answer(a, "A")}, {failed(a)}},
@@ -71,7 +94,7 @@ func TestViewApply(t *testing.T) {
 			wantTargets: []string{a},
 		},
 		{
-			name:        "n consecutive failures take a member down",
+			name:        "n consecutive fast failures take a member down",
 			failures:    2,
 			seeds:       []string{a},
 			rounds:      [][]result{{answer(a, "A")}, {failed(a)}, {failed(a)}},
@@ -80,12 +103,40 @@ func TestViewApply(t *testing.T) {
 			wantLeft:    []string{"A"},
 		},
 		{
-			name:        "a member declared down never comes back under its id",
+			name:        "a member taken down joins again under its id when it answers",
 			failures:    1,
 			seeds:       []string{a},
-			rounds:      [][]result{{answer(a, "A")}, {failed(a)}, {answer(a, "A")}},
+			rounds:      [][]result{{answer(a, "A")}, {failed(a)}, {failed(a)}, {answer(a, "A")}},
+			wantMembers: []string{"A", "self"},
+			wantTargets: []string{a},
+			wantJoined:  []string{"A"},
+		},
+		{
+			name:        "silent probes alone do not take a member down within the silence",
+			failures:    1,
+			seeds:       []string{a},
+			rounds:      append([][]result{{answer(a, "A")}}, rounds(silenceRounds-1, silent(a))...),
+			wantMembers: []string{"A", "self"},
+			wantTargets: []string{a},
+		},
+		{
+			name:        "no good answer for the silence takes a member down",
+			failures:    1,
+			seeds:       []string{a},
+			rounds:      append([][]result{{answer(a, "A")}}, rounds(silenceRounds, silent(a))...),
 			wantMembers: []string{"self"},
 			wantTargets: []string{a},
+			wantLeft:    []string{"A"},
+		},
+		{
+			name:     "a silent member joins again when the partition heals",
+			failures: 2,
+			seeds:    []string{a},
+			rounds: append(append([][]result{{answer(a, "A")}}, rounds(2*silenceRounds, silent(a))...),
+				[]result{answer(a, "A")}),
+			wantMembers: []string{"A", "self"},
+			wantTargets: []string{a},
+			wantJoined:  []string{"A"},
 		},
 		{
 			name:        "a restarted seed joins under its new id",
@@ -95,6 +146,15 @@ func TestViewApply(t *testing.T) {
 			wantMembers: []string{"A2", "self"},
 			wantTargets: []string{a},
 			wantJoined:  []string{"A2"},
+		},
+		{
+			name:        "an old incarnation never comes back once replaced",
+			failures:    1,
+			seeds:       []string{a},
+			rounds:      [][]result{{answer(a, "A")}, {answer(a, "A2")}, {answer(a, "A")}},
+			wantMembers: []string{"self"},
+			wantTargets: []string{a},
+			wantLeft:    []string{"A2"},
 		},
 		{
 			name:        "an endpoint answering for a new incarnation replaces the old one",
@@ -114,6 +174,14 @@ func TestViewApply(t *testing.T) {
 			wantMembers: []string{"self"},
 			wantTargets: []string{a},
 			wantLeft:    []string{"A"},
+		},
+		{
+			name:        "a member that left never comes back under its id",
+			failures:    100,
+			seeds:       []string{a},
+			rounds:      [][]result{{answer(a, "A")}, {leaving(a, "A")}, {answer(a, "A")}},
+			wantMembers: []string{"self"},
+			wantTargets: []string{a},
 		},
 		{
 			name:        "members are learned from answers, alive only once probed",
@@ -150,25 +218,48 @@ func TestViewApply(t *testing.T) {
 			wantTargets: []string{a, b},
 		},
 		{
-			name:     "a dead learned member is forgotten and not learned again",
+			name:     "a learned member that went down is still probed and joins again",
 			failures: 2,
 			seeds:    []string{a},
 			rounds: [][]result{
 				{answer(a, "A", node("B", b))},
-				{answer(a, "A", node("B", b)), answer(b, "B")},
-				{answer(a, "A", node("B", b)), failed(b)},
-				{answer(a, "A", node("B", b)), failed(b)},
-				{answer(a, "A", node("B", b))}, // a stale view still lists B
+				{answer(a, "A"), answer(b, "B")},
+				{answer(a, "A"), failed(b)},
+				{answer(a, "A"), failed(b)},
+				{answer(a, "A"), silent(b)},
+				{answer(a, "A"), answer(b, "B")},
 			},
+			wantMembers: []string{"A", "B", "self"},
+			wantTargets: []string{a, b},
+			wantJoined:  []string{"B"},
+		},
+		{
+			name:     "a learned endpoint down for the forget period is no longer probed",
+			failures: 2,
+			seeds:    []string{a},
+			rounds: append([][]result{
+				{answer(a, "A", node("B", b))},
+				{answer(a, "A"), answer(b, "B")},
+				{answer(a, "A"), failed(b)},
+				{answer(a, "A"), failed(b)},
+			}, rounds(forgetRounds, answer(a, "A"), failed(b))...),
 			wantMembers: []string{"A", "self"},
 			wantTargets: []string{a},
 		},
 		{
-			name:        "an unreachable learned endpoint is forgotten",
+			name:        "a learned endpoint that never answers is forgotten too",
 			failures:    2,
 			seeds:       []string{a},
-			rounds:      [][]result{{answer(a, "A", node("B", b))}, {failed(b)}, {failed(b)}},
+			rounds:      append([][]result{{answer(a, "A", node("B", b))}}, rounds(forgetRounds, answer(a, "A"), silent(b))...),
 			wantMembers: []string{"A", "self"},
+			wantTargets: []string{a},
+		},
+		{
+			name:        "a seed is probed for ever",
+			failures:    2,
+			seeds:       []string{a},
+			rounds:      append([][]result{{answer(a, "A")}}, rounds(2*forgetRounds, failed(a))...),
+			wantMembers: []string{"self"},
 			wantTargets: []string{a},
 		},
 		{
@@ -189,12 +280,12 @@ func TestViewApply(t *testing.T) {
 			wantTargets: []string{},
 		},
 		{
-			name:     "a member known under two endpoints goes down once, everywhere",
+			name:     "a member known under two endpoints goes down everywhere",
 			failures: 1,
 			seeds:    []string{a, "localhost:1"},
 			rounds: [][]result{
 				{answer(a, "A"), answer("localhost:1", "A")},
-				{failed(a), answer("localhost:1", "A")},
+				{failed(a), silent("localhost:1")},
 			},
 			wantMembers: []string{"self"},
 			wantTargets: []string{a, "localhost:1"},
@@ -214,8 +305,10 @@ func TestViewApply(t *testing.T) {
 			t.Parallel()
 			v := newTestView(tt.failures, tt.seeds...)
 			var ch change
+			now := t0
 			for _, r := range tt.rounds {
-				ch = v.apply(r)
+				now = now.Add(step)
+				ch = v.apply(now, r)
 			}
 			require.Equal(t, tt.wantMembers, ids(v.members()))
 			require.Equal(t, tt.wantTargets, v.targets())
@@ -232,26 +325,45 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-func TestViewSelfEjection(t *testing.T) {
+func TestViewCutOff(t *testing.T) {
 	t.Parallel()
-	const a, b = "127.0.0.1:1", "127.0.0.1:2"
-	v := newTestView(2, a, b) // eject after 3 rounds
-	listed := []result{answer(a, "A", self), answer(b, "B")}
-	absent := []result{answer(a, "A"), answer(b, "B")}
-	unreachable := []result{failed(a), failed(b)}
+	const a = "127.0.0.1:1"
+	v := newTestView(2, a)
+	require.False(t, v.cutOff(t0.Add(time.Hour)), "a node that never heard from another is a cluster of one, not cut off")
 
-	require.False(t, v.apply(listed).ejected)
-	require.False(t, v.apply(absent).ejected)
-	require.False(t, v.apply(absent).ejected)
-	require.False(t, v.apply(listed).ejected, "one peer listing us resets the count")
-	require.False(t, v.apply(absent).ejected)
-	require.False(t, v.apply(absent).ejected)
-	require.False(t, v.apply(unreachable).ejected, "rounds without a reachable peer do not count")
-	require.True(t, v.apply(absent).ejected, "third round in a row with answers that omit us")
-	require.False(t, v.apply(absent).ejected, "reported once")
+	v.apply(t0, []result{answer(a, "A")})
+	require.False(t, v.cutOff(t0.Add(DefaultSilence-time.Nanosecond)))
+	require.True(t, v.cutOff(t0.Add(DefaultSilence)), "silence since the last good answer")
 
-	client := newView(Node{ID: "cl"}, false, testCluster, []string{a}, 2, 1, time.Second)
-	require.False(t, client.apply([]result{answer(a, "A")}).ejected, "clients are never listed: no check")
+	v.heardFrom(t0.Add(2*DefaultSilence), Node{ID: "W", Port: 40000})
+	require.False(t, v.cutOff(t0.Add(2*DefaultSilence)), "a probe received is contact too")
+	v.apply(t0.Add(3*DefaultSilence), []result{silent(a), failed(a)})
+	require.True(t, v.cutOff(t0.Add(3*DefaultSilence)), "failed probes are no contact")
+	v.heardFrom(t0.Add(4*DefaultSilence), Node{})
+	require.True(t, v.cutOff(t0.Add(4*DefaultSilence)), "an anonymous probe is no contact")
+}
+
+func TestAliases(t *testing.T) {
+	t.Parallel()
+	a := newAliases("self")
+	n := func(ids ...string) []Node {
+		out := make([]Node, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, Node{ID: id})
+		}
+		return out
+	}
+	require.False(t, a.known("A"))
+	require.Equal(t, []string{"self", "A", "B"}, a.next(n("self", "A", "B")), "first time: own ids")
+	require.True(t, a.known("A"))
+	require.Equal(t, []string{"self", "A", "B"}, a.next(n("self", "A", "B")), "unchanged while present")
+	require.Equal(t, []string{"self", "B"}, a.next(n("self", "B")), "A goes: protoactor blocks A")
+	require.Equal(t, []string{"self", "A.r1", "B"}, a.next(n("self", "A", "B")), "A returns under a fresh alias")
+	require.Equal(t, []string{"self", "A.r1"}, a.next(n("self", "A")), "kept while present")
+	require.Equal(t, []string{"self"}, a.next(n("self")))
+	require.Equal(t, []string{"self", "A.r2", "B.r1"}, a.next(n("self", "A", "B")), "every return a new one")
+	require.Equal(t, []string{"self"}, a.next(n("self")), "this node's own id never changes")
+	require.Equal(t, []string{"self"}, a.next(n("self")))
 }
 
 func TestViewHeardFromAndClients(t *testing.T) {
@@ -273,9 +385,9 @@ func TestViewHeardFromAndClients(t *testing.T) {
 	v.heardFrom(now, Node{ID: "W", Port: 40000})
 	r := answer(a, "A")
 	r.status.Clients = []Node{{ID: "V", Port: 40001}, {ID: "W", Port: 40000}}
-	v.apply([]result{r})
+	v.apply(now, []result{r})
 	require.Equal(t, []string{"V", "W"}, ids(v.allClients(now)))
-	v.apply([]result{leaving(a, "A")})
+	v.apply(now, []result{leaving(a, "A")})
 	require.Equal(t, []string{"W"}, ids(v.allClients(now)), "a peer's clients go with it")
 }
 
@@ -283,22 +395,23 @@ func TestViewReject(t *testing.T) {
 	t.Parallel()
 	const a, b = "127.0.0.1:1", "127.0.0.1:2"
 	v := newTestView(2, a, b)
-	v.apply([]result{answer(a, "A"), answer(b, "B")})
-	ch := v.reject([]string{"B", "self", "nobody"})
+	v.apply(t0, []result{answer(a, "A"), answer(b, "B")})
+	ch := v.reject(t0, []string{"B", "self", "nobody"})
 	require.Equal(t, []string{"B"}, ids(ch.left))
 	require.Equal(t, []string{"A", "self"}, ids(v.members()))
-	v.apply([]result{answer(a, "A"), answer(b, "B")})
+	v.apply(t0, []result{answer(a, "A"), answer(b, "B")})
 	require.Equal(t, []string{"A", "self"}, ids(v.members()), "a refused id stays out")
 }
 
 // FuzzViewAgainstModel checks the view against a dumb model: with fixed
-// incarnations at seed endpoints, a member is alive iff its last answer was
-// good, it has not since failed `failures` times in a row, it never left,
-// and it was never declared down.
+// incarnations at seed endpoints, a member is alive iff it answered since
+// it was last taken down, has not since failed fast `failures` times in a
+// row nor gone the silence without a good answer, and never left.
 func FuzzViewAgainstModel(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add([]byte{1, 0, 3, 3, 0, 6, 6, 6, 0})
 	f.Add([]byte{3, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0})
+	f.Add([]byte{2, 0, 1, 2, 9, 10, 11, 9, 10, 11, 9, 0, 3, 9, 9, 9, 9})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) == 0 {
 			return
@@ -308,29 +421,39 @@ func FuzzViewAgainstModel(f *testing.F) {
 		idOf := []string{"A", "B", "C"}
 		v := newTestView(failures, addrs...)
 		alive := make([]bool, 3)
-		dead := make([]bool, 3)
+		left := make([]bool, 3)
 		fails := make([]int, 3)
+		lastOK := make([]time.Time, 3)
+		now := t0
 		for _, op := range ops[1:] {
-			i, kind := int(op%3), (op/3)%3
+			i, kind := int(op%3), (op/3)%4
 			var r result
 			switch kind {
 			case 0:
 				r = answer(addrs[i], idOf[i])
-				fails[i] = 0
-				if !dead[i] {
+				fails[i], lastOK[i] = 0, now
+				if !left[i] {
 					alive[i] = true
 				}
 			case 1:
 				r = failed(addrs[i])
 				fails[i]++
-				if alive[i] && fails[i] >= failures {
-					alive[i], dead[i] = false, true
+				if fails[i] >= failures {
+					alive[i] = false
 				}
 			case 2:
 				r = leaving(addrs[i], idOf[i])
-				alive[i], dead[i] = false, true
+				alive[i], left[i] = false, true
+			case 3:
+				r = silent(addrs[i])
+				now = now.Add(DefaultSilence / 3) // time passes without answers
 			}
-			v.apply([]result{r})
+			for j := range alive {
+				if alive[j] && now.Sub(lastOK[j]) >= DefaultSilence {
+					alive[j] = false
+				}
+			}
+			v.apply(now, []result{r})
 
 			want := []string{}
 			for j := range addrs {
@@ -342,7 +465,7 @@ func FuzzViewAgainstModel(f *testing.F) {
 			slices.Sort(want)
 			got := ids(v.members())
 			require.Equal(t, want, got, "after op %d (endpoint %d, kind %d)", op, i, kind)
-			require.Equal(t, addrs, v.targets(), "seeds are probed forever")
+			require.Equal(t, addrs, v.targets(), "seeds are probed for ever")
 		}
 	})
 }

@@ -36,12 +36,10 @@ func startProducer(n *node.ClusterNode, a nodeArgs, log *slog.Logger) error {
 // runClusterNode runs a backend, frontend or worker node of a cluster until
 // ctx ends (SIGTERM or Ctrl-C), then leaves the cluster gracefully.
 func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, log *slog.Logger) int {
-	ejected := make(chan struct{})
 	prov, err := membership.New(
 		membership.WithSeeds(a.seeds...),
 		membership.WithBindHost(a.host),
 		membership.WithLogger(log),
-		membership.WithOnEjected(func() { close(ejected) }),
 	)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
@@ -92,14 +90,8 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 			return 1
 		}
 	}
-	code := 0
-	select {
-	case <-ctx.Done():
-		log.Info("leaving the cluster")
-	case <-ejected:
-		log.Error("the other members dropped this node from the cluster; exiting so it can be restarted as a new member")
-		code = 1
-	}
+	<-ctx.Done()
+	log.Info("leaving the cluster")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if stopHTTP != nil {
@@ -111,5 +103,5 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		printErr(stderr, "foreman: leaving: %v\n", err)
 		return 1
 	}
-	return code
+	return 0
 }
