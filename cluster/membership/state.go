@@ -13,9 +13,9 @@ const (
 	// outcomeFailed: the probe failed fast, which only a live host does for
 	// a dead process or a sick node: connection refused or reset, a non-200
 	// answer, a bad body, another cluster. n in a row take a member down.
-	outcomeFailed outcome = iota + 1
-	outcomeOK      // 200 with a Status of our cluster
-	outcomeLeaving // 503 with Leaving set: graceful leave
+	outcomeFailed  outcome = iota + 1
+	outcomeOK              // 200 with a Status of our cluster
+	outcomeLeaving         // 503 with Leaving set: graceful leave
 	// outcomeSilent: no answer within the probe timeout. A paused, overloaded
 	// or partitioned node looks like this; it counts only through silence
 	// (no good answer for a while), never one probe at a time.
