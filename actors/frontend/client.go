@@ -51,8 +51,17 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 // an id it already accepted again, so retrying never runs a job twice.
 func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 	backoff := c.cfg.retryMin
+	lastGone := false
 	for attempt := 1; ; attempt++ {
 		err := c.SubmitOnce(ctx, w)
+		if err != nil && errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
+			// The master's node just left: its successor is being found
+			// now, so send again at once (once; then back off as usual).
+			c.log.Debug("master gone, submitting again at once", "work_id", w.GetWorkId(), "attempt", attempt)
+			lastGone = true
+			continue
+		}
+		lastGone = false
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			if err != nil && ctx.Err() != nil {
 				return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %w): %w", w.GetWorkId(), attempt, err, ctx.Err())
@@ -126,6 +135,11 @@ func (c *Client) MasterStatus(ctx context.Context) (*messages.MasterStatus, erro
 // cancelled completes a future early when the caller's ctx ends.
 type cancelled struct{}
 
+// masterGone answers an ask's future in place of the master when the route
+// says the master's node left the cluster: the request is sent again at
+// once rather than after the ask timeout.
+type masterGone struct{}
+
 // ask sends msg to the master and waits for the reply, at most the ask
 // timeout and never past ctx.
 func (c *Client) ask(ctx context.Context, msg any) (any, error) {
@@ -153,6 +167,8 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 	fut := c.sys.Root.RequestFuture(pid, msg, timeout)
 	stop := context.AfterFunc(ctx, func() { c.sys.Root.Send(fut.PID(), cancelled{}) })
 	defer stop()
+	stopGone := c.master.AfterGone(pid, func() { c.sys.Root.Send(fut.PID(), masterGone{}) })
+	defer stopGone()
 	res, err := fut.Result()
 	switch {
 	case errors.Is(err, actor.ErrTimeout):
@@ -165,8 +181,11 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 	case err != nil:
 		return nil, fmt.Errorf("frontend: %w: %w", route.ErrNoMaster, err)
 	}
-	if _, ok := res.(cancelled); ok {
+	switch res.(type) {
+	case cancelled:
 		return nil, ctx.Err()
+	case masterGone:
+		return nil, fmt.Errorf("frontend: %w: %w (the node of %s left the cluster)", route.ErrNoMaster, errMasterGone, pid)
 	}
 	return res, nil
 }

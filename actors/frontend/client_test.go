@@ -187,3 +187,65 @@ func TestClient(t *testing.T) {
 		require.ErrorIs(t, err, frontend.ErrInvalidOption)
 	})
 }
+
+// TestClientResendsWhenTheMasterIsGone: a request in flight to a master
+// whose node the route reports gone is sent again at once to the master the
+// route resolves next, long before the ask timeout (an hour here), and with
+// no retry backoff (an hour too): only the immediate resend can pass.
+func TestClientResendsWhenTheMasterIsGone(t *testing.T) {
+	t.Parallel()
+	sys := testkit.NewSystem(t)
+	dead := testkit.NewProbe(t, sys) // receives the Work, never answers
+	live := testkit.NewProbe(t, sys)
+	live.SetAutoReply(func(msg any, _ *actor.PID) any {
+		return &messages.Ack{WorkId: msg.(*messages.Work).GetWorkId()}
+	})
+	var current atomic.Pointer[actor.PID]
+	current.Store(dead.PID())
+	watched := make(chan func(), 1)
+	master := route.Resolver(
+		func(context.Context) (*actor.PID, error) { return current.Load(), nil },
+		route.WithAfterGone(func(pid *actor.PID, f func()) func() bool {
+			if pid.Equal(dead.PID()) {
+				watched <- f
+			}
+			return func() bool { return true }
+		}),
+	)
+	c, err := frontend.NewClient(sys, master, frontend.WithAskTimeout(time.Hour), frontend.WithRetryBackoff(time.Hour, time.Hour))
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() { done <- c.Submit(context.Background(), work("a")) }()
+	dead.ExpectMsg(work("a"), testkit.Timeout())
+	var gone func()
+	select {
+	case gone = <-watched:
+	case <-time.After(testkit.Timeout()):
+		t.Fatal("the client did not watch the master it asked")
+	}
+	current.Store(live.PID()) // membership moved on: the next lookup finds the new master
+	gone()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(testkit.Timeout()):
+		t.Fatal("Submit did not send again when the master was reported gone")
+	}
+	live.ExpectMsg(work("a"), testkit.Timeout())
+
+	// A second gone in a row backs off as usual (no busy loop on a route
+	// that keeps resolving a dead master): Submit gives up with its ctx.
+	current.Store(dead.PID())
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- c.Submit(ctx, work("b")) }()
+	dead.ExpectMsg(work("b"), testkit.Timeout())
+	(<-watched)()
+	dead.ExpectMsg(work("b"), testkit.Timeout()) // the one immediate resend
+	(<-watched)()
+	dead.ExpectNoMsg(50 * time.Millisecond) // then the hour-long backoff
+	cancel()
+	err = <-done
+	require.ErrorIs(t, err, route.ErrNoMaster)
+	require.ErrorIs(t, err, context.Canceled)
+}

@@ -49,6 +49,11 @@ func (e *RejectedError) Temporary() bool {
 }
 
 // retryable reports whether Submit should try again after err.
+// errMasterGone marks an ask answered by the route's news that the
+// master's node left (it also wraps route.ErrNoMaster): Submit sends again
+// at once.
+var errMasterGone = errors.New("the master's node left the cluster")
+
 func retryable(err error) bool {
 	var rej *RejectedError
 	if errors.As(err, &rej) {

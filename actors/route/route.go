@@ -24,6 +24,24 @@ var (
 // off the caller's actor goroutine and may block (a cluster lookup).
 type ResolveFunc func(ctx context.Context) (*actor.PID, error)
 
+// AfterGoneFunc arranges for f to run once the resolver knows that pid is
+// gone (the node it lives on left the cluster), at once (on another
+// goroutine) if it knows already. The returned stop cancels that: it
+// reports whether it stopped f from running, as context.AfterFunc's does.
+// f must not block.
+type AfterGoneFunc func(pid *actor.PID, f func()) (stop func() bool)
+
+// ResolverOption configures a [Resolver] route.
+type ResolverOption func(*Master)
+
+// WithAfterGone lets callers of the route learn at once that a PID they
+// are waiting on is gone ([Master.AfterGone]), so that a request in flight
+// to a master whose node was just dropped is sent again at once instead of
+// waiting for its timeout.
+func WithAfterGone(fn AfterGoneFunc) ResolverOption {
+	return func(m *Master) { m.afterGone = fn }
+}
+
 // Master says how to reach the master: a fixed PID or a [ResolveFunc]. The
 // zero value is invalid (see [Master.Validate]). A Master is a small value,
 // safe to copy and to use from several goroutines when its ResolveFunc is.
@@ -33,6 +51,7 @@ type ResolveFunc func(ctx context.Context) (*actor.PID, error)
 type Master struct {
 	pid         *actor.PID
 	resolveFunc ResolveFunc
+	afterGone   AfterGoneFunc // nil: the route never says a PID is gone
 }
 
 // Fixed returns a route to a master at a fixed PID (one process).
@@ -42,7 +61,23 @@ func Fixed(pid *actor.PID) Master { return Master{pid: pid} }
 // cluster, where the master moves). Callers re-resolve whenever the master
 // seems gone (its PID terminated, a message went unanswered) and, for the
 // Worker, on every register tick.
-func Resolver(fn ResolveFunc) Master { return Master{resolveFunc: fn} }
+func Resolver(fn ResolveFunc, opts ...ResolverOption) Master {
+	m := Master{resolveFunc: fn}
+	for _, o := range opts {
+		o(&m)
+	}
+	return m
+}
+
+// AfterGone runs f once the route knows that pid is gone (see
+// [WithAfterGone]); stop cancels it. A fixed route, or a resolver without
+// WithAfterGone, never runs f: callers then rely on their timeouts.
+func (m Master) AfterGone(pid *actor.PID, f func()) (stop func() bool) {
+	if m.afterGone == nil || pid == nil {
+		return func() bool { return true }
+	}
+	return m.afterGone(pid, f)
+}
 
 // IsResolver reports whether the route uses a ResolveFunc, so the master
 // may move and the caller should resolve it again when it seems gone.

@@ -69,3 +69,32 @@ func TestResolveHonoursCtx(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, err, route.ErrNoMaster)
 }
+
+func TestAfterGone(t *testing.T) {
+	t.Parallel()
+	pid := actor.NewPID("nonhost", "master")
+	resolve := func(context.Context) (*actor.PID, error) { return pid, nil }
+
+	// Without WithAfterGone, f never runs and stop reports it stopped it.
+	for name, m := range map[string]route.Master{"Fixed": route.Fixed(pid), "Resolver": route.Resolver(resolve)} {
+		stop := m.AfterGone(pid, func() { t.Errorf("%s: f ran", name) })
+		require.True(t, stop(), name)
+	}
+
+	// With it, the route hands pid and f to the function and returns its stop.
+	var gotPID *actor.PID
+	var fs []func()
+	m := route.Resolver(resolve, route.WithAfterGone(func(p *actor.PID, f func()) func() bool {
+		gotPID = p
+		fs = append(fs, f)
+		return func() bool { return false }
+	}))
+	ran := false
+	stop := m.AfterGone(pid, func() { ran = true })
+	require.Same(t, pid, gotPID)
+	require.False(t, stop(), "the resolver's own stop")
+	require.Len(t, fs, 1)
+	fs[0]()
+	require.True(t, ran)
+	require.True(t, m.AfterGone(nil, func() { t.Error("f ran for a nil PID") })(), "a nil PID is never watched")
+}

@@ -23,15 +23,19 @@ type MasterLocator struct {
 	sub *eventstream.Subscription
 	wg  sync.WaitGroup // the lookup goroutines in flight
 
-	mu       sync.Mutex      // guards the fields below
-	alive    map[string]bool // member addresses of the last topology; nil before the first
-	pid      *actor.PID      // cached master PID; nil when unknown
-	at       time.Time       // when pid was looked up
-	inflight chan struct{}   // closed when the running lookup ends; nil when none runs
-	last     *actor.PID      // result of the last lookup
-	gen      uint64          // topology generation; a lookup started in an older one is dropped
-	closed   bool            // Close was called: no new lookups
+	mu       sync.Mutex                         // guards the fields below
+	alive    map[string]bool                    // member addresses of the last topology; nil before the first
+	pid      *actor.PID                         // cached master PID; nil when unknown
+	at       time.Time                          // when pid was looked up
+	inflight chan struct{}                      // closed when the running lookup ends; nil when none runs
+	last     *actor.PID                         // result of the last lookup
+	gen      uint64                             // topology generation; a lookup started in an older one is dropped
+	closed   bool                               // Close was called: no new lookups
+	watches  map[string]map[*goneWatch]struct{} // AfterGone callbacks by member address
 }
+
+// goneWatch is one AfterGone callback.
+type goneWatch struct{ f func() }
 
 // NewMasterLocator returns a locator over c. Close it when the node stops.
 func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
@@ -52,14 +56,70 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 		// caller start a fresh one instead of queueing behind it.
 		l.gen++
 		l.inflight = nil
+		var gone []*goneWatch
+		for addr, ws := range l.watches {
+			if !alive[addr] {
+				for w := range ws {
+					gone = append(gone, w)
+				}
+				delete(l.watches, addr)
+			}
+		}
 		l.mu.Unlock()
+		for _, w := range gone {
+			w.f()
+		}
 	})
 	return l
 }
 
-// Route returns the route to the master through this locator
-// (route.Resolver(l.Resolve)), for worker.Props and frontend.NewClient.
-func (l *MasterLocator) Route() route.Master { return route.Resolver(l.Resolve) }
+// AfterGone runs f once the member that pid lives on leaves the cluster
+// (at once, on another goroutine, when it is not a member now); it is a
+// route.AfterGoneFunc. The frontend uses it to send a request in flight to
+// a master whose node was just dropped again at once, instead of waiting
+// for the ask timeout. f runs on protoactor's event stream: it must not
+// block.
+func (l *MasterLocator) AfterGone(pid *actor.PID, f func()) (stop func() bool) {
+	addr := pid.GetAddress()
+	w := &goneWatch{f: f}
+	l.mu.Lock()
+	if !l.isAliveLocked(pid) {
+		l.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	if l.watches == nil {
+		l.watches = make(map[string]map[*goneWatch]struct{})
+	}
+	ws := l.watches[addr]
+	if ws == nil {
+		ws = make(map[*goneWatch]struct{})
+		l.watches[addr] = ws
+	}
+	ws[w] = struct{}{}
+	l.mu.Unlock()
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ws := l.watches[addr]
+		if _, ok := ws[w]; !ok {
+			return false
+		}
+		delete(ws, w)
+		if len(ws) == 0 {
+			delete(l.watches, addr)
+		}
+		return true
+	}
+}
+
+// Route returns the route to the master through this locator (its
+// Resolve, and its AfterGone so that requests in flight to a master whose
+// node left are sent again at once), for worker.Props and
+// frontend.NewClient.
+func (l *MasterLocator) Route() route.Master {
+	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone))
+}
 
 // Resolve returns the master's PID, activating the master on its owner if
 // needed; it is a route.ResolveFunc. It honours ctx (returning ctx.Err());
