@@ -210,3 +210,38 @@ func idsOfNodes(ns []membership.Node) []string {
 	}
 	return out
 }
+
+// TestClusterSilentMemberRejoins: a member that stops answering (as one cut
+// off by a partition, or paused, does: probes time out) is not dropped for
+// a few silent probes, is dropped once the silence period has passed, and
+// is taken back, grains and all, as soon as it answers again: the same
+// process, no restart.
+func TestClusterSilentMemberRejoins(t *testing.T) {
+	nodes := startNodes(t, true, spec{member: true}, spec{member: true}, spec{member: false})
+	a, b, client := nodes[0], nodes[1], nodes[2]
+	waitView(t, testkit.Timeout(), idsOf(a, b), nodes...)
+
+	start := time.Now()
+	membership.SetHangServing(b.p, true)
+	d := waitView(t, membership.DefaultSilence+3*testkit.Timeout(), idsOf(a), a, client)
+	dropped := time.Since(start)
+	t.Logf("the silent member was dropped after %v (silence %v)", dropped, membership.DefaultSilence)
+	// Timeouts alone never drop a member before the silence has passed:
+	// its last good answer came about a refresh before the hang (two, to be
+	// generous). Were timeouts counted like refused connections, two of
+	// them (300 ms each, one at a time) would drop it after 0.6-0.7 s.
+	require.GreaterOrEqual(t, dropped, membership.DefaultSilence-2*membership.DefaultRefresh, "dropped before the silence period (waited %v)", d)
+
+	healed := time.Now()
+	membership.SetHangServing(b.p, false)
+	waitView(t, 3*testkit.Timeout(), idsOf(a, b), a, client)
+	t.Logf("taken back %v after it answered again", time.Since(healed))
+	require.Eventually(t, func() bool {
+		for i := range 32 {
+			if addr, err := client.ask(fmt.Sprintf("s%d", i), time.Second); err == nil && addr == b.sys.Address() {
+				return true
+			}
+		}
+		return false
+	}, 5*testkit.Timeout(), 50*time.Millisecond, "no grain was placed on the member that came back")
+}

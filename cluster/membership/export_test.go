@@ -8,3 +8,7 @@ func SetStartedHook(p *Provider, f func()) { p.startedHook = f }
 // SetFailServing makes the member's endpoint answer 500 (a member that is
 // alive but cannot be probed: frozen, overloaded, partitioned).
 func SetFailServing(p *Provider, fail bool) { p.failServing.Store(fail) }
+
+// SetHangServing makes p's endpoint answer nothing while hang is set, as a
+// paused or cut-off node: probes of it time out.
+func SetHangServing(p *Provider, hang bool) { p.hangServing.Store(hang) }

@@ -61,6 +61,7 @@ type Provider struct {
 	// hooks for tests (export_test.go)
 	startedHook func()
 	failServing atomic.Bool
+	hangServing atomic.Bool // answers wait while set: a silent node
 }
 
 var _ cluster.ClusterProvider = (*Provider)(nil)
@@ -483,6 +484,13 @@ func (p *Provider) clusterName() string { return p.c.Config.Name }
 
 // serveMembers answers GET /members.
 func (p *Provider) serveMembers(w http.ResponseWriter, r *http.Request) {
+	for p.hangServing.Load() {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if p.failServing.Load() {
 		http.Error(w, "membership: fault injected by a test", http.StatusInternalServerError)
 		return

@@ -10,6 +10,7 @@
 //	go build -o /tmp/foreman ./cmd/foreman
 //	go run ./cmd/foreman/internal/clusterbench failover -foreman /tmp/foreman -runs 7
 //	go run ./cmd/foreman/internal/clusterbench throughput -foreman /tmp/foreman -jobs 100000 -worker-procs 2 -workers 4 -window 32
+//	go run ./cmd/foreman/internal/clusterbench pauses -foreman /tmp/foreman -pauses 30 -pause 100ms
 //
 // Worker processes are `foreman 0 --workers K --window N --delay 0`.
 package main
@@ -57,6 +58,8 @@ func main() {
 		err = runFailoverOnce(ctx, os.Args[2:])
 	case "throughput":
 		err = runThroughput(ctx, os.Args[2:])
+	case "pauses":
+		err = runPauses(ctx, os.Args[2:])
 	default:
 		usage()
 		os.Exit(2)
@@ -68,7 +71,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: clusterbench failover|throughput [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: clusterbench failover|throughput|pauses [flags] (see -h of each)")
 }
 
 // common are the flags of every mode.
