@@ -116,7 +116,7 @@ func runPauses(ctx context.Context, args []string) error {
 	time.Sleep(2 * time.Second) // drops noticed late still count
 	fmt.Printf("pauses: %d pauses of %v every %v, %d busy goroutines in the bench process, target backend %d\n",
 		*n, *pause, *every, *burn, c.base+1)
-	fmt.Printf("false drops of the paused backend seen by the other backend and the worker node: %d (and %d re-admissions)\n",
-		downs.Load(), ups.Load())
+	fmt.Printf("false drops: %d of %d chances (each pause, as seen by each of the 2 observers: the other backend and the worker node); re-admissions: %d\n",
+		downs.Load(), 2**n, ups.Load())
 	return nil
 }
