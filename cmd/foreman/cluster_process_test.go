@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -189,6 +190,9 @@ func remaining(ctx context.Context, t *testing.T) time.Duration {
 type procGroup struct {
 	t  *testing.T
 	t0 time.Time
+	// grace is how long stopAll waits after SIGTERM before SIGKILL (20 s
+	// when zero).
+	grace time.Duration
 
 	mu    sync.Mutex
 	procs []*nodeProc
@@ -214,20 +218,54 @@ func (g *procGroup) start(ctx context.Context, name string, args ...string) *nod
 // startBinary is start with another build of foreman.
 func (g *procGroup) startBinary(ctx context.Context, bin, name string, args ...string) *nodeProc {
 	g.t.Helper()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	return g.startCmd(name, exec.CommandContext(ctx, bin, args...), "")
+}
+
+// startCmd starts cmd, made with exec.CommandContext, as one of the group's
+// processes. Its output is kept, and also written to logPath unless that is
+// empty.
+func (g *procGroup) startCmd(name string, cmd *exec.Cmd, logPath string) *nodeProc {
+	g.t.Helper()
+	p, err := g.tryStartCmd(name, cmd, logPath)
+	require.NoError(g.t, err)
+	return p
+}
+
+// tryStartCmd is startCmd returning its error, for goroutines other than
+// the test's (which must not call t.FailNow).
+func (g *procGroup) tryStartCmd(name string, cmd *exec.Cmd, logPath string) (*nodeProc, error) {
 	p := &nodeProc{name: name, cmd: cmd, log: newLineLog(), done: make(chan struct{})}
+	var file *os.File
+	if logPath != "" {
+		var err error
+		file, err = os.Create(logPath)
+		if err != nil {
+			return nil, fmt.Errorf("log file of %s: %w", name, err)
+		}
+		p.log.file = file
+	}
 	cmd.Stderr = p.log
 	cmd.Stdout = p.log
 	cmd.WaitDelay = 5 * time.Second
-	require.NoError(g.t, cmd.Start(), "starting %s", name)
+	if err := cmd.Start(); err != nil {
+		if file != nil {
+			_ = file.Close() // the start failure is the error to report
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
 	go func() {
 		p.err = cmd.Wait()
+		if file != nil {
+			if err := p.log.closeFile(); err != nil {
+				p.err = errors.Join(p.err, fmt.Errorf("log file: %w", err))
+			}
+		}
 		close(p.done)
 	}()
 	g.mu.Lock()
 	g.procs = append(g.procs, p)
 	g.mu.Unlock()
-	return p
+	return p, nil
 }
 
 // hold lets d pass (or ctx end): used only to observe that something does
@@ -251,7 +289,7 @@ func (g *procGroup) stopAll() {
 			}
 		}
 	}
-	grace := time.After(20 * time.Second)
+	grace := time.After(cmp.Or(g.grace, 20*time.Second))
 	for _, p := range procs {
 		select {
 		case <-p.done:
@@ -491,12 +529,14 @@ type logLine struct {
 }
 
 // lineLog collects a process's output line by line; readers wait on
-// changed() for new lines.
+// changed() for new lines. With a file, the output is written there too.
 type lineLog struct {
 	mu      sync.Mutex
 	partial []byte
 	all     []logLine
 	ch      chan struct{}
+	file    *os.File
+	fileErr error
 }
 
 func newLineLog() *lineLog { return &lineLog{ch: make(chan struct{})} }
@@ -506,6 +546,9 @@ func (l *lineLog) Write(b []byte) (int, error) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.file != nil && l.fileErr == nil {
+		_, l.fileErr = l.file.Write(b) // kept for closeFile: the lines are still collected
+	}
 	l.partial = append(l.partial, b...)
 	added := false
 	for {
@@ -522,6 +565,16 @@ func (l *lineLog) Write(b []byte) (int, error) {
 		l.ch = make(chan struct{})
 	}
 	return len(b), nil
+}
+
+// closeFile closes the log file and returns the first error writing or
+// closing it.
+func (l *lineLog) closeFile() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := errors.Join(l.fileErr, l.file.Close())
+	l.file = nil
+	return err
 }
 
 // changed returns a channel closed at the next new line.
