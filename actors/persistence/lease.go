@@ -4,22 +4,142 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/clock"
 )
 
-// The runtime's lease (WithLease): taken before the epoch, kept while the
-// runtime recovers and serves, released when it stops. Journal calls of the
-// recovery run on the actor's goroutine like the rest of recovery; the
-// renewals of a serving runtime run off it (offActor) and come back as
-// messages.
+// The runtime's lease (WithLease): taken on the actor's goroutine, as the
+// first step of recovery; from then on a keeper renews it off the actor's
+// goroutine, through the rest of recovery and while the runtime serves,
+// until the runtime recovers again or stops; Stop releases it.
+//
+// Why a keeper and not a renewal message per tick: a renewal that waits
+// for its turn in the mailbox of a busy actor (thousands of queued Work
+// messages under load), and whose result waits again, misses the deadline
+// even when the journal answered in time (seen in a loaded test run). The
+// keeper keeps the lease's deadline itself and tells the actor only what
+// ends its service.
+
+// leaseKeeper renews one grant of the lease every ttl/3: a timer on the
+// injected clock starts one renewal call on a goroutine of its own, which
+// arms the next timer when it is done. Nothing runs between calls, so a
+// keeper whose actor system was shut down without stopping the actor ends
+// at its next tick.
+type leaseKeeper struct {
+	rt *Runtime        // identifies the runtime in messages; its fields belong to the actor's goroutine
+	wg *sync.WaitGroup // the runtime's: counts the calls in flight
+	// What the calls need, copied from the runtime when the lease was
+	// granted.
+	j              Journal
+	stream, holder string
+	gen            int64
+	ttl            time.Duration
+	timeout        time.Duration // of one call: a renewal longer than the ttl proves nothing
+	clock          clock.Clock
+	guard          func() bool
+	log            *slog.Logger
+	root           *actor.RootContext
+	self           *actor.PID
+
+	// deadline is the start of the last granted Lease call + ttl, in unix
+	// nanoseconds on the injected clock; written by the calls (and at
+	// creation), read by the actor.
+	deadline atomic.Int64
+
+	mu      sync.Mutex
+	stopped bool        // guarded by mu; a call starts only while false
+	timer   clock.Timer // guarded by mu: the next tick
+	lost    error       // guarded by mu: the refusal, once another holder took the lease
+}
+
+// stop ends the keeper: no call starts after it returns. A call in flight
+// finishes (Stop waits for it through the runtime's wg).
+func (k *leaseKeeper) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stopped = true
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+}
+
+// until returns the lease's local deadline.
+func (k *leaseKeeper) until() time.Time { return time.Unix(0, k.deadline.Load()) }
+
+// lostTo returns the refusal if another holder took the lease.
+func (k *leaseKeeper) lostTo() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lost
+}
+
+// arm schedules the next tick after d, unless the keeper was stopped.
+func (k *leaseKeeper) arm(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.stopped {
+		k.timer = k.clock.AfterFunc(d, k.tick)
+	}
+}
+
+// tick starts one renewal call. The call is counted in the runtime's wg
+// under mu while the keeper runs, so every Add happens before Stop's Wait.
+func (k *leaseKeeper) tick() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.root.ActorSystem().IsStopped() {
+		return
+	}
+	k.wg.Add(1)
+	go k.renew()
+}
+
+// renew asks the lease guard, renews the lease, records the outcome and
+// arms the next tick, or tells the actor what ends its service.
+func (k *leaseKeeper) renew() {
+	defer k.wg.Done()
+	if k.guard != nil && !k.guard() {
+		k.root.Send(k.self, &leaseCut{rt: k.rt, gen: k.gen})
+		return
+	}
+	start := k.clock.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
+	_, err := k.j.Lease(ctx, k.stream, k.holder, k.ttl)
+	cancel()
+	switch {
+	case err == nil:
+		k.deadline.Store(start.Add(k.ttl).UnixNano())
+	case errors.Is(err, ErrLeaseHeld):
+		// The lease lapsed (this process paused, or its renewals failed for
+		// a ttl) and another activation took it, and with it an epoch.
+		k.mu.Lock()
+		k.lost = err
+		k.mu.Unlock()
+		k.root.Send(k.self, &leaseLost{rt: k.rt, gen: k.gen, err: fmt.Errorf("persistence: renew the lease of %q: %w", k.stream, err)})
+		return
+	case errors.Is(err, ErrClosed):
+		return // the journal is gone; the deadline stops the actor
+	default:
+		k.log.Warn("lease renewal failed; serving until the lease's deadline", "error", err, "deadline", k.until())
+	}
+	// Every ttl/3 from the start of the last call; at once if that call
+	// took longer.
+	k.arm(max(start.Add(k.ttl/3).Sub(k.clock.Now()), 0))
+}
 
 // guardOK reports what the lease guard says (true without one).
 func (r *Runtime) guardOK() bool { return r.cfg.leaseGuard == nil || r.cfg.leaseGuard() }
 
-// takeLease asks the journal for the lease. It returns how long to wait
-// before asking again, or 0 when the lease is this activation's.
+// takeLease asks the journal for the lease, on the actor's goroutine like
+// the rest of recovery, and starts the keeper once it is granted. It returns
+// how long to wait before asking again, or 0 when the lease is this
+// activation's.
 func (r *Runtime) takeLease() (time.Duration, error) {
 	ttl := r.cfg.leaseTTL
 	if !r.guardOK() {
@@ -35,18 +155,18 @@ func (r *Runtime) takeLease() (time.Duration, error) {
 	st, err := r.j.Lease(ctx, r.stream, r.holder, ttl)
 	switch {
 	case err == nil:
-		r.leaseHeld, r.leaseDeadline = true, start.Add(ttl)
+		r.leaseHeld = true
 		if r.waitingFor != "" {
 			r.log.Info("took the lease", "holder", r.holder, "ttl", ttl)
 		}
 		r.waitingFor = ""
+		r.startKeeper(start)
 		return 0, nil
 	case errors.Is(err, ErrLeaseHeld):
 		r.leaseHeld = false
 		if st.Holder != r.waitingFor {
-			// Once per holder: the wait is re-read every time the holder's
-			// lease may have lapsed, and a holder that renews is the normal
-			// case, not news.
+			// Once per holder: the lease is re-read every few moments, and
+			// a holder that keeps renewing is the normal case, not news.
 			r.waitingFor = st.Holder
 			r.log.Info("another activation holds the lease; waiting for it to lapse or be released",
 				"lease_holder", st.Holder, "remaining", st.Remaining)
@@ -62,139 +182,81 @@ func (r *Runtime) takeLease() (time.Duration, error) {
 	}
 }
 
-// loadKeepingLease runs load. With a lease, a goroutine renews it every
-// ttl/3 meanwhile: the actor is blocked in load, and a replay longer than
-// the ttl would otherwise hand the lease to a waiting activation, which
-// would fence this one and replay in turn. It returns an error wrapping
-// ErrLeaseHeld if another holder took the lease all the same.
+// loadKeepingLease runs load. The keeper renews the lease meanwhile: the
+// actor is blocked in load, and a replay longer than the ttl would otherwise
+// hand the lease to a waiting activation, which would fence this one and
+// replay in turn. It returns an error wrapping ErrLeaseHeld if another
+// holder took the lease all the same.
 func (r *Runtime) loadKeepingLease() error {
-	if r.cfg.leaseTTL <= 0 {
-		return r.load()
-	}
-	stop := r.keepLease()
 	err := r.load()
-	renewed, lost := stop()
-	if lost != nil {
-		return fmt.Errorf("persistence: renew the lease of %q during recovery: %w", r.stream, lost)
-	}
-	if !renewed.IsZero() {
-		r.leaseDeadline = renewed.Add(r.cfg.leaseTTL)
+	if r.keeper != nil {
+		if lost := r.keeper.lostTo(); lost != nil {
+			return fmt.Errorf("persistence: renew the lease of %q during recovery: %w", r.stream, lost)
+		}
 	}
 	return err
 }
 
-// keepLease renews the lease every ttl/3, on a goroutine of its own, until
-// stop is called; stop returns the start of the last renewal that was
-// granted (zero if none) and the refusal if another holder took the lease.
-// The goroutine touches no actor state: stop hands its results over.
-func (r *Runtime) keepLease() (stop func() (renewed time.Time, lost error)) {
-	j, stream, holder, clk := r.j, r.stream, r.holder, r.cfg.clock
-	ttl, timeout := r.cfg.leaseTTL, min(r.cfg.leaseTTL, r.cfg.journalTimeout)
-	done, finished := make(chan struct{}), make(chan struct{})
-	var renewed time.Time // written by the goroutine, read after finished
-	var lost error        // likewise
-	go func() {
-		defer close(finished)
-		tick := clk.NewTimer(ttl / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C():
-			}
-			start := clk.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			_, err := j.Lease(ctx, stream, holder, ttl)
-			cancel()
-			switch {
-			case err == nil:
-				renewed = start
-			case errors.Is(err, ErrLeaseHeld):
-				lost = err
-				return
-			}
-			tick.Reset(ttl / 3)
-		}
-	}()
-	return func() (time.Time, error) {
-		close(done)
-		<-finished
-		return renewed, lost
+// startKeeper starts renewing the lease granted by the call that began at
+// granted. The keeper touches no actor state: it keeps its own deadline,
+// and sends the actor leaseLost or leaseCut, which end its service.
+func (r *Runtime) startKeeper(granted time.Time) {
+	r.stopKeeper()
+	ttl := r.cfg.leaseTTL
+	k := &leaseKeeper{
+		rt: r, wg: &r.wg, j: r.j, stream: r.stream, holder: r.holder, gen: r.gen,
+		ttl: ttl, timeout: min(ttl, r.cfg.journalTimeout), clock: r.cfg.clock, guard: r.cfg.leaseGuard,
+		log: r.log, root: r.root, self: r.self,
+	}
+	k.deadline.Store(granted.Add(ttl).UnixNano())
+	r.keeper = k
+	k.arm(ttl / 3)
+}
+
+// stopKeeper ends the keeper, if any, without waiting for its call in
+// flight (Stop waits for it through wg).
+func (r *Runtime) stopKeeper() {
+	if r.keeper != nil {
+		r.keeper.stop()
+		r.keeper = nil
 	}
 }
 
-// armLease starts the renewals of a runtime that has just recovered.
+// armLease arms the lease's local deadline once the runtime serves.
 func (r *Runtime) armLease() {
-	if r.cfg.leaseTTL <= 0 {
-		return
+	if r.keeper != nil {
+		r.armDeadline(r.keeper.until())
 	}
-	r.armRenewal()
-	r.armDeadline()
 }
 
-func (r *Runtime) armRenewal() {
+func (r *Runtime) armDeadline(at time.Time) {
 	gen := r.gen
-	r.renewTimer = r.cfg.clock.AfterFunc(r.cfg.leaseTTL/3, func() { r.root.Send(r.self, &renewTick{rt: r, gen: gen}) })
-}
-
-// armDeadline (re)arms the timer of the lease's local deadline.
-func (r *Runtime) armDeadline() {
-	if r.deadlineTimer != nil {
-		r.deadlineTimer.Stop()
-	}
-	gen := r.gen
-	r.deadlineTimer = r.cfg.clock.AfterFunc(max(r.leaseDeadline.Sub(r.cfg.clock.Now()), 0),
+	r.deadlineTimer = r.cfg.clock.AfterFunc(max(at.Sub(r.cfg.clock.Now()), 0),
 		func() { r.root.Send(r.self, &leaseExpiry{rt: r, gen: gen}) })
-}
-
-// renewLease renews the lease off the actor's goroutine, unless the guard
-// reports the node cut off: then the actor stops, and Stop releases the
-// lease once the open batch is written.
-func (r *Runtime) renewLease(c actor.Context) {
-	if !r.guardOK() {
-		r.log.Warn("the lease guard reports this node cut off; stopping and releasing the lease so that another node's activation takes over")
-		c.Stop(c.Self())
-		return
-	}
-	j, stream, holder, ttl, gen := r.j, r.stream, r.holder, r.cfg.leaseTTL, r.gen
-	start := r.cfg.clock.Now()
-	// A renewal that takes longer than the ttl proves nothing anymore.
-	r.offActor(min(ttl, r.cfg.journalTimeout), func(ctx context.Context) any {
-		_, err := j.Lease(ctx, stream, holder, ttl)
-		return &renewResult{rt: r, gen: gen, start: start, err: err}
-	})
-}
-
-func (r *Runtime) onRenewResult(c actor.Context, m *renewResult) {
-	switch {
-	case m.err == nil:
-		if d := m.start.Add(r.cfg.leaseTTL); d.After(r.leaseDeadline) {
-			r.leaseDeadline = d
-			r.armDeadline()
-		}
-	case errors.Is(m.err, ErrLeaseHeld):
-		// The lease lapsed (this node paused, or its renewals failed for a
-		// ttl) and another activation took it, and with it an epoch.
-		r.fenced(c, fmt.Errorf("persistence: renew the lease of %q: %w", r.stream, m.err))
-		return
-	default:
-		r.log.Warn("lease renewal failed; serving until the lease's deadline", "error", m.err,
-			"deadline_in", r.leaseDeadline.Sub(r.cfg.clock.Now()))
-	}
-	r.armRenewal()
 }
 
 // onLeaseExpiry stops the actor once no renewal has succeeded for a ttl: the
 // journal may have let the lease lapse, and another activation may take it.
 func (r *Runtime) onLeaseExpiry(c actor.Context) {
-	now := r.cfg.clock.Now()
-	if now.Before(r.leaseDeadline) {
-		return // a renewal moved the deadline; its timer is armed
+	if r.keeper == nil {
+		return
+	}
+	now, until := r.cfg.clock.Now(), r.keeper.until()
+	if now.Before(until) {
+		r.armDeadline(until) // renewed since the timer was armed
+		return
 	}
 	r.log.Error("could not renew the lease for its whole ttl; stopping, since another activation may take it",
-		"ttl", r.cfg.leaseTTL, "late_by", now.Sub(r.leaseDeadline))
+		"ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
 	r.halt(c)
+}
+
+// cutOff stops the actor because the lease guard reports the node cut off;
+// Stop then writes the open batch and releases the lease, so that another
+// node's activation takes over at once.
+func (r *Runtime) cutOff(c actor.Context) {
+	r.log.Warn("the lease guard reports this node cut off; stopping and releasing the lease so that another node's activation takes over")
+	c.Stop(c.Self())
 }
 
 // releaseLease ends this activation's lease at once, if it holds one. It

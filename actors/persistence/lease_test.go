@@ -343,6 +343,24 @@ func TestRuntimeLease(t *testing.T) {
 		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout())
 	})
 
+	t.Run("BusyMailboxKeepsTheLease", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, persistence.WithLease(ttl))
+		first := b.activate(t)
+		first.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
+		entered, until := make(chan struct{}), make(chan struct{})
+		b.client.Send(first.pid, &block{entered: entered, until: until})
+		<-entered // the actor is busy for twice the ttl
+		for range 6 {
+			b.advance(t, 1, step)
+			b.waitRenewed(t, first) // renewed without the actor
+		}
+		close(until)
+		require.Equal(t, "running", b.phase(t, first.pid), "its deadline moved while it was busy")
+		b.add(first.pid, "a")
+		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout())
+	})
+
 	t.Run("ReusedPIDIsAnotherHolder", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, persistence.WithLease(ttl))

@@ -132,10 +132,11 @@ func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 // lease is live the runtime takes no epoch: it stays PhaseWaitingForLease
 // (Recovered is false, as while recovering) and asks again when that lease
 // may have lapsed, or after ttl/3 if that is sooner (the holder may release
-// it); the wait is logged once per holder. While serving it renews the
-// lease every ttl/3 off the
-// actor's goroutine. It stops the actor as when fenced if another holder
-// took the lease, or if no renewal has succeeded for ttl (measured on the
+// it); the wait is logged once per holder. Once it has the lease, a
+// goroutine of the runtime renews it every ttl/3, through the rest of
+// recovery and while the actor serves, without a round trip through the
+// actor's mailbox (which a busy actor fills). The runtime stops the actor as
+// when fenced if another holder took the lease, or if no renewal has succeeded for ttl (measured on the
 // injected clock from the start of the last one that did): it can no longer
 // prove it holds the lease, and a waiting activation may take it. A stop
 // (Stop, the actor stopping) releases the lease once the open batch is
@@ -148,16 +149,15 @@ func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 func WithLease(ttl time.Duration) Option { return func(cfg *config) { cfg.leaseTTL = ttl } }
 
 // WithLeaseGuard sets a check the runtime makes before it takes the lease
-// and before each renewal while it serves (default nil: always true; the
-// renewals that keep the lease through a long recovery do not ask it, as
-// they run while recovery blocks the actor's goroutine). While it reports
+// and before each renewal (default nil: always true). While it reports
 // false before the lease is taken, the runtime waits, asking again every
-// ttl/3, without taking it. When it reports false while serving, the
-// runtime logs that the node is cut off, stops the actor and releases the
-// lease so that another node's activation takes over at once. A node wires
-// it to its membership ("this node has heard from another node lately"), so
-// that the side of a partition that sees no one steps down. It is called on
-// the actor's goroutine: it must be quick and safe to call from there.
+// ttl/3, without taking it. When it reports false once the lease is taken,
+// the runtime logs that the node is cut off, stops the actor and releases
+// the lease so that another node's activation takes over at once. A node
+// wires it to its membership ("this node has heard from another node
+// lately"), so that the side of a partition that sees no one steps down.
+// It is called on the actor's goroutine and on the goroutine that renews
+// the lease: it must be quick and safe for concurrent use (an atomic read).
 // Without WithLease it is never called.
 func WithLeaseGuard(guard func() bool) Option {
 	return func(cfg *config) { cfg.leaseGuard = guard }

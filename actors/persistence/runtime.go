@@ -147,14 +147,13 @@ type Runtime struct {
 
 	// The lease (WithLease). holder names this activation in the journal.
 	holder        string
-	leaseHeld     bool        // granted, and not released since: Stop releases it
-	leaseDeadline time.Time   // start of the last granted Lease call + ttl, on the injected clock
-	waitingFor    string      // what the last lease wait was logged for (a holder, or guardWait)
-	renewTimer    clock.Timer // the next renewal
-	deadlineTimer clock.Timer // fires at leaseDeadline
+	leaseHeld     bool         // granted, and not released since: Stop releases it
+	waitingFor    string       // what the last lease wait was logged for (a holder, or guardWait)
+	keeper        *leaseKeeper // renews the lease since it was granted; nil: none
+	deadlineTimer clock.Timer  // fires at the keeper's deadline
 
 	// wg counts the goroutines the runtime starts (snapshots, fence
-	// checks, lease renewals); Stop waits for them.
+	// checks, lease keepers); Stop waits for them.
 	wg sync.WaitGroup
 	// appending counts the appends handed to the journal and not yet
 	// called back; Stop waits for them (bounded by the journal timeout).
@@ -217,17 +216,16 @@ type (
 		seq int64
 		err error
 	}
-	renewTick struct {
+	leaseLost struct { // another holder took the lease
+		rt  *Runtime
+		gen int64
+		err error
+	}
+	leaseCut struct { // the lease guard reported the node cut off
 		rt  *Runtime
 		gen int64
 	}
-	renewResult struct {
-		rt    *Runtime
-		gen   int64
-		start time.Time // on the injected clock, before the call
-		err   error
-	}
-	leaseExpiry struct {
+	leaseExpiry struct { // the lease's local deadline may have passed
 		rt  *Runtime
 		gen int64
 	}
@@ -323,13 +321,13 @@ func (r *Runtime) Handle(c actor.Context) bool {
 		if m.rt == r && m.gen == r.gen && (r.phase == PhaseRecovering || r.phase == PhaseWaitingForLease) {
 			r.recover(c)
 		}
-	case *renewTick:
+	case *leaseLost:
 		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
-			r.renewLease(c)
+			r.fenced(c, m.err)
 		}
-	case *renewResult:
+	case *leaseCut:
 		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
-			r.onRenewResult(c, m)
+			r.cutOff(c)
 		}
 	case *leaseExpiry:
 		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
@@ -372,7 +370,7 @@ func (r *Runtime) Stop() {
 	r.phase = PhaseStopped
 	r.gen++
 	r.stopTimers()
-	r.wg.Wait() // no renewal runs after this
+	r.wg.Wait() // the lease keeper has ended: no renewal follows the release
 	r.waitAppends()
 	r.releaseLease()
 }
@@ -512,7 +510,11 @@ func (r *Runtime) recover(c actor.Context) {
 }
 
 // retryRecovery logs a failed recovery and retries it after the backoff.
+// The lease is not renewed meanwhile: an activation that cannot recover
+// (e.g. a journal holding events only a newer version knows) must not keep
+// another from serving.
 func (r *Runtime) retryRecovery(err error) {
+	r.stopKeeper()
 	r.retryDelay = min(max(2*r.retryDelay, r.cfg.retryMin), r.cfg.retryMax)
 	r.log.Error("recovery failed; retrying", "error", err, "retry_in", r.retryDelay)
 	r.retryAfter(r.retryDelay)
@@ -594,13 +596,16 @@ func (r *Runtime) halt(c actor.Context) {
 	c.Stop(c.Self())
 }
 
+// stopTimers stops the runtime's timers and its lease keeper (without
+// waiting for the keeper's last call; Stop does).
 func (r *Runtime) stopTimers() {
-	for _, t := range []clock.Timer{r.retryTimer, r.fenceTimer, r.renewTimer, r.deadlineTimer} {
+	for _, t := range []clock.Timer{r.retryTimer, r.fenceTimer, r.deadlineTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	r.retryTimer, r.fenceTimer, r.renewTimer, r.deadlineTimer = nil, nil, nil, nil
+	r.retryTimer, r.fenceTimer, r.deadlineTimer = nil, nil, nil
+	r.stopKeeper()
 }
 
 // flush hands the open batch to the journal.
@@ -688,7 +693,7 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 func (r *Runtime) saveSnapshot(snap Snapshot) {
 	r.snapInFlight = true
 	j, stream, epoch, gen := r.j, r.stream, r.epoch, r.gen
-	r.offActor(r.cfg.journalTimeout, func(ctx context.Context) any {
+	r.offActor(func(ctx context.Context) any {
 		err := j.SaveSnapshot(ctx, stream, epoch, snap)
 		if err == nil {
 			err = j.DeleteEvents(ctx, stream, epoch, snap.Seq)
@@ -697,11 +702,11 @@ func (r *Runtime) saveSnapshot(snap Snapshot) {
 	})
 }
 
-// offActor runs call on a goroutine of its own, bounded by timeout and
-// counted in wg, and sends its result to the actor. call must not touch the
-// actor's state.
-func (r *Runtime) offActor(timeout time.Duration, call func(ctx context.Context) any) {
-	root, self := r.root, r.self
+// offActor runs call on a goroutine of its own, bounded by the journal
+// timeout and counted in wg, and sends its result to the actor. call must
+// not touch the actor's state.
+func (r *Runtime) offActor(call func(ctx context.Context) any) {
+	timeout, root, self := r.cfg.journalTimeout, r.root, r.self
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -735,7 +740,7 @@ func (r *Runtime) armFenceCheck() {
 // did not write.
 func (r *Runtime) checkFence() {
 	j, stream, from, gen := r.j, r.stream, r.nextSeq, r.gen
-	r.offActor(r.cfg.journalTimeout, func(ctx context.Context) any {
+	r.offActor(func(ctx context.Context) any {
 		errFound := errors.New("found")
 		err := j.Load(ctx, stream, from, func(Event) error { return errFound })
 		res := &fenceResult{rt: r, gen: gen, from: from, other: errors.Is(err, errFound)}
