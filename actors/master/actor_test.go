@@ -40,17 +40,23 @@ type bundle struct {
 	master  *actor.PID
 }
 
+// setup starts a master on a fresh journal. Its lease is off unless opts
+// turn it on: these tests advance the manual clock by seconds at once, which
+// a lease holder rightly takes as a pause that lost its lease (the lease
+// has its own tests, in lease_test.go).
 func setup(t *testing.T, opts ...master.Option) *bundle {
 	t.Helper()
-	mem := journal.NewMemory()
-	t.Cleanup(func() { _ = mem.Close() }) // runs after the system is shut down
+	clk := clock.NewManual(t0)
+	mem := journal.NewMemory(journal.WithClock(clk)) // leases run on the masters' clock
+	t.Cleanup(func() { _ = mem.Close() })            // runs after the system is shut down
 	sys := testkit.NewSystem(t)
-	b := &bundle{sys: sys, mem: mem, j: journaltest.NewFaulty(mem), clk: clock.NewManual(t0)}
+	b := &bundle{sys: sys, mem: mem, j: journaltest.NewFaulty(mem), clk: clk}
 	b.front = testkit.NewProbe(t, sys)
 	b.worker = testkit.NewProbe(t, sys)
 	b.results = testkit.NewProbe(t, sys)
 	root, res := sys.Root, b.results.PID()
 	b.opts = append([]master.Option{
+		master.WithLeaseTTL(0),
 		master.WithClock(b.clk),
 		master.WithBackoff(time.Second, 4*time.Second),
 		master.WithPublisher(master.PublisherFunc(func(r *messages.WorkResult) { root.Send(res, r) })),
@@ -512,6 +518,7 @@ func TestPropsRejectsBadOptions(t *testing.T) {
 		{name: "Clock", opt: master.WithClock(nil)},
 		{name: "Limiter", opt: master.WithDispatchLimiter("", nil)},
 		{name: "JournalTimeout", opt: master.WithJournalTimeout(0)},
+		{name: "LeaseTTL", opt: master.WithLeaseTTL(-time.Millisecond)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,13 @@
 // that messages wait in its mailbox; the same Props therefore serve as a
 // plain actor and as a cluster grain.
 //
+// Before its epoch the master takes a lease on its stream in the journal
+// (WithLeaseTTL, on by default) and renews it while it serves. A second
+// activation that finds the lease held, as on the far side of a network
+// partition, takes no epoch and answers Work with UNAVAILABLE until the
+// lease is released (a stop or handoff) or lapses (its holder died or lost
+// the journal); so two masters never take turns fencing each other.
+//
 // # Example
 //
 //	j, _ := journal.OpenSQLite("foreman-data/journal.db")

@@ -45,6 +45,11 @@ const (
 	DefaultFenceCheck = 250 * time.Millisecond
 	// DefaultJournalTimeout bounds each blocking journal call of recovery.
 	DefaultJournalTimeout = 30 * time.Second
+	// DefaultLeaseTTL is the master's lease in the journal (see
+	// WithLeaseTTL): about the time failure detection takes anyway, so a
+	// killed master's successor seldom waits longer for the lease than for
+	// the membership to notice, and one renewal every 100 ms.
+	DefaultLeaseTTL = 300 * time.Millisecond
 )
 
 // Publisher receives a WorkResult once the WorkCompleted event of the work
@@ -87,6 +92,8 @@ type config struct {
 	journalTimeout  time.Duration
 	awaitStarted    bool
 	fenceCheck      time.Duration // 0: off
+	leaseTTL        time.Duration // 0: off
+	leaseGuard      func() bool   // nil: always true
 }
 
 func defaultConfig() config {
@@ -103,6 +110,7 @@ func defaultConfig() config {
 		clock:           clock.Real,
 		journalTimeout:  DefaultJournalTimeout,
 		fenceCheck:      DefaultFenceCheck,
+		leaseTTL:        DefaultLeaseTTL,
 	}
 }
 
@@ -130,6 +138,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: fence check interval %v must not be negative (0 turns it off; default %v)", ErrInvalidOption, c.fenceCheck, DefaultFenceCheck)
 	case c.journalTimeout <= 0:
 		return fmt.Errorf("%w: journal timeout %v must be positive (default %v)", ErrInvalidOption, c.journalTimeout, DefaultJournalTimeout)
+	case c.leaseTTL < 0:
+		return fmt.Errorf("%w: lease ttl %v must not be negative (0 turns the lease off; default %v)", ErrInvalidOption, c.leaseTTL, DefaultLeaseTTL)
 	}
 	for jt, l := range c.limiters {
 		if jt == "" || l == nil {
@@ -234,6 +244,35 @@ func WithAwaitStarted(await bool) Option { return func(c *config) { c.awaitStart
 // DefaultFenceCheck; 0 turns the check off.
 func WithFenceCheck(d time.Duration) Option { return func(c *config) { c.fenceCheck = d } }
 
+// WithLeaseTTL sets the lease the master holds on its stream in the journal
+// while it serves (default DefaultLeaseTTL; 0 turns it off). With it, of two
+// masters that cannot see each other but both reach the journal (two
+// backends on either side of a network partition, each sure it hosts the
+// singleton), one serves and the other waits, instead of each new
+// activation fencing the other in turn. The journal arbitrates; the epoch
+// still fences writes.
+//
+// What the ttl costs: when a master's node is killed without releasing the
+// lease, its successor waits for the time left on it, at most ttl. That
+// wait overlaps failure detection (the successor is only activated once
+// the membership has noticed), so failover takes about max(detection, ttl)
+// plus recovery; a graceful stop or handoff releases the lease and costs
+// nothing. The master renews every ttl/3: one small journal write (see
+// cluster/journal's BenchmarkSQLiteLease). A renewal that fails for a whole
+// ttl stops the master (it can no longer prove it holds the lease), so a
+// short ttl also makes it step down on a shorter journal hiccup; a process
+// paused for a ttl loses the lease too. See persistence.WithLease.
+func WithLeaseTTL(d time.Duration) Option { return func(c *config) { c.leaseTTL = d } }
+
+// WithLeaseGuard sets the check made before the master takes its lease and
+// before each renewal (default nil: always true): while it reports false
+// the master does not take the lease, and a serving master that sees it
+// false logs that its node is cut off, stops and releases the lease so
+// another node's master takes over at once. The node wires it to its
+// membership. It runs on the master's goroutine and must be quick. See
+// persistence.WithLeaseGuard.
+func WithLeaseGuard(guard func() bool) Option { return func(c *config) { c.leaseGuard = guard } }
+
 // runtimeOptions are the options of the master's persistence runtime.
 func (c *config) runtimeOptions() []persistence.Option {
 	opts := []persistence.Option{
@@ -241,6 +280,8 @@ func (c *config) runtimeOptions() []persistence.Option {
 		persistence.WithSnapshotEvery(c.snapshotEvery),
 		persistence.WithJournalTimeout(c.journalTimeout),
 		persistence.WithFenceCheck(c.fenceCheck),
+		persistence.WithLease(c.leaseTTL),
+		persistence.WithLeaseGuard(c.leaseGuard),
 	}
 	if c.logger != nil {
 		opts = append(opts, persistence.WithLogger(c.logger))

@@ -26,12 +26,28 @@ Runtime.Persist with a then callback for what others may see. The runtime:
   - retries a recovery that fails (journal briefly down) with backoff on an
     injected clock; snapshots every N events (Handler.Snapshot may decline).
 
+# Leases
+
+The epoch fences: a new activation takes the stream and every older one
+stops at its next write. That is right for a handoff, but when two
+activations both believe they should serve (the two sides of a network
+partition, each reaching the journal) they take turns fencing each other.
+WithLease adds a lease in the journal (Journal.Lease): an activation takes
+it before its epoch, renews it every ttl/3 while serving and releases it
+when it stops; another activation that finds it held takes no epoch and
+waits (PhaseWaitingForLease) until it lapses or is released. A holder that
+cannot renew for a ttl stops, so a successor never waits longer than that.
+WithLeaseGuard lets the node make a cut-off activation step down and never
+take the lease. Each backend says which clock it measures leases on.
+
 # Example
 
 The package example is a counter that survives a restart: it applies an
 increment to its state, persists the event and replies with Reply, so the
 answer leaves only once the event is durable; a new activation replays the
-journal from the latest snapshot.
+journal from the latest snapshot. It holds a lease: a second activation
+started while the first serves waits instead of fencing it, and the first's
+stop releases the lease for the next one at once.
 
 actors/master is the full example: its WorkState is the pure state, and the
 master's shell only maps the distributed-workers protocol onto Persist,

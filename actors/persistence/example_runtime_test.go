@@ -57,7 +57,9 @@ func (a *counter) Receive(c actor.Context) {
 
 // A counter that survives a restart: every increment is answered only once
 // it is in the journal, and a new activation replays the journal (from a
-// snapshot every 2 events here).
+// snapshot every 2 events here). It holds a lease while it serves: another
+// activation started meanwhile (as on the far side of a network partition)
+// waits for it instead of taking a new epoch that would fence it.
 func Example() {
 	j := journal.NewMemory()
 	defer func() {
@@ -71,7 +73,7 @@ func Example() {
 	defer sys.Shutdown()
 
 	spawn := func() *actor.PID {
-		rt, err := persistence.New(j, "counter-1", persistence.WithSnapshotEvery(2))
+		rt, err := persistence.New(j, "counter-1", persistence.WithSnapshotEvery(2), persistence.WithLease(2*time.Second))
 		if err != nil {
 			panic(err) // an option out of range
 		}
@@ -82,18 +84,29 @@ func Example() {
 		if err != nil {
 			return err
 		}
+		if s, ok := res.(*wrapperspb.StringValue); ok {
+			return s.GetValue()
+		}
 		return res.(*wrapperspb.Int64Value).GetValue()
+	}
+	stop := func(pid *actor.PID) {
+		if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+			fmt.Println("stop:", err)
+		}
 	}
 
 	pid := spawn()
 	fmt.Println(ask(pid, 2), ask(pid, 3), ask(pid, 5))
-	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
-		fmt.Println("stop:", err)
-	}
 
-	pid = spawn() // a new activation: new epoch, snapshot, replay
+	other := spawn() // finds the lease held: takes no epoch, waits
+	fmt.Println(ask(other, 1))
+	stop(other)
+	stop(pid) // releases the lease
+
+	pid = spawn() // serves at once: new epoch, snapshot, replay
 	fmt.Println(ask(pid, 1))
 	// Output:
 	// 2 5 10
+	// unavailable: recovering
 	// 11
 }

@@ -5,6 +5,7 @@ package persistence
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -30,6 +31,10 @@ var (
 	// ErrRecovery means the journal's contents cannot be replayed (a gap in
 	// the sequence numbers, a snapshot the handler cannot restore).
 	ErrRecovery = errors.New("persistence: recovery failed")
+	// ErrLeaseHeld means another holder's lease on the stream is live: the
+	// caller must wait for it to lapse or be released (Journal.Lease
+	// returns who holds it and for how long).
+	ErrLeaseHeld = errors.New("persistence: lease held by another holder")
 )
 
 // Event is one journaled event with its sequence number in the stream.
@@ -43,6 +48,17 @@ type Event struct {
 type Snapshot struct {
 	Seq int64
 	Msg proto.Message
+}
+
+// LeaseState is a stream's lease as Journal.Lease found or left it.
+type LeaseState struct {
+	// Holder is the holder the lease belongs to: the caller when the lease
+	// was granted, the other holder when it was refused.
+	Holder string
+	// Remaining is how long the lease stays live from the call, on the
+	// journal's clock: the ttl asked for when granted, the other holder's
+	// time left when refused.
+	Remaining time.Duration
 }
 
 // Journal stores event streams. Implementations are safe for concurrent use.
@@ -89,6 +105,30 @@ type Journal interface {
 	// snapshot covers them. The last sequence number stays known, so
 	// AcquireEpoch and Append behave as before.
 	DeleteEvents(ctx context.Context, stream string, epoch int64, toSeq int64) error
+
+	// Lease makes holder the lease holder of stream for ttl, measured on the
+	// journal's clock, when the lease is free, has lapsed or is already
+	// holder's (a renewal: the lease then runs ttl from this call). When
+	// another holder's lease is live it changes nothing and returns that
+	// holder's LeaseState with an error wrapping ErrLeaseHeld. An empty
+	// stream or holder, or ttl <= 0, gives ErrInvalid.
+	//
+	// The lease arbitrates which activation of a stream serves, so that two
+	// activations that cannot see each other but both reach the journal do
+	// not take turns fencing each other. It is advisory: writes do not
+	// check it, and the epoch stays the fence that keeps the journal
+	// consistent. Each backend documents its clock (the process's, or the
+	// database server's so that hosts' clock skew does not matter); a
+	// holder should stop acting on a lease once ttl has passed on its own
+	// clock since it sent the call that granted it, which is never later
+	// than the journal lets the lease lapse.
+	Lease(ctx context.Context, stream, holder string, ttl time.Duration) (LeaseState, error)
+
+	// ReleaseLease ends holder's lease on stream at once, so another holder
+	// can take it without waiting for it to lapse. It returns nil when
+	// holder does not hold the lease (it lapsed, or another took it). An
+	// empty stream or holder gives ErrInvalid.
+	ReleaseLease(ctx context.Context, stream, holder string) error
 
 	// Close waits for queued appends to finish and releases the journal.
 	// Calls after Close fail with ErrClosed.

@@ -27,6 +27,10 @@ const (
 	DefaultMaxRetryBackoff = 5 * time.Second
 )
 
+// minLeaseTTL is the shortest lease: a renewal is a journal write, and one
+// every third of less than this is a busy loop, not a lease.
+const minLeaseTTL = time.Millisecond
+
 // Option configures a [Runtime].
 type Option func(*config)
 
@@ -40,6 +44,8 @@ type config struct {
 	maxBatchBytes  int
 	retryMin       time.Duration
 	retryMax       time.Duration
+	leaseTTL       time.Duration // 0: off
+	leaseGuard     func() bool   // nil: always true
 }
 
 func defaultConfig() config {
@@ -70,6 +76,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: max batch bytes %d must be at least 1 (default %d)", ErrInvalidOption, c.maxBatchBytes, DefaultMaxBatchBytes)
 	case c.retryMin <= 0 || c.retryMax < c.retryMin:
 		return fmt.Errorf("%w: recovery retry backoff %v..%v needs 0 < min <= max (defaults %v, %v)", ErrInvalidOption, c.retryMin, c.retryMax, DefaultMinRetryBackoff, DefaultMaxRetryBackoff)
+	case c.leaseTTL < 0 || (c.leaseTTL > 0 && c.leaseTTL < minLeaseTTL):
+		return fmt.Errorf("%w: lease ttl %v must be 0 (no lease) or at least %v (it is renewed every third of it)", ErrInvalidOption, c.leaseTTL, minLeaseTTL)
 	}
 	return nil
 }
@@ -111,4 +119,46 @@ func WithMaxBatch(events, bytes int) Option {
 // DefaultMinRetryBackoff, DefaultMaxRetryBackoff).
 func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 	return func(cfg *config) { cfg.retryMin, cfg.retryMax = minimum, maximum }
+}
+
+// WithLease makes the runtime hold a lease on its stream in the journal
+// (Journal.Lease) while it serves, so that of two activations that cannot
+// see each other but both reach the journal, one serves and the other
+// waits, instead of each taking a new epoch that fences the other in turn.
+// Default 0: no lease, as before.
+//
+// With a lease, recovery first takes the lease under a holder name unique to
+// the activation, and only then a new epoch. While another activation's
+// lease is live the runtime takes no epoch: it stays PhaseWaitingForLease
+// (Recovered is false, as while recovering) and asks again when that lease
+// may have lapsed, or after ttl/3 if that is sooner (the holder may release
+// it); the wait is logged once per holder. Once it has the lease, a
+// goroutine of the runtime renews it every ttl/3, through the rest of
+// recovery and while the actor serves, without a round trip through the
+// actor's mailbox (which a busy actor fills). The runtime stops the actor as
+// when fenced if another holder took the lease, or if no renewal has succeeded for ttl (measured on the
+// injected clock from the start of the last one that did): it can no longer
+// prove it holds the lease, and a waiting activation may take it. A stop
+// (Stop, the actor stopping) releases the lease once the open batch is
+// flushed and the appends in flight have finished, so a successor starts at
+// once; an activation that dies without releasing leaves its successor to
+// wait for the lease to lapse, at most ttl.
+//
+// Clock jumps count: a pause of the process, or a manual clock advanced by
+// ttl or more at once, loses the lease.
+func WithLease(ttl time.Duration) Option { return func(cfg *config) { cfg.leaseTTL = ttl } }
+
+// WithLeaseGuard sets a check the runtime makes before it takes the lease
+// and before each renewal (default nil: always true). While it reports
+// false before the lease is taken, the runtime waits, asking again every
+// ttl/3, without taking it. When it reports false once the lease is taken,
+// the runtime logs that the node is cut off, stops the actor and releases
+// the lease so that another node's activation takes over at once. A node
+// wires it to its membership ("this node has heard from another node
+// lately"), so that the side of a partition that sees no one steps down.
+// It is called on the actor's goroutine and on the goroutine that renews
+// the lease: it must be quick and safe for concurrent use (an atomic read).
+// Without WithLease it is never called.
+func WithLeaseGuard(guard func() bool) Option {
+	return func(cfg *config) { cfg.leaseGuard = guard }
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -54,13 +55,24 @@ type Phase int
 // The phases of a Runtime.
 const (
 	// PhaseRecovering: loading the snapshot and replaying events, or waiting
-	// to retry that. Entered at Start and after a failed append; left for
-	// PhaseRunning when recovery succeeds, for PhaseStopped when fenced.
+	// to retry that. Entered at Start, after a failed append and when a
+	// lease wait ends; left for PhaseRunning when recovery succeeds, for
+	// PhaseWaitingForLease when another activation holds the lease, for
+	// PhaseStopped when fenced.
 	PhaseRecovering Phase = iota + 1
-	// PhaseRunning: recovered; Persist, Reply and Defer are allowed.
+	// PhaseWaitingForLease (WithLease only): another activation's lease on
+	// the stream is live, or the lease guard reports this node cut off. No
+	// epoch is taken, so the activation that serves is not fenced. Left for
+	// PhaseRecovering to ask again when the lease may be free (the other's
+	// time left has passed, or ttl/3 has: it may have been released), for
+	// PhaseStopped with the actor.
+	PhaseWaitingForLease
+	// PhaseRunning: recovered; Persist, Reply and Defer are allowed. With
+	// WithLease, the lease is renewed every ttl/3.
 	PhaseRunning
-	// PhaseStopped: fenced by a newer activation or stopped with the actor.
-	// Terminal.
+	// PhaseStopped: fenced by a newer activation, out of its lease (taken
+	// by another, not renewed for a ttl, or the lease guard said no), or
+	// stopped with the actor. Terminal.
 	PhaseStopped
 )
 
@@ -69,6 +81,8 @@ func (p Phase) String() string {
 	switch p {
 	case PhaseRecovering:
 		return "recovering"
+	case PhaseWaitingForLease:
+		return "waiting for lease"
 	case PhaseRunning:
 		return "running"
 	case PhaseStopped:
@@ -96,7 +110,9 @@ func (p Phase) String() string {
 // sequence order. A journal write error never lets a then or a reply run: the
 // runtime drops the unconfirmed state and recovers from the journal (Handler
 // Reset and Replay), as a restart would. A fenced append or snapshot stops
-// the actor.
+// the actor. With WithLease, the activation that serves also holds a lease
+// on the stream in the journal, and another waits for it to lapse or be
+// released before it takes an epoch.
 type Runtime struct {
 	cfg    config
 	j      Journal
@@ -129,8 +145,15 @@ type Runtime struct {
 	retryDelay time.Duration
 	fenceTimer clock.Timer
 
+	// The lease (WithLease). holder names this activation in the journal.
+	holder        string
+	leaseHeld     bool         // granted, and not released since: Stop releases it
+	waitingFor    string       // what the last lease wait was logged for (a holder, or guardWait)
+	keeper        *leaseKeeper // renews the lease since it was granted; nil: none
+	deadlineTimer clock.Timer  // fires at the keeper's deadline
+
 	// wg counts the goroutines the runtime starts (snapshots, fence
-	// checks); Stop waits for them.
+	// checks, lease keepers); Stop waits for them.
 	wg sync.WaitGroup
 	// appending counts the appends handed to the journal and not yet
 	// called back; Stop waits for them (bounded by the journal timeout).
@@ -193,6 +216,29 @@ type (
 		seq int64
 		err error
 	}
+	leaseLost struct { // another holder took the lease
+		rt  *Runtime
+		gen int64
+		err error
+	}
+	leaseCut struct { // the lease guard reported the node cut off
+		rt  *Runtime
+		gen int64
+	}
+	leaseExpiry struct { // the lease's local deadline may have passed
+		rt  *Runtime
+		gen int64
+	}
+)
+
+const (
+	// leaseRetrySlack is added to another holder's time left before the
+	// lease is asked for again, so the lapse is past on the journal's clock
+	// too; a retry that is early only finds the lease held and waits again.
+	leaseRetrySlack = 5 * time.Millisecond
+	// guardWait is what waitingFor holds while the lease guard keeps the
+	// runtime from taking the lease (holder names contain '#').
+	guardWait = "(lease guard)"
 )
 
 // New returns a runtime for stream in j. It does nothing until Start.
@@ -220,7 +266,10 @@ func New(j Journal, stream string, opts ...Option) (*Runtime, error) {
 //
 // Recovery blocks the actor, so messages wait in its mailbox meanwhile. If
 // the journal is unavailable, Start logs it and retries with backoff; the
-// actor stays PhaseRecovering and should refuse commands until then.
+// actor stays PhaseRecovering and should refuse commands until then. With
+// WithLease it first takes the lease; while another activation holds it the
+// actor is PhaseWaitingForLease, not Recovered, and should refuse commands
+// the same way.
 func (r *Runtime) Start(c actor.Context, h Handler, onRecovered func(c actor.Context)) {
 	r.h, r.onRecovered = h, onRecovered
 	r.marker, _ = h.(RecoveryMarker)
@@ -231,6 +280,9 @@ func (r *Runtime) Start(c actor.Context, h Handler, onRecovered func(c actor.Con
 		r.log = c.ActorSystem().Logger()
 	}
 	r.log = r.log.With("component", "persistence", "stream", r.stream, "pid", r.self.GetAddress()+"/"+r.self.GetId())
+	// Unique per activation, not per PID: a restarted process can reuse a
+	// PID's id, and must not renew the lease of the one that died.
+	r.holder = fmt.Sprintf("%s/%s#%016x", r.self.GetAddress(), r.self.GetId(), rand.Uint64())
 	r.recover(c)
 }
 
@@ -266,8 +318,20 @@ func (r *Runtime) Handle(c actor.Context) bool {
 			r.onAppendDone(c, m)
 		}
 	case *retryMsg:
-		if m.rt == r && m.gen == r.gen && r.phase == PhaseRecovering {
+		if m.rt == r && m.gen == r.gen && (r.phase == PhaseRecovering || r.phase == PhaseWaitingForLease) {
 			r.recover(c)
+		}
+	case *leaseLost:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
+			r.fenced(c, m.err)
+		}
+	case *leaseCut:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
+			r.cutOff(c)
+		}
+	case *leaseExpiry:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
+			r.onLeaseExpiry(c)
 		}
 	case *fenceTick:
 		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
@@ -295,7 +359,10 @@ func (r *Runtime) Handle(c actor.Context) bool {
 // open batch is handed to the journal (the flush the runtime queued would
 // land behind the stop), and Stop waits, at most the journal timeout, for
 // every append in flight, whose replies then leave; then callbacks are
-// dropped. Stop is idempotent; the actor's Stopping calls it through Handle.
+// dropped. Last, it releases the lease (WithLease) so another activation
+// can take over at once: after the appends, so that none of this one's
+// writes lands after the successor took its epoch. Stop is idempotent; the
+// actor's Stopping calls it through Handle.
 func (r *Runtime) Stop() {
 	if r.phase == PhaseRunning && r.building != nil {
 		r.flush()
@@ -303,8 +370,9 @@ func (r *Runtime) Stop() {
 	r.phase = PhaseStopped
 	r.gen++
 	r.stopTimers()
-	r.wg.Wait()
+	r.wg.Wait() // the lease keeper has ended: no renewal follows the release
 	r.waitAppends()
+	r.releaseLease()
 }
 
 // waitAppends waits for the appends in flight, at most the journal timeout.
@@ -401,8 +469,9 @@ func (r *Runtime) send(rep reply) {
 	r.root.RequestWithCustomSender(rep.to, rep.msg, r.self)
 }
 
-// recover reads the journal back through the Handler. On failure it retries
-// with backoff; a fenced journal stops the actor.
+// recover reads the journal back through the Handler, after taking the
+// lease (WithLease). On failure it retries with backoff; a fenced journal,
+// or a lease another activation took meanwhile, stops the actor.
 func (r *Runtime) recover(c actor.Context) {
 	r.gen++
 	r.phase = PhaseRecovering
@@ -410,24 +479,51 @@ func (r *Runtime) recover(c actor.Context) {
 	r.pendingSnap, r.snapInFlight = nil, false
 	r.stopTimers()
 	start := r.cfg.clock.Now()
-	if err := r.load(); err != nil {
-		if errors.Is(err, ErrFenced) {
+	if r.cfg.leaseTTL > 0 {
+		wait, err := r.takeLease()
+		if err != nil {
+			r.retryRecovery(fmt.Errorf("persistence: take the lease of %q: %w", r.stream, err))
+			return
+		}
+		if wait > 0 {
+			r.phase = PhaseWaitingForLease
+			r.retryAfter(wait)
+			return
+		}
+	}
+	if err := r.loadKeepingLease(); err != nil {
+		if errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseHeld) {
 			r.fenced(c, err)
 			return
 		}
-		r.retryDelay = min(max(2*r.retryDelay, r.cfg.retryMin), r.cfg.retryMax)
-		r.log.Error("recovery failed; retrying", "error", err, "retry_in", r.retryDelay)
-		gen := r.gen
-		r.retryTimer = r.cfg.clock.AfterFunc(r.retryDelay, func() { r.root.Send(r.self, &retryMsg{rt: r, gen: gen}) })
+		r.retryRecovery(err)
 		return
 	}
 	r.retryDelay = 0
 	r.phase = PhaseRunning
 	r.log.Info("recovered", "epoch", r.epoch, "seq", r.durableSeq, "took", r.cfg.clock.Since(start))
 	r.armFenceCheck()
+	r.armLease()
 	if r.onRecovered != nil {
 		r.onRecovered(c)
 	}
+}
+
+// retryRecovery logs a failed recovery and retries it after the backoff.
+// The lease is not renewed meanwhile: an activation that cannot recover
+// (e.g. a journal holding events only a newer version knows) must not keep
+// another from serving.
+func (r *Runtime) retryRecovery(err error) {
+	r.stopKeeper()
+	r.retryDelay = min(max(2*r.retryDelay, r.cfg.retryMin), r.cfg.retryMax)
+	r.log.Error("recovery failed; retrying", "error", err, "retry_in", r.retryDelay)
+	r.retryAfter(r.retryDelay)
+}
+
+// retryAfter recovers again after d, on the injected clock.
+func (r *Runtime) retryAfter(d time.Duration) {
+	gen := r.gen
+	r.retryTimer = r.cfg.clock.AfterFunc(d, func() { r.root.Send(r.self, &retryMsg{rt: r, gen: gen}) })
 }
 
 func (r *Runtime) load() error {
@@ -480,21 +576,36 @@ func (r *Runtime) load() error {
 	return nil
 }
 
+// fenced stops the actor at once, without writing the open batch: another
+// activation took the stream (ErrFenced) or the lease (ErrLeaseHeld).
 func (r *Runtime) fenced(c actor.Context, err error) {
-	r.log.Error("fenced by a newer activation; stopping", "error", err)
+	if errors.Is(err, ErrLeaseHeld) {
+		r.leaseHeld = false
+		r.log.Error("another activation took the lease; stopping", "error", err)
+	} else {
+		r.log.Error("fenced by a newer activation; stopping", "error", err)
+	}
+	r.halt(c)
+}
+
+// halt stops the runtime and the actor without writing the open batch.
+func (r *Runtime) halt(c actor.Context) {
 	r.phase = PhaseStopped
 	r.gen++
 	r.stopTimers()
 	c.Stop(c.Self())
 }
 
+// stopTimers stops the runtime's timers and its lease keeper (without
+// waiting for the keeper's last call; Stop does).
 func (r *Runtime) stopTimers() {
-	for _, t := range []clock.Timer{r.retryTimer, r.fenceTimer} {
+	for _, t := range []clock.Timer{r.retryTimer, r.fenceTimer, r.deadlineTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	r.retryTimer, r.fenceTimer = nil, nil
+	r.retryTimer, r.fenceTimer, r.deadlineTimer = nil, nil, nil
+	r.stopKeeper()
 }
 
 // flush hands the open batch to the journal.

@@ -34,13 +34,22 @@ type (
 	query   struct{}
 	block   struct{ entered, until chan struct{} }
 	keysMsg struct{ keys []string }
+	// phaseQuery is answered with the runtime's phase, as a StringValue.
+	phaseQuery struct{}
 )
 
 // tracking records the highest sequence number the journal has confirmed,
 // before the runtime hears of it: anything observed must be at or below it.
+// It also counts the Lease calls that reach it.
 type tracking struct {
 	persistence.Journal
 	durable atomic.Int64
+	leases  atomic.Int64
+}
+
+func (t *tracking) Lease(ctx context.Context, s, holder string, ttl time.Duration) (persistence.LeaseState, error) {
+	t.leases.Add(1)
+	return t.Journal.Lease(ctx, s, holder, ttl)
 }
 
 func (t *tracking) AppendAsync(s string, epoch int64, events []persistence.Event, done func(error)) {
@@ -181,6 +190,8 @@ func (a *setActor) Receive(c actor.Context) {
 			close(m.entered)
 		}
 		<-m.until
+	case *phaseQuery:
+		c.Respond(wrapperspb.String(a.rt.Phase().String()))
 	}
 }
 
@@ -200,9 +211,10 @@ type bundle struct {
 
 func setup(t *testing.T, opts ...persistence.Option) *bundle {
 	t.Helper()
-	mem := journal.NewMemory()
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	mem := journal.NewMemory(journal.WithClock(clk)) // leases run on the runtime's clock
 	t.Cleanup(func() { _ = mem.Close() })
-	b := &bundle{sys: testkit.NewSystem(t), mem: mem, clk: clock.NewManual(time.Unix(1_700_000_000, 0))}
+	b := &bundle{sys: testkit.NewSystem(t), mem: mem, clk: clk}
 	b.faulty = journaltest.NewFaulty(mem)
 	b.track = &tracking{Journal: b.faulty}
 	b.client = testkit.NewProbe(t, b.sys)
@@ -445,6 +457,8 @@ func TestRuntime(t *testing.T) {
 			{name: "NegativeFenceCheck", j: mem, stream: "s", opt: persistence.WithFenceCheck(-time.Second)},
 			{name: "ZeroBatch", j: mem, stream: "s", opt: persistence.WithMaxBatch(0, 1)},
 			{name: "RetryMaxBelowMin", j: mem, stream: "s", opt: persistence.WithRecoveryRetry(time.Second, time.Millisecond)},
+			{name: "NegativeLease", j: mem, stream: "s", opt: persistence.WithLease(-time.Second)},
+			{name: "LeaseTooShortToRenew", j: mem, stream: "s", opt: persistence.WithLease(time.Microsecond)},
 		}
 		for _, tc := range tests {
 			_, err := persistence.New(tc.j, tc.stream, tc.opt)

@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -178,6 +179,66 @@ func BenchmarkPostgresAppend(b *testing.B) {
 		b.Run(fmt.Sprintf("async/window=%d", window), func(b *testing.B) {
 			j := open(b)
 			benchAsync(b, j, window)
+		})
+	}
+}
+
+// BenchmarkSQLiteLease measures one Lease call: a serving activation's
+// renewal (its holder renews, which writes the lease row and commits with
+// an fsync) and a waiting activation's look (another holder is refused,
+// which writes nothing).
+func BenchmarkSQLiteLease(b *testing.B) {
+	j, err := journal.OpenSQLite(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { require.NoError(b, j.Close()) })
+	benchLease(b, j)
+}
+
+// BenchmarkPostgresLease runs when FOREMAN_TEST_POSTGRES_DSN is set.
+func BenchmarkPostgresLease(b *testing.B) {
+	dsn := os.Getenv("FOREMAN_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		b.Skip("FOREMAN_TEST_POSTGRES_DSN is not set")
+	}
+	j, err := journal.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { require.NoError(b, j.Close()) })
+	benchLease(b, j)
+}
+
+func benchLease(b *testing.B, j persistence.Journal) {
+	ctx := context.Background()
+	stream := fmt.Sprintf("lease-%d", time.Now().UnixNano()) // fresh in a database that persists
+	if _, err := j.Lease(ctx, stream, "holder", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, holder string
+		want         error
+	}{
+		{"op=renew", "holder", nil},
+		{"op=refused", "waiter", persistence.ErrLeaseHeld},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			lat := make([]time.Duration, 0, b.N)
+			start := time.Now()
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := j.Lease(ctx, stream, c.holder, time.Hour); !errors.Is(err, c.want) {
+					b.Fatalf("Lease as %s: %v, want %v", c.holder, err, c.want)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			elapsed := time.Since(start)
+			slices.Sort(lat)
+			b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "leases/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }

@@ -36,6 +36,19 @@ number plus one:
 		// another activation took over: stop
 	}
 
+# Leases
+
+Lease and ReleaseLease arbitrate which activation of a stream serves: a
+holder takes the lease for a ttl, renews it, and releases it when it stops;
+another holder is refused (persistence.ErrLeaseHeld, with who holds it and
+for how long) until it lapses or is released. The lease is advisory; the
+epoch still fences writes. Memory and SQLite measure leases on the clock
+given with WithClock (the real clock by default; a SQLite file is shared
+only by the processes of one host, which read one clock); PostgreSQL on
+the database server's clock, so that hosts' clock skew does not matter.
+The disk backends write leases through the group-commit writer, like any
+other write.
+
 # Group commit
 
 The disk backends run one writer goroutine. It takes every write queued

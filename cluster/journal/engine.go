@@ -2,10 +2,12 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
@@ -35,6 +37,13 @@ type txn interface {
 	insertEvents(stream string, recs []record) error
 	saveSnapshot(stream string, rec record) error
 	deleteEvents(stream string, toSeq int64) error
+	// lease makes holder the lease holder of stream for ttl if the lease is
+	// free, lapsed or holder's (granted true, st is holder's new lease), or
+	// returns the live lease of another holder (granted false). err is a
+	// store error only.
+	lease(stream, holder string, ttl time.Duration) (st persistence.LeaseState, granted bool, err error)
+	// releaseLease deletes holder's lease of stream, if holder has it.
+	releaseLease(stream, holder string) error
 	commit() error
 	rollback() error
 }
@@ -46,6 +55,8 @@ const (
 	opAcquire
 	opSnapshot
 	opDelete
+	opLease
+	opRelease
 	opFail // a request that failed before it was queued; kept for ordering
 )
 
@@ -60,15 +71,18 @@ type op struct {
 	callerErrFunc func() error
 	stream        string
 	epoch         int64
-	recs          []record // opAppend
-	snap          record   // opSnapshot
-	toSeq         int64    // opDelete
-	failed        error    // opFail
+	recs          []record      // opAppend
+	snap          record        // opSnapshot
+	toSeq         int64         // opDelete
+	holder        string        // opLease, opRelease
+	ttl           time.Duration // opLease
+	failed        error         // opFail
 
 	// Outcome, set by the writer before done runs.
 	err      error
 	outEpoch int64
 	outLast  int64
+	outLease persistence.LeaseState
 	done     func(*op)
 }
 
@@ -260,19 +274,22 @@ func (e *engine) tryCommit(ops []*op) (began bool, err error) {
 	}()
 	// Read (and, where the store needs it, lock) every stream of the batch
 	// in one statement, in sorted order so that writers in other processes
-	// lock them in the same order.
+	// lock them in the same order. Leases are not fenced by the epoch, so
+	// their streams are left out.
 	names := make([]string, 0, 4)
 	seen := make(map[string]bool, 4)
 	for _, o := range ops {
-		if !seen[o.stream] {
+		if o.kind != opLease && o.kind != opRelease && !seen[o.stream] {
 			seen[o.stream] = true
 			names = append(names, o.stream)
 		}
 	}
 	slices.Sort(names)
-	positions, err := tx.states(names)
-	if err != nil {
-		return true, err
+	positions := map[string]streamPos{}
+	if len(names) > 0 {
+		if positions, err = tx.states(names); err != nil {
+			return true, err
+		}
 	}
 	states := make(map[string]*streamState, len(names))
 	for _, name := range names {
@@ -280,6 +297,22 @@ func (e *engine) tryCommit(ops []*op) (began bool, err error) {
 		states[name] = &streamState{epoch: p.epoch, last: p.last}
 	}
 	for _, o := range ops {
+		switch o.kind {
+		case opLease:
+			st, granted, err := tx.lease(o.stream, o.holder, o.ttl)
+			if err != nil {
+				return true, err
+			}
+			if o.outLease = st; !granted {
+				o.err = leaseHeld(o.stream, st)
+			}
+			continue
+		case opRelease:
+			if err := tx.releaseLease(o.stream, o.holder); err != nil {
+				return true, err
+			}
+			continue
+		}
 		st := states[o.stream]
 		if o.kind == opAcquire {
 			st.epoch++
@@ -435,6 +468,30 @@ func (e *engine) DeleteEvents(ctx context.Context, stream string, epoch int64, t
 		return err
 	}
 	return e.call(ctx, &op{kind: opDelete, stream: stream, epoch: epoch, toSeq: toSeq})
+}
+
+// Lease implements persistence.Journal. The lease is written by the group
+// commit writer like any other write, in the batch's transaction.
+func (e *engine) Lease(ctx context.Context, stream, holder string, ttl time.Duration) (persistence.LeaseState, error) {
+	if err := checkLease(stream, holder, ttl); err != nil {
+		return persistence.LeaseState{}, err
+	}
+	o := &op{kind: opLease, stream: stream, holder: holder, ttl: ttl}
+	err := e.call(ctx, o)
+	// o is the writer's until done ran: read it only when call returned
+	// the outcome, not the caller's ctx error.
+	if err == nil || errors.Is(err, persistence.ErrLeaseHeld) {
+		return o.outLease, err
+	}
+	return persistence.LeaseState{}, err
+}
+
+// ReleaseLease implements persistence.Journal.
+func (e *engine) ReleaseLease(ctx context.Context, stream, holder string) error {
+	if err := checkRelease(stream, holder); err != nil {
+		return err
+	}
+	return e.call(ctx, &op{kind: opRelease, stream: stream, holder: holder})
 }
 
 // Close implements persistence.Journal: queued writes are committed, reads in progress

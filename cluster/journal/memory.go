@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
@@ -13,14 +15,26 @@ import (
 // backend would, so a type that is not registered or does not round-trip
 // fails here too. Its contents are lost when the program ends.
 //
+// Leases are measured on the journal's clock (WithClock; the real clock by
+// default), so a test can let a lease lapse by advancing a clock.Manual.
+//
 // Memory is safe for concurrent use. The zero value is not usable: call
 // NewMemory.
 type Memory struct {
+	clock clock.Clock
+
 	mu      sync.Mutex
-	closed  bool
-	streams map[string]*memStream
+	closed  bool                  // guarded by mu
+	streams map[string]*memStream // guarded by mu
+	leases  map[string]memLease   // guarded by mu
 
 	async *completer
+}
+
+// memLease is one stream's lease.
+type memLease struct {
+	holder  string
+	expires time.Time
 }
 
 // memStream is one stream's state.
@@ -34,9 +48,15 @@ type memStream struct {
 var _ persistence.Journal = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory journal. Close it when done: it runs
-// one goroutine that delivers AppendAsync outcomes.
-func NewMemory() *Memory {
-	return &Memory{streams: make(map[string]*memStream), async: newCompleter()}
+// one goroutine that delivers AppendAsync outcomes. Of the options it reads
+// only WithClock. It panics on an invalid option (WithClock(nil)), a wiring
+// mistake that OpenSQLite would return as an error.
+func NewMemory(opts ...Option) *Memory {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		panic(err)
+	}
+	return &Memory{clock: cfg.clock, streams: make(map[string]*memStream), leases: make(map[string]memLease), async: newCompleter()}
 }
 
 // stream returns the state of name, creating it. m.mu must be held.
@@ -227,6 +247,48 @@ func (m *Memory) DeleteEvents(ctx context.Context, stream string, epoch int64, t
 	// Copy so the deleted prefix can be garbage collected; slices handed
 	// to running Loads stay valid.
 	s.events = append([]record(nil), s.events[n:]...)
+	return nil
+}
+
+// Lease implements persistence.Journal on the journal's clock.
+func (m *Memory) Lease(ctx context.Context, stream, holder string, ttl time.Duration) (persistence.LeaseState, error) {
+	if err := checkLease(stream, holder, ttl); err != nil {
+		return persistence.LeaseState{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return persistence.LeaseState{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return persistence.LeaseState{}, persistence.ErrClosed
+	}
+	now := m.clock.Now()
+	cur, exists := m.leases[stream]
+	if !leaseGrantable(exists, cur.holder, cur.expires, now, holder) {
+		st := persistence.LeaseState{Holder: cur.holder, Remaining: cur.expires.Sub(now)}
+		return st, leaseHeld(stream, st)
+	}
+	m.leases[stream] = memLease{holder: holder, expires: now.Add(ttl)}
+	return persistence.LeaseState{Holder: holder, Remaining: ttl}, nil
+}
+
+// ReleaseLease implements persistence.Journal.
+func (m *Memory) ReleaseLease(ctx context.Context, stream, holder string) error {
+	if err := checkRelease(stream, holder); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return persistence.ErrClosed
+	}
+	if m.leases[stream].holder == holder {
+		delete(m.leases, stream)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
@@ -23,7 +24,8 @@ const (
 	DefaultReadConns = 4
 )
 
-// Option configures OpenSQLite and OpenPostgres.
+// Option configures NewMemory, OpenSQLite and OpenPostgres. Each option
+// says which backends read it; the others ignore it.
 type Option func(*config)
 
 type config struct {
@@ -31,6 +33,7 @@ type config struct {
 	busyTimeout time.Duration
 	maxBatch    int
 	readConns   int
+	clock       clock.Clock
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -39,6 +42,7 @@ func newConfig(opts []Option) (config, error) {
 		busyTimeout: DefaultBusyTimeout,
 		maxBatch:    DefaultMaxBatch,
 		readConns:   DefaultReadConns,
+		clock:       clock.Real,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -54,6 +58,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if c.readConns < 1 {
 		return c, fmt.Errorf("%w: read connections %d must be at least 1", persistence.ErrInvalid, c.readConns)
+	}
+	if c.clock == nil {
+		return c, fmt.Errorf("%w: WithClock(nil) (pass a clock or omit the option for the real one)", persistence.ErrInvalid)
 	}
 	return c, nil
 }
@@ -75,3 +82,9 @@ func WithMaxBatch(n int) Option { return func(c *config) { c.maxBatch = n } }
 // WithReadConns sets the size of the pool that serves Load and LoadSnapshot
 // (default DefaultReadConns).
 func WithReadConns(n int) Option { return func(c *config) { c.readConns = n } }
+
+// WithClock sets the clock that leases are measured on (default the real
+// clock); tests pass a clock.Manual. Memory and SQLite read it. PostgreSQL
+// ignores it: its leases run on the database server's clock, so that the
+// clocks of the hosts sharing it need not agree.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }

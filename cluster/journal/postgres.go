@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,6 +34,11 @@ CREATE TABLE IF NOT EXISTS foreman_snapshots (
 	seq    BIGINT NOT NULL,
 	type   TEXT   NOT NULL,
 	data   BYTEA  NOT NULL
+);
+CREATE TABLE IF NOT EXISTS foreman_leases (
+	stream     TEXT        NOT NULL PRIMARY KEY,
+	holder     TEXT        NOT NULL,
+	expires_at TIMESTAMPTZ NOT NULL -- on the server's clock
 );`
 )
 
@@ -51,7 +57,21 @@ SELECT $1, s, t, d FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(s, t,
 	pgSnapshot = `INSERT INTO foreman_snapshots (stream, seq, type, data) VALUES ($1, $2, $3, $4)
 ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, type = excluded.type, data = excluded.data
 WHERE excluded.seq >= foreman_snapshots.seq`
-	pgDelete   = `DELETE FROM foreman_events WHERE stream = $1 AND seq <= $2`
+	pgDelete = `DELETE FROM foreman_events WHERE stream = $1 AND seq <= $2`
+	// pgLease takes or renews the lease when it is free, lapsed or the
+	// holder's, on the server's clock (clock_timestamp, not now(): the
+	// batch's transaction may have begun a while ago). It returns a row only
+	// when it wrote one; ON CONFLICT locks the existing row either way.
+	pgLease = `INSERT INTO foreman_leases AS l (stream, holder, expires_at)
+VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')
+ON CONFLICT (stream) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp()
+RETURNING holder`
+	// pgLeaseHeld reads the live lease pgLease left alone, with its time
+	// left in microseconds computed on the server.
+	pgLeaseHeld = `SELECT holder, GREATEST(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint)
+FROM foreman_leases WHERE stream = $1`
+	pgLeaseDel = `DELETE FROM foreman_leases WHERE stream = $1 AND holder = $2`
 	pgLoad     = `SELECT seq, type, data FROM foreman_events WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
 	pgLoadSnap = `SELECT seq, type, data FROM foreman_snapshots WHERE stream = $1`
 )
@@ -62,6 +82,12 @@ WHERE excluded.seq >= foreman_snapshots.seq`
 // because each transaction locks the stream's epoch row before checking it.
 // Durability is PostgreSQL's (synchronous_commit on by default).
 //
+// Leases run on the database server's clock: the expiry and the time left
+// are computed in SQL (clock_timestamp()), so the clocks of the hosts that
+// share the database need not agree; only their rates must (a holder times
+// its ttl on its own clock from before its call, which ends no later than
+// the server's). WithClock is ignored.
+//
 // Use OpenPostgres; the zero value is not usable.
 type Postgres struct {
 	*engine
@@ -71,7 +97,9 @@ var _ persistence.Journal = (*Postgres)(nil)
 
 // OpenPostgres connects to the database at dsn (a PostgreSQL URL or
 // key=value string, as pgx accepts) and creates the journal's tables
-// (foreman_epochs, foreman_events, foreman_snapshots) if they are missing.
+// (foreman_epochs, foreman_events, foreman_snapshots, foreman_leases) if
+// they are missing, so a database written by an older Foreman gains the
+// leases table on its first open by this one.
 func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -246,6 +274,38 @@ func (t *pgTxn) deleteEvents(stream string, toSeq int64) error {
 		return err
 	}
 	_, err := t.tx.Exec(bg, pgDelete, stream, toSeq)
+	return err
+}
+
+func (t *pgTxn) lease(stream, holder string, ttl time.Duration) (persistence.LeaseState, bool, error) {
+	micros := int64((ttl + time.Microsecond - 1) / time.Microsecond)
+	// The live lease read after a refusal may have been released or have
+	// lapsed in between (another process committed): try again a few
+	// times rather than report a lease that is gone.
+	for range 3 {
+		var got string
+		err := t.tx.QueryRow(bg, pgLease, stream, holder, micros).Scan(&got)
+		if err == nil {
+			return persistence.LeaseState{Holder: holder, Remaining: ttl}, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return persistence.LeaseState{}, false, err
+		}
+		var left int64
+		err = t.tx.QueryRow(bg, pgLeaseHeld, stream).Scan(&got, &left)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return persistence.LeaseState{}, false, err
+		}
+		return persistence.LeaseState{Holder: got, Remaining: time.Duration(left) * time.Microsecond}, false, nil
+	}
+	return persistence.LeaseState{}, false, fmt.Errorf("lease of %q changed hands three times while being taken", stream)
+}
+
+func (t *pgTxn) releaseLease(stream, holder string) error {
+	_, err := t.tx.Exec(bg, pgLeaseDel, stream, holder)
 	return err
 }
 

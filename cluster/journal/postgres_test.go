@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
@@ -32,6 +33,18 @@ func TestPostgresConformance(t *testing.T) {
 		j, err := journal.OpenPostgres(context.Background(), dsn, journal.WithReadConns(2))
 		require.NoError(t, err)
 		return j
+	})
+}
+
+// TestPostgresLeases runs on real time: PostgreSQL's leases run on the
+// server's clock, which no test can move.
+func TestPostgresLeases(t *testing.T) {
+	t.Parallel()
+	dsn := postgresDSN(t)
+	journaltest.RunLeases(t, func(t *testing.T, _ *clock.Manual) (persistence.Journal, bool) {
+		j, err := journal.OpenPostgres(context.Background(), dsn, journal.WithReadConns(2))
+		require.NoError(t, err)
+		return j, false
 	})
 }
 

@@ -14,10 +14,15 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
-// sqliteSchemaVersion is stored in PRAGMA user_version.
+// sqliteSchemaVersion is stored in PRAGMA user_version. It changes only
+// when an older Foreman could no longer use the file: the leases table was
+// added without a change, since an older Foreman ignores it (and takes no
+// leases, so a node on it only waits for no one; the epoch still fences
+// it), and every open creates the table when it is missing.
 const sqliteSchemaVersion = 1
 
 const sqliteSchema = `
@@ -39,6 +44,11 @@ CREATE TABLE IF NOT EXISTS snapshots (
 	type   TEXT    NOT NULL,
 	data   BLOB    NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+	stream     TEXT    NOT NULL PRIMARY KEY,
+	holder     TEXT    NOT NULL,
+	expires_at INTEGER NOT NULL -- unix nanoseconds on the writing process's clock
+) WITHOUT ROWID;
 `
 
 // loadPage is how many rows one read query fetches; rows are released
@@ -51,6 +61,13 @@ const loadPage = 512
 // IMMEDIATE transaction (one fsync). Several processes on one host may open
 // the same file: each write transaction holds SQLite's write lock and
 // re-reads the stream's epoch inside it, so fencing holds across processes.
+//
+// Leases are decided inside the write transaction too, and stored with their
+// expiry in unix nanoseconds on the wall clock of the process that wrote
+// them (WithClock; the real clock by default). That is sound because a
+// SQLite file is shared only by the processes of one host, which read one
+// clock; a clock stepped by more than a lease's ttl can end a lease early
+// or late.
 //
 // Use OpenSQLite; the zero value is not usable.
 type SQLite struct {
@@ -124,6 +141,7 @@ func checkFile(path string) error {
 // for reads.
 type sqliteBackend struct {
 	path   string
+	clock  clock.Clock // leases' expiry
 	wdb    *sql.DB
 	wconn  *sql.Conn
 	rdb    *sql.DB
@@ -143,6 +161,9 @@ const (
 	qDelete    = `DELETE FROM events WHERE stream = ? AND seq <= ?`
 	qLoad      = `SELECT seq, type, data FROM events WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	qLoadSnap  = `SELECT seq, type, data FROM snapshots WHERE stream = ?`
+	qLeaseGet  = `SELECT holder, expires_at FROM leases WHERE stream = ?`
+	qLeasePut  = `INSERT INTO leases (stream, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at`
+	qLeaseDel  = `DELETE FROM leases WHERE stream = ? AND holder = ?`
 	qBegin     = `BEGIN IMMEDIATE`
 	qCommit    = `COMMIT`
 	qRollback  = `ROLLBACK`
@@ -161,7 +182,7 @@ func sqliteDSN(path string, busy time.Duration) string {
 
 func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 	dsn := sqliteDSN(path, cfg.busyTimeout)
-	b := &sqliteBackend{path: path, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}}
+	b := &sqliteBackend{path: path, clock: cfg.clock, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			_ = b.close()
@@ -180,7 +201,7 @@ func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 	if err := b.initSchema(ctx); err != nil {
 		return nil, sqliteOpenError(path, cfg, err)
 	}
-	for _, q := range []string{qState, qSnapshot, qDelete} {
+	for _, q := range []string{qState, qSnapshot, qDelete, qLeaseGet, qLeasePut, qLeaseDel} {
 		if b.stmts[q], err = b.wconn.PrepareContext(ctx, q); err != nil {
 			return nil, sqliteOpenError(path, cfg, err)
 		}
@@ -225,7 +246,7 @@ func (b *sqliteBackend) initSchema(ctx context.Context) (err error) {
 	}
 	if ver == 0 {
 		var n int
-		if err := b.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('epochs', 'events', 'snapshots')`).Scan(&n); err != nil {
+		if err := b.wconn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('epochs', 'events', 'snapshots', 'leases')`).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -426,6 +447,31 @@ func (t sqliteTxn) deleteEvents(stream string, toSeq int64) error {
 		return err
 	}
 	_, err := t.b.stmts[qDelete].ExecContext(bg, stream, toSeq)
+	return err
+}
+
+// lease decides with the write lock held, so no other process can change
+// the lease between the read and the write.
+func (t sqliteTxn) lease(stream, holder string, ttl time.Duration) (persistence.LeaseState, bool, error) {
+	now := t.b.clock.Now()
+	var cur string
+	var expires int64
+	err := t.b.stmts[qLeaseGet].QueryRowContext(bg, stream).Scan(&cur, &expires)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return persistence.LeaseState{}, false, err
+	}
+	if !leaseGrantable(exists, cur, time.Unix(0, expires), now, holder) {
+		return persistence.LeaseState{Holder: cur, Remaining: time.Unix(0, expires).Sub(now)}, false, nil
+	}
+	if _, err := t.b.stmts[qLeasePut].ExecContext(bg, stream, holder, now.Add(ttl).UnixNano()); err != nil {
+		return persistence.LeaseState{}, false, err
+	}
+	return persistence.LeaseState{Holder: holder, Remaining: ttl}, true, nil
+}
+
+func (t sqliteTxn) releaseLease(stream, holder string) error {
+	_, err := t.b.stmts[qLeaseDel].ExecContext(bg, stream, holder)
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/foreman-actors/foreman/actors/persistence"
@@ -132,6 +133,12 @@ func TestOpenSQLiteErrors(t *testing.T) {
 			opts:     []journal.Option{journal.WithMaxBatch(0)},
 			wantText: []string{"max batch 0"},
 		},
+		{
+			name:     "nil clock",
+			setup:    func(t *testing.T) string { return filepath.Join(t.TempDir(), "j.db") },
+			opts:     []journal.Option{journal.WithClock(nil)},
+			wantText: []string{"WithClock(nil)"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,6 +169,49 @@ func TestSQLiteCreatesSchemaOnce(t *testing.T) {
 		require.Equal(t, p, j.Path())
 		require.NoError(t, j.Close())
 	}
+}
+
+// TestSQLiteOpensAJournalWrittenBeforeLeases: a file of the first schema
+// (no leases table, as an older Foreman left it) opens, keeps its events
+// and its epoch, and gains leases.
+func TestSQLiteOpensAJournalWrittenBeforeLeases(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "journal.db")
+	db, err := sql.Open("sqlite", p)
+	require.NoError(t, err)
+	ev, err := proto.Marshal(wrapperspb.String("event-1"))
+	require.NoError(t, err)
+	for _, q := range []string{
+		`PRAGMA journal_mode = WAL`,
+		`CREATE TABLE epochs (stream TEXT NOT NULL PRIMARY KEY, epoch INTEGER NOT NULL, last_seq INTEGER NOT NULL) WITHOUT ROWID`,
+		`CREATE TABLE events (stream TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, seq)) WITHOUT ROWID`,
+		`CREATE TABLE snapshots (stream TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL) WITHOUT ROWID`,
+		`PRAGMA user_version = 1`,
+		`INSERT INTO epochs VALUES ('s', 3, 1)`,
+	} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	_, err = db.Exec(`INSERT INTO events VALUES ('s', 1, 'google.protobuf.StringValue', ?)`, ev)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	j, err := journal.OpenSQLite(p)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	ctx := t.Context()
+	epoch, last, err := j.AcquireEpoch(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), epoch)
+	require.Equal(t, int64(1), last)
+	var got []persistence.Event
+	require.NoError(t, j.Load(ctx, "s", 1, func(e persistence.Event) error { got = append(got, e); return nil }))
+	require.Len(t, got, 1)
+	require.True(t, proto.Equal(wrapperspb.String("event-1"), got[0].Msg))
+	_, err = j.Lease(ctx, "s", "a", time.Minute)
+	require.NoError(t, err)
+	_, err = j.Lease(ctx, "s", "b", time.Minute)
+	require.ErrorIs(t, err, persistence.ErrLeaseHeld)
 }
 
 const (

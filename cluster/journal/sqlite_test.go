@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
@@ -17,6 +18,15 @@ func TestSQLiteConformance(t *testing.T) {
 		j, err := journal.OpenSQLite(filepath.Join(t.TempDir(), "journal.db"))
 		require.NoError(t, err)
 		return j
+	})
+}
+
+func TestSQLiteLeases(t *testing.T) {
+	t.Parallel()
+	journaltest.RunLeases(t, func(t *testing.T, clk *clock.Manual) (persistence.Journal, bool) {
+		j, err := journal.OpenSQLite(filepath.Join(t.TempDir(), "journal.db"), journal.WithClock(clk))
+		require.NoError(t, err)
+		return j, true
 	})
 }
 

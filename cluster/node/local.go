@@ -159,8 +159,12 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	}
 
 	// The workers of a local node are all known, so the master can refuse
-	// a job type none of them runs instead of queueing it forever.
-	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...)}, cfg.masterOpts...)
+	// a job type none of them runs instead of queueing it forever. Its
+	// master takes no lease (unless masterOpts ask for one): the lease
+	// arbitrates between a cluster singleton's activations, and this
+	// master is a plain actor that nothing re-activates, so a lease lost
+	// to a stall of the process would stop the node's master for good.
+	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, cfg.masterOpts...)
 	mprops, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()

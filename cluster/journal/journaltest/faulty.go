@@ -3,6 +3,7 @@ package journaltest
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
@@ -19,17 +20,24 @@ import (
 // in call order, until ReleaseWrites, so a test can look at what an actor
 // does while its events are not yet durable (and, by taking the stream with
 // another AcquireEpoch meanwhile, fence a batch in flight).
+//
+// Lease and ReleaseLease fail with the FailWrites error too (the journal is
+// down), and FailLeases fails them alone: a lease holder that cannot renew
+// while its appends still go through. Wrap one journal in a Faulty per
+// activation to fail one activation's leases and not another's. Lease calls
+// are never held.
 type Faulty struct {
 	persistence.Journal
 
 	// order is held while released writes are handed on, so a write
 	// made meanwhile cannot overtake them.
-	order   sync.Mutex
-	mu      sync.Mutex
-	err     error         // guarded by mu
-	held    []func()      // guarded by mu: writes waiting for ReleaseWrites, in call order
-	holding bool          // guarded by mu
-	release chan struct{} // guarded by mu: closed by ReleaseWrites
+	order    sync.Mutex
+	mu       sync.Mutex
+	leaseErr error         // guarded by mu
+	err      error         // guarded by mu
+	held     []func()      // guarded by mu: writes waiting for ReleaseWrites, in call order
+	holding  bool          // guarded by mu
+	release  chan struct{} // guarded by mu: closed by ReleaseWrites
 }
 
 var _ persistence.Journal = (*Faulty)(nil)
@@ -43,6 +51,40 @@ func (f *Faulty) FailWrites(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.err = err
+}
+
+// FailLeases makes every later Lease and ReleaseLease call fail with err
+// (before it reaches the wrapped journal); nil lets them through again.
+func (f *Faulty) FailLeases(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leaseErr = err
+}
+
+// leaseFault returns the error a lease call fails with, if any.
+func (f *Faulty) leaseFault() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leaseErr != nil {
+		return f.leaseErr
+	}
+	return f.err
+}
+
+// Lease implements persistence.Journal.
+func (f *Faulty) Lease(ctx context.Context, stream, holder string, ttl time.Duration) (persistence.LeaseState, error) {
+	if err := f.leaseFault(); err != nil {
+		return persistence.LeaseState{}, err
+	}
+	return f.Journal.Lease(ctx, stream, holder, ttl)
+}
+
+// ReleaseLease implements persistence.Journal.
+func (f *Faulty) ReleaseLease(ctx context.Context, stream, holder string) error {
+	if err := f.leaseFault(); err != nil {
+		return err
+	}
+	return f.Journal.ReleaseLease(ctx, stream, holder)
 }
 
 // HoldWrites makes later writes wait until ReleaseWrites.

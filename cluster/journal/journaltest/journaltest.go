@@ -1,13 +1,18 @@
 // Package journaltest is the conformance suite every persistence.Journal backend
 // must pass: fencing, sequence contiguity, loading, snapshots, deletion,
-// concurrency, AppendAsync ordering, Close and persistence across reopen.
+// concurrency, AppendAsync ordering, Close, persistence across reopen, and
+// leases.
 //
-// A backend's test calls Run with a factory that opens a fresh journal, and
+// A backend's test calls Run with a factory that opens a fresh journal,
+// RunLeases with one that may hand the journal a manual clock, and
 // RunReopen with one that can open the same store several times:
 //
 //	func TestConformance(t *testing.T) {
 //		journaltest.Run(t, func(t *testing.T) persistence.Journal {
 //			return journal.NewMemory()
+//		})
+//		journaltest.RunLeases(t, func(t *testing.T, clk *clock.Manual) (persistence.Journal, bool) {
+//			return journal.NewMemory(journal.WithClock(clk)), true
 //		})
 //	}
 //
@@ -91,7 +96,8 @@ func Run(t *testing.T, open Factory) {
 }
 
 // RunReopen runs the clauses that need a store opened more than once:
-// persistence across Close and reopen, and fencing between two handles.
+// persistence across Close and reopen, and fencing and leases between two
+// handles.
 func RunReopen(t *testing.T, store Store) {
 	t.Helper()
 	cases := []struct {
@@ -101,6 +107,7 @@ func RunReopen(t *testing.T, store Store) {
 		{"PersistsAcrossReopen", testPersist},
 		{"TwoHandlesFenceEachOther", testTwoHandles},
 		{"TwoHandlesConcurrentWriters", testTwoHandlesConcurrent},
+		{"LeaseIsTheStores", testLeaseTwoHandles},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,276 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/clock"
+)
+
+// The runtime's lease (WithLease): taken on the actor's goroutine, as the
+// first step of recovery; from then on a keeper renews it off the actor's
+// goroutine, through the rest of recovery and while the runtime serves,
+// until the runtime recovers again or stops; Stop releases it.
+//
+// Why a keeper and not a renewal message per tick: a renewal that waits
+// for its turn in the mailbox of a busy actor (thousands of queued Work
+// messages under load), and whose result waits again, misses the deadline
+// even when the journal answered in time (seen in a loaded test run). The
+// keeper keeps the lease's deadline itself and tells the actor only what
+// ends its service.
+
+// leaseKeeper renews one grant of the lease every ttl/3: a timer on the
+// injected clock starts one renewal call on a goroutine of its own, which
+// arms the next timer when it is done. Nothing runs between calls, so a
+// keeper whose actor system was shut down without stopping the actor ends
+// at its next tick.
+type leaseKeeper struct {
+	rt *Runtime        // identifies the runtime in messages; its fields belong to the actor's goroutine
+	wg *sync.WaitGroup // the runtime's: counts the calls in flight
+	// What the calls need, copied from the runtime when the lease was
+	// granted.
+	j              Journal
+	stream, holder string
+	gen            int64
+	ttl            time.Duration
+	timeout        time.Duration // of one call: a renewal longer than the ttl proves nothing
+	clock          clock.Clock
+	guard          func() bool
+	log            *slog.Logger
+	root           *actor.RootContext
+	self           *actor.PID
+
+	// deadline is the start of the last granted Lease call + ttl, in unix
+	// nanoseconds on the injected clock; written by the calls (and at
+	// creation), read by the actor.
+	deadline atomic.Int64
+
+	mu      sync.Mutex
+	stopped bool        // guarded by mu; a call starts only while false
+	timer   clock.Timer // guarded by mu: the next tick
+	lost    error       // guarded by mu: the refusal, once another holder took the lease
+}
+
+// stop ends the keeper: no call starts after it returns. A call in flight
+// finishes (Stop waits for it through the runtime's wg).
+func (k *leaseKeeper) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stopped = true
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+}
+
+// until returns the lease's local deadline.
+func (k *leaseKeeper) until() time.Time { return time.Unix(0, k.deadline.Load()) }
+
+// lostTo returns the refusal if another holder took the lease.
+func (k *leaseKeeper) lostTo() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lost
+}
+
+// arm schedules the next tick after d, unless the keeper was stopped.
+func (k *leaseKeeper) arm(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.stopped {
+		k.timer = k.clock.AfterFunc(d, k.tick)
+	}
+}
+
+// tick starts one renewal call. The call is counted in the runtime's wg
+// under mu while the keeper runs, so every Add happens before Stop's Wait.
+func (k *leaseKeeper) tick() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.root.ActorSystem().IsStopped() {
+		return
+	}
+	k.wg.Add(1)
+	go k.renew()
+}
+
+// renew asks the lease guard, renews the lease, records the outcome and
+// arms the next tick, or tells the actor what ends its service.
+func (k *leaseKeeper) renew() {
+	defer k.wg.Done()
+	if k.guard != nil && !k.guard() {
+		k.root.Send(k.self, &leaseCut{rt: k.rt, gen: k.gen})
+		return
+	}
+	start := k.clock.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
+	_, err := k.j.Lease(ctx, k.stream, k.holder, k.ttl)
+	cancel()
+	switch {
+	case err == nil:
+		k.deadline.Store(start.Add(k.ttl).UnixNano())
+	case errors.Is(err, ErrLeaseHeld):
+		// The lease lapsed (this process paused, or its renewals failed for
+		// a ttl) and another activation took it, and with it an epoch.
+		k.mu.Lock()
+		k.lost = err
+		k.mu.Unlock()
+		k.root.Send(k.self, &leaseLost{rt: k.rt, gen: k.gen, err: fmt.Errorf("persistence: renew the lease of %q: %w", k.stream, err)})
+		return
+	case errors.Is(err, ErrClosed):
+		return // the journal is gone; the deadline stops the actor
+	default:
+		k.log.Warn("lease renewal failed; serving until the lease's deadline", "error", err, "deadline", k.until())
+	}
+	// Every ttl/3 from the start of the last call; at once if that call
+	// took longer.
+	k.arm(max(start.Add(k.ttl/3).Sub(k.clock.Now()), 0))
+}
+
+// guardOK reports what the lease guard says (true without one).
+func (r *Runtime) guardOK() bool { return r.cfg.leaseGuard == nil || r.cfg.leaseGuard() }
+
+// takeLease asks the journal for the lease, on the actor's goroutine like
+// the rest of recovery, and starts the keeper once it is granted. It returns
+// how long to wait before asking again, or 0 when the lease is this
+// activation's.
+func (r *Runtime) takeLease() (time.Duration, error) {
+	ttl := r.cfg.leaseTTL
+	if !r.guardOK() {
+		if r.waitingFor != guardWait {
+			r.waitingFor = guardWait
+			r.log.Info("the lease guard reports this node cut off; waiting before taking the lease", "poll_every", ttl/3)
+		}
+		return ttl / 3, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.journalTimeout)
+	defer cancel()
+	start := r.cfg.clock.Now()
+	st, err := r.j.Lease(ctx, r.stream, r.holder, ttl)
+	switch {
+	case err == nil:
+		r.leaseHeld = true
+		if r.waitingFor != "" {
+			r.log.Info("took the lease", "holder", r.holder, "ttl", ttl)
+		}
+		r.waitingFor = ""
+		r.startKeeper(start)
+		return 0, nil
+	case errors.Is(err, ErrLeaseHeld):
+		r.leaseHeld = false
+		if st.Holder != r.waitingFor {
+			// Once per holder: the lease is re-read every few moments, and
+			// a holder that keeps renewing is the normal case, not news.
+			r.waitingFor = st.Holder
+			r.log.Info("another activation holds the lease; waiting for it to lapse or be released",
+				"lease_holder", st.Holder, "remaining", st.Remaining)
+		} else {
+			r.log.Debug("the lease is still held", "lease_holder", st.Holder, "remaining", st.Remaining)
+		}
+		// Re-read when the lease may have lapsed, and at least every ttl/3:
+		// a holder that stops releases its lease, and the successor should
+		// not wait out the time that was left.
+		return min(st.Remaining+leaseRetrySlack, ttl/3), nil
+	default:
+		return 0, err
+	}
+}
+
+// loadKeepingLease runs load. The keeper renews the lease meanwhile: the
+// actor is blocked in load, and a replay longer than the ttl would otherwise
+// hand the lease to a waiting activation, which would fence this one and
+// replay in turn. It returns an error wrapping ErrLeaseHeld if another
+// holder took the lease all the same.
+func (r *Runtime) loadKeepingLease() error {
+	err := r.load()
+	if r.keeper != nil {
+		if lost := r.keeper.lostTo(); lost != nil {
+			return fmt.Errorf("persistence: renew the lease of %q during recovery: %w", r.stream, lost)
+		}
+	}
+	return err
+}
+
+// startKeeper starts renewing the lease granted by the call that began at
+// granted. The keeper touches no actor state: it keeps its own deadline,
+// and sends the actor leaseLost or leaseCut, which end its service.
+func (r *Runtime) startKeeper(granted time.Time) {
+	r.stopKeeper()
+	ttl := r.cfg.leaseTTL
+	k := &leaseKeeper{
+		rt: r, wg: &r.wg, j: r.j, stream: r.stream, holder: r.holder, gen: r.gen,
+		ttl: ttl, timeout: min(ttl, r.cfg.journalTimeout), clock: r.cfg.clock, guard: r.cfg.leaseGuard,
+		log: r.log, root: r.root, self: r.self,
+	}
+	k.deadline.Store(granted.Add(ttl).UnixNano())
+	r.keeper = k
+	k.arm(ttl / 3)
+}
+
+// stopKeeper ends the keeper, if any, without waiting for its call in
+// flight (Stop waits for it through wg).
+func (r *Runtime) stopKeeper() {
+	if r.keeper != nil {
+		r.keeper.stop()
+		r.keeper = nil
+	}
+}
+
+// armLease arms the lease's local deadline once the runtime serves.
+func (r *Runtime) armLease() {
+	if r.keeper != nil {
+		r.armDeadline(r.keeper.until())
+	}
+}
+
+func (r *Runtime) armDeadline(at time.Time) {
+	gen := r.gen
+	r.deadlineTimer = r.cfg.clock.AfterFunc(max(at.Sub(r.cfg.clock.Now()), 0),
+		func() { r.root.Send(r.self, &leaseExpiry{rt: r, gen: gen}) })
+}
+
+// onLeaseExpiry stops the actor once no renewal has succeeded for a ttl: the
+// journal may have let the lease lapse, and another activation may take it.
+func (r *Runtime) onLeaseExpiry(c actor.Context) {
+	if r.keeper == nil {
+		return
+	}
+	now, until := r.cfg.clock.Now(), r.keeper.until()
+	if now.Before(until) {
+		r.armDeadline(until) // renewed since the timer was armed
+		return
+	}
+	r.log.Error("could not renew the lease for its whole ttl; stopping, since another activation may take it",
+		"ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
+	r.halt(c)
+}
+
+// cutOff stops the actor because the lease guard reports the node cut off;
+// Stop then writes the open batch and releases the lease, so that another
+// node's activation takes over at once.
+func (r *Runtime) cutOff(c actor.Context) {
+	r.log.Warn("the lease guard reports this node cut off; stopping and releasing the lease so that another node's activation takes over")
+	c.Stop(c.Self())
+}
+
+// releaseLease ends this activation's lease at once, if it holds one. It
+// waits at most the ttl: an unreleased lease lapses by then anyway.
+func (r *Runtime) releaseLease() {
+	if !r.leaseHeld {
+		return
+	}
+	r.leaseHeld = false
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.cfg.leaseTTL, r.cfg.journalTimeout))
+	defer cancel()
+	if err := r.j.ReleaseLease(ctx, r.stream, r.holder); err != nil {
+		r.log.Warn("could not release the lease; a successor waits for it to lapse", "error", err, "ttl", r.cfg.leaseTTL)
+		return
+	}
+	r.log.Info("released the lease", "holder", r.holder)
+}
