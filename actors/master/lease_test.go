@@ -31,7 +31,7 @@ func TestMasterLease(t *testing.T) {
 		second := b.sys.Root.Spawn(mustProps(t, journaltest.NewFaulty(b.mem), b.opts...))
 		b.front.Watch(b.master)
 		b.front.Watch(second)
-		for i := range 20 { // two seconds, more than six lease ttls
+		for i := range 8 { // 800 ms: more than two ttls, less than the three a stray waits
 			id := fmt.Sprint("w", i)
 			b.front.Send(second, &messages.Work{WorkId: id, JobType: "square"})
 			r := testkit.ExpectMsgType[*messages.WorkRejected](b.front, testkit.Timeout())
@@ -39,8 +39,13 @@ func TestMasterLease(t *testing.T) {
 			b.submit2(t, b.master, id) // acked, so not fenced; no Terminated came first
 			// The first: cleanup, fence check, renewal, lease deadline;
 			// the second: its next look at the lease.
-			b.advance(t, 5, leaseStep)
+			b.advance(t, 1, leaseStep)
 		}
+		// Three ttls of waiting while the first keeps the lease: the second
+		// is a stray and yields.
+		b.advance(t, 2, leaseStep)
+		b.front.ExpectTerminated(second, testkit.Timeout())
+		b.submit2(t, b.master, "still")
 		recovered := 0
 		for _, ev := range events(t, b.mem) {
 			if _, ok := ev.(*messages.MasterRecovered); ok {
@@ -49,14 +54,19 @@ func TestMasterLease(t *testing.T) {
 		}
 		require.Equal(t, 1, recovered, "the second never took an epoch")
 
-		// A graceful stop hands over at the second's next look.
+		// A graceful stop hands over at once to a master waiting for the
+		// lease (activated again, as the cluster does on the next request).
+		third := b.sys.Root.Spawn(mustProps(t, journaltest.NewFaulty(b.mem), b.opts...))
+		b.front.Send(third, &messages.Work{WorkId: "early", JobType: "square"})
+		r := testkit.ExpectMsgType[*messages.WorkRejected](b.front, testkit.Timeout())
+		require.Equal(t, messages.RejectCode_REJECT_CODE_UNAVAILABLE, r.GetCode())
 		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())
 		b.front.ExpectTerminated(b.master, testkit.Timeout())
 		b.advance(t, 1, leaseStep)
-		b.submit2(t, second, "after")
-		st, err := b.sys.Root.RequestFuture(second, &messages.GetMasterStatus{}, testkit.Timeout()).Result()
+		b.submit2(t, third, "after")
+		st, err := b.sys.Root.RequestFuture(third, &messages.GetMasterStatus{}, testkit.Timeout()).Result()
 		require.NoError(t, err)
-		require.Equal(t, int64(22), st.(*messages.MasterStatus).GetPending(), "first, w0..w19 and after, each once")
+		require.Equal(t, int64(11), st.(*messages.MasterStatus).GetPending(), "first, w0..w7, still and after, each once")
 	})
 
 	t.Run("GuardKeepsAMasterFromServing", func(t *testing.T) {

@@ -261,7 +261,10 @@ func WithFenceCheck(d time.Duration) Option { return func(c *config) { c.fenceCh
 // cluster/journal's BenchmarkSQLiteLease). A renewal that fails for a whole
 // ttl stops the master (it can no longer prove it holds the lease), so a
 // short ttl also makes it step down on a shorter journal hiccup; a process
-// paused for a ttl loses the lease too. See persistence.WithLease.
+// paused for a ttl loses the lease too. A master that waits three ttls
+// while another keeps the lease stops itself (persistence.WithLeaseMaxWait):
+// it was activated where a node's out-of-date view sent a request. See
+// persistence.WithLease.
 func WithLeaseTTL(d time.Duration) Option { return func(c *config) { c.leaseTTL = d } }
 
 // WithLeaseGuard sets the check made before the master takes its lease and
@@ -282,6 +285,11 @@ func (c *config) runtimeOptions() []persistence.Option {
 		persistence.WithFenceCheck(c.fenceCheck),
 		persistence.WithLease(c.leaseTTL),
 		persistence.WithLeaseGuard(c.leaseGuard),
+		// A master that waited three ttls while another kept the lease is a
+		// stray activation (routed by a view briefly out of date): it yields
+		// rather than answering "unavailable" for as long as the holder
+		// lives. A dead holder's successor never waits that long.
+		persistence.WithLeaseMaxWait(3 * c.leaseTTL),
 	}
 	if c.logger != nil {
 		opts = append(opts, persistence.WithLogger(c.logger))

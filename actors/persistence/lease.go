@@ -156,6 +156,7 @@ func (r *Runtime) takeLease() (time.Duration, error) {
 	switch {
 	case err == nil:
 		r.leaseHeld = true
+		r.waitingSince = time.Time{}
 		if r.waitingFor != "" {
 			r.log.Info("took the lease", "holder", r.holder, "ttl", ttl)
 		}
@@ -180,6 +181,22 @@ func (r *Runtime) takeLease() (time.Duration, error) {
 	default:
 		return 0, err
 	}
+}
+
+// yieldLease stops the actor when it has waited for the lease for the
+// max wait (WithLeaseMaxWait) and reports whether it did.
+func (r *Runtime) yieldLease(c actor.Context) bool {
+	now := r.cfg.clock.Now()
+	if r.waitingSince.IsZero() {
+		r.waitingSince = now
+	}
+	if r.cfg.leaseMaxWait <= 0 || now.Sub(r.waitingSince) < r.cfg.leaseMaxWait {
+		return false
+	}
+	r.log.Info("the lease stayed with another activation that keeps it; this one yields and stops",
+		"lease_holder", r.waitingFor, "waited", now.Sub(r.waitingSince))
+	r.halt(c)
+	return true
 }
 
 // loadKeepingLease runs load. The keeper renews the lease meanwhile: the

@@ -190,6 +190,30 @@ func TestRuntimeLease(t *testing.T) {
 		require.Equal(t, 1, logs.count("INFO another activation holds the lease"), "the wait is logged once")
 	})
 
+	t.Run("StrayYieldsAfterTheMaxWait", func(t *testing.T) {
+		t.Parallel()
+		// The first keeps renewing; the second, allowed 3 ttls of waiting,
+		// stops itself once they have passed, and took no epoch.
+		b := setup(t, persistence.WithLease(ttl), persistence.WithLeaseMaxWait(3*ttl))
+		first := b.activate(t)
+		first.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
+		second := b.activate(t)
+		b.client.Watch(second.pid)
+		for range 8 { // 800 ms: still within 3 ttls of waiting
+			b.advance(t, 1, step)
+			b.waitRenewed(t, first)
+		}
+		require.Equal(t, "waiting for lease", b.phase(t, second.pid))
+		for range 4 {
+			b.advance(t, 1, step)
+			b.waitRenewed(t, first)
+		}
+		b.client.ExpectMsg(&actor.Terminated{Who: second.pid}, testkit.Timeout())
+		b.add(first.pid, "a")
+		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout()) // not fenced: the stray took no epoch
+		second.events.ExpectNoMsg(10 * time.Millisecond)
+	})
+
 	t.Run("GracefulStopHandsOverAtOnce", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, persistence.WithLease(ttl))

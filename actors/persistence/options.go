@@ -46,6 +46,7 @@ type config struct {
 	retryMax       time.Duration
 	leaseTTL       time.Duration // 0: off
 	leaseGuard     func() bool   // nil: always true
+	leaseMaxWait   time.Duration // 0: wait for the lease as long as it takes
 }
 
 func defaultConfig() config {
@@ -76,6 +77,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: max batch bytes %d must be at least 1 (default %d)", ErrInvalidOption, c.maxBatchBytes, DefaultMaxBatchBytes)
 	case c.retryMin <= 0 || c.retryMax < c.retryMin:
 		return fmt.Errorf("%w: recovery retry backoff %v..%v needs 0 < min <= max (defaults %v, %v)", ErrInvalidOption, c.retryMin, c.retryMax, DefaultMinRetryBackoff, DefaultMaxRetryBackoff)
+	case c.leaseMaxWait < 0 || (c.leaseMaxWait > 0 && c.leaseMaxWait <= c.leaseTTL):
+		return fmt.Errorf("%w: lease max wait %v must be 0 (no bound) or longer than the lease ttl %v (a dead holder's successor waits up to the ttl)", ErrInvalidOption, c.leaseMaxWait, c.leaseTTL)
 	case c.leaseTTL < 0 || (c.leaseTTL > 0 && c.leaseTTL < minLeaseTTL):
 		return fmt.Errorf("%w: lease ttl %v must be 0 (no lease) or at least %v (it is renewed every third of it)", ErrInvalidOption, c.leaseTTL, minLeaseTTL)
 	}
@@ -161,4 +164,16 @@ func WithLease(ttl time.Duration) Option { return func(cfg *config) { cfg.leaseT
 // Without WithLease it is never called.
 func WithLeaseGuard(guard func() bool) Option {
 	return func(cfg *config) { cfg.leaseGuard = guard }
+}
+
+// WithLeaseMaxWait bounds how long an activation waits for the lease
+// (default 0: as long as it takes). Once it has waited d while another
+// holder kept renewing (or the lease guard kept saying no), the activation
+// stops itself instead of waiting on: the holder is alive and serving, so
+// this one is a stray (a request routed by a node whose view was briefly
+// out of date), and a stray that waits for ever answers the requests that
+// reach it with "unavailable". Pick d above the ttl, so that the successor
+// of a holder that died without releasing is never the one that gives up.
+func WithLeaseMaxWait(d time.Duration) Option {
+	return func(cfg *config) { cfg.leaseMaxWait = d }
 }

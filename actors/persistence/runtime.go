@@ -149,6 +149,7 @@ type Runtime struct {
 	holder        string
 	leaseHeld     bool         // granted, and not released since: Stop releases it
 	waitingFor    string       // what the last lease wait was logged for (a holder, or guardWait)
+	waitingSince  time.Time    // when this activation began to wait for the lease; zero: not waiting
 	keeper        *leaseKeeper // renews the lease since it was granted; nil: none
 	deadlineTimer clock.Timer  // fires at the keeper's deadline
 
@@ -486,6 +487,9 @@ func (r *Runtime) recover(c actor.Context) {
 			return
 		}
 		if wait > 0 {
+			if r.yieldLease(c) {
+				return
+			}
 			r.phase = PhaseWaitingForLease
 			r.retryAfter(wait)
 			return

@@ -459,6 +459,7 @@ func TestRuntime(t *testing.T) {
 			{name: "RetryMaxBelowMin", j: mem, stream: "s", opt: persistence.WithRecoveryRetry(time.Second, time.Millisecond)},
 			{name: "NegativeLease", j: mem, stream: "s", opt: persistence.WithLease(-time.Second)},
 			{name: "LeaseTooShortToRenew", j: mem, stream: "s", opt: persistence.WithLease(time.Microsecond)},
+			{name: "NegativeLeaseMaxWait", j: mem, stream: "s", opt: persistence.WithLeaseMaxWait(-time.Second)},
 		}
 		for _, tc := range tests {
 			_, err := persistence.New(tc.j, tc.stream, tc.opt)

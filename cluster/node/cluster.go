@@ -55,6 +55,10 @@ const (
 	DefaultFrontendAskTimeout = 750 * time.Millisecond
 )
 
+// cutOffReporter is a membership provider that tells when this node has
+// heard from no other node for a while (membership.Provider does).
+type cutOffReporter interface{ CutOff() bool }
+
 // ClusterConfig describes a cluster node.
 type ClusterConfig struct {
 	// Role of the node: RoleBackend, RoleFrontend or RoleWorker.
@@ -160,7 +164,13 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			n.sys.Shutdown()
 			return nil, err
 		}
-		mopts := append([]master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}, cfg.MasterOptions...)
+		mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}
+		if p, ok := cfg.Provider.(cutOffReporter); ok {
+			// The side of a partition that hears from nobody lets go of the
+			// master's lease, so that the side the clients reach takes over.
+			mopts = append(mopts, master.WithLeaseGuard(func() bool { return !p.CutOff() }))
+		}
+		mopts = append(mopts, cfg.MasterOptions...)
 		props, err := master.Props(n.jrnl, mopts...)
 		if err != nil {
 			n.closeJournal()
