@@ -32,6 +32,10 @@ type masterActor struct {
 	state   *WorkState // decisions: every persisted event applied at once
 	workers *workerRegistry
 
+	// stash holds Work that arrived while the master recovered or waited
+	// for its lease, answered once it serves (see onWork).
+	stash []stashedWork
+
 	gen          int64 // bumped on every recovery and stop
 	releasedWork bool  // work was released since the last AfterDurable
 	cleanupTimer clock.Timer
@@ -49,6 +53,7 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onStarted(c)
 	case *actor.Stopping, *actor.Restarting:
 		a.stopTimers()
+		a.rejectStash("master: stopping; retry later")
 	case *messages.Work:
 		a.onWork(c, msg)
 	case *messages.RegisterWorker:
@@ -98,9 +103,29 @@ func (a *masterActor) onRecovered(c actor.Context) {
 	a.stopTimers()
 	cnt := a.state.Counts()
 	a.log.Info("master recovered", "epoch", a.rt.Epoch(), "seq", a.rt.DurableSeq(), "pending", cnt.Pending,
-		"done", cnt.Done, "dead", cnt.Dead)
+		"done", cnt.Done, "dead", cnt.Dead, "stashed", len(a.stash))
 	a.armCleanup()
 	a.notifyWorkers(c)
+	for _, s := range a.stash {
+		// Behind what is already in the mailbox: submissions from different
+		// callers have no order to keep.
+		c.RequestWithCustomSender(c.Self(), s.w, s.sender)
+	}
+	a.stash = nil
+}
+
+// stashedWork is a submission held while the master recovers.
+type stashedWork struct {
+	w      *messages.Work
+	sender *actor.PID
+}
+
+// rejectStash turns the stashed submissions away with reason.
+func (a *masterActor) rejectStash(reason string) {
+	for _, s := range a.stash {
+		a.tell(s.sender, &messages.WorkRejected{WorkId: s.w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: reason})
+	}
+	a.stash = nil
 }
 
 func (a *masterActor) stopTimers() {
@@ -147,6 +172,15 @@ func (a *masterActor) persist(ev proto.Message, then func()) {
 func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	sender := c.Sender()
 	if !a.rt.Recovered() {
+		// As Akka's persistent actors do, hold commands while recovering
+		// (and waiting for the lease, a failover's last step), so that a
+		// submission sent to a new master is acked the moment it serves,
+		// not after the caller's retry backoff. Not while the journal
+		// fails: a caller should hear "unavailable" at once then. Bounded.
+		if !a.rt.RecoveryFailing() && len(a.stash) < a.cfg.recoveryStash {
+			a.stash = append(a.stash, stashedWork{w: w, sender: sender})
+			return
+		}
 		a.tell(sender, &messages.WorkRejected{WorkId: w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE,
 			Reason: "master: recovering from the journal; retry later"})
 		return

@@ -519,6 +519,7 @@ func TestPropsRejectsBadOptions(t *testing.T) {
 		{name: "Limiter", opt: master.WithDispatchLimiter("", nil)},
 		{name: "JournalTimeout", opt: master.WithJournalTimeout(0)},
 		{name: "LeaseTTL", opt: master.WithLeaseTTL(-time.Millisecond)},
+		{name: "RecoveryStash", opt: master.WithRecoveryStash(-1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

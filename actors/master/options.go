@@ -50,6 +50,9 @@ const (
 	// killed master's successor seldom waits longer for the lease than for
 	// the membership to notice, and one renewal every 100 ms.
 	DefaultLeaseTTL = 300 * time.Millisecond
+	// DefaultRecoveryStash is how many submissions a master holds while it
+	// recovers or waits for its lease (see WithRecoveryStash).
+	DefaultRecoveryStash = 4096
 )
 
 // Publisher receives a WorkResult once the WorkCompleted event of the work
@@ -92,6 +95,7 @@ type config struct {
 	journalTimeout  time.Duration
 	awaitStarted    bool
 	fenceCheck      time.Duration // 0: off
+	recoveryStash   int           // submissions held while recovering
 	leaseTTL        time.Duration // 0: off
 	leaseGuard      func() bool   // nil: always true
 }
@@ -111,6 +115,7 @@ func defaultConfig() config {
 		journalTimeout:  DefaultJournalTimeout,
 		fenceCheck:      DefaultFenceCheck,
 		leaseTTL:        DefaultLeaseTTL,
+		recoveryStash:   DefaultRecoveryStash,
 	}
 }
 
@@ -138,6 +143,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: fence check interval %v must not be negative (0 turns it off; default %v)", ErrInvalidOption, c.fenceCheck, DefaultFenceCheck)
 	case c.journalTimeout <= 0:
 		return fmt.Errorf("%w: journal timeout %v must be positive (default %v)", ErrInvalidOption, c.journalTimeout, DefaultJournalTimeout)
+	case c.recoveryStash < 0:
+		return fmt.Errorf("%w: recovery stash %d must not be negative (0 turns it off; default %d)", ErrInvalidOption, c.recoveryStash, DefaultRecoveryStash)
 	case c.leaseTTL < 0:
 		return fmt.Errorf("%w: lease ttl %v must not be negative (0 turns the lease off; default %v)", ErrInvalidOption, c.leaseTTL, DefaultLeaseTTL)
 	}
@@ -266,6 +273,16 @@ func WithFenceCheck(d time.Duration) Option { return func(c *config) { c.fenceCh
 // it was activated where a node's out-of-date view sent a request. See
 // persistence.WithLease.
 func WithLeaseTTL(d time.Duration) Option { return func(c *config) { c.leaseTTL = d } }
+
+// WithRecoveryStash sets how many submissions (Work) the master holds while
+// it recovers from the journal or waits for its lease (default
+// DefaultRecoveryStash; 0: none): they are answered as soon as it serves,
+// so a submission that reaches a master taking over is acked then rather
+// than after the caller's retry backoff. Beyond n, and while a recovery
+// attempt has failed (the journal is unavailable), submissions are
+// rejected with REJECT_CODE_UNAVAILABLE at once; a master that stops before
+// it serves rejects what it holds.
+func WithRecoveryStash(n int) Option { return func(c *config) { c.recoveryStash = n } }
 
 // WithLeaseGuard sets the check made before the master takes its lease and
 // before each renewal (default nil: always true): while it reports false

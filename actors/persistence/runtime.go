@@ -290,6 +290,12 @@ func (r *Runtime) Start(c actor.Context, h Handler, onRecovered func(c actor.Con
 // Phase returns the runtime's phase.
 func (r *Runtime) Phase() Phase { return r.phase }
 
+// RecoveryFailing reports whether the last recovery attempt failed (the
+// journal is unavailable, or holds what cannot be replayed) and the runtime
+// is waiting to try again: an actor should turn requests away then, rather
+// than hold them for a recovery that may take long.
+func (r *Runtime) RecoveryFailing() bool { return r.phase == PhaseRecovering && r.retryDelay > 0 }
+
 // Recovered reports whether the runtime is PhaseRunning.
 func (r *Runtime) Recovered() bool { return r.phase == PhaseRunning }
 
