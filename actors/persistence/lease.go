@@ -252,15 +252,31 @@ func (r *Runtime) armDeadline(at time.Time) {
 		func() { r.root.Send(r.self, &leaseExpiry{rt: r, gen: gen}) })
 }
 
-// onLeaseExpiry stops the actor once no renewal has succeeded for a ttl: the
+// onLeaseExpiry stops the actor once no renewal has succeeded for a ttl and
+// one more, asked for at once, has not either within a third of the ttl: the
 // journal may have let the lease lapse, and another activation may take it.
+//
+// The last chance is for a pause: a process stopped for longer than the
+// ttl (a GC pause, SIGSTOP, a starved machine) wakes with its deadline
+// passed and its renewal not yet made. A lapsed lease that nobody took is
+// granted to its holder again, with no new epoch, so the master goes on
+// serving; one that another activation took is refused, and this one stops
+// (its writes would be fenced anyway).
 func (r *Runtime) onLeaseExpiry(c actor.Context) {
 	if r.keeper == nil {
 		return
 	}
 	now, until := r.cfg.clock.Now(), r.keeper.until()
 	if now.Before(until) {
+		r.lastChance = false
 		r.armDeadline(until) // renewed since the timer was armed
+		return
+	}
+	if !r.lastChance {
+		r.lastChance = true
+		r.log.Warn("the lease's deadline passed without a renewal; renewing at once", "ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
+		r.keeper.tick()
+		r.armDeadline(now.Add(r.cfg.leaseTTL / 3))
 		return
 	}
 	r.log.Error("could not renew the lease for its whole ttl; stopping, since another activation may take it",

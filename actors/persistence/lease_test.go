@@ -252,7 +252,7 @@ func TestRuntimeLease(t *testing.T) {
 		}, testkit.Timeout(), time.Millisecond, "released after the append")
 	})
 
-	t.Run("HolderThatCannotRenewStopsAtItsDeadlineAndTheSecondServes", func(t *testing.T) {
+	t.Run("HolderThatCannotRenewStopsAfterItsDeadlineAndTheSecondServes", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, persistence.WithLease(ttl))
 		first := b.activate(t) // T0: holds the lease until T0+300
@@ -270,9 +270,39 @@ func TestRuntimeLease(t *testing.T) {
 		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout())
 		require.Equal(t, "waiting for lease", b.phase(t, second.pid))
 		b.advance(t, 3, step) // T0+300: the deadline, and the lease lapses
-		b.client.ExpectTerminated(first.pid, testkit.Timeout())
+		// The second takes it; the first's last-chance renewal fails too.
 		second.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
 		require.Equal(t, []string{"a"}, b.keys(t, second.pid))
+		b.advance(t, 4, step) // T0+400: the last chance is over
+		b.client.ExpectTerminated(first.pid, testkit.Timeout())
+	})
+
+	t.Run("PausedHolderKeepsALeaseNobodyTook", func(t *testing.T) {
+		t.Parallel()
+		// As a process stopped past its deadline: no renewal lands for a
+		// ttl, then the journal answers again. Nobody took the lapsed
+		// lease, so the last-chance renewal gets it back: no stop, no
+		// new epoch.
+		b := setup(t, persistence.WithLease(ttl))
+		first := b.activate(t)
+		first.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
+		b.client.Watch(first.pid)
+		// Its timers: the keeper's next renewal and the lease's deadline.
+		first.faulty.FailLeases(errCut)
+		b.advance(t, 2, step) // T0+100
+		b.advance(t, 2, step) // T0+200
+		first.faulty.FailLeases(nil)
+		granted := first.track.granted.Load()
+		b.advance(t, 2, step) // T0+300: the deadline passes; renew at once
+		// (Not observed until then: an observer would take a lapsed lease.)
+		require.Eventually(t, func() bool { return first.track.granted.Load() > granted },
+			testkit.Timeout(), time.Millisecond, "renewed at the last chance")
+		require.True(t, first.holds(b.requireHeld(t)))
+		b.advance(t, 2, step) // T0+400: the last chance's deadline finds it renewed
+		b.client.ExpectNoMsg(20 * time.Millisecond)
+		require.Equal(t, "running", b.phase(t, first.pid))
+		b.add(first.pid, "a")
+		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout()) // not fenced: still the same epoch
 	})
 
 	t.Run("DeadHolderIsWaitedOutForItsTTL", func(t *testing.T) {

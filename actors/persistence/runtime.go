@@ -152,6 +152,7 @@ type Runtime struct {
 	waitingSince  time.Time    // when this activation began to wait for the lease; zero: not waiting
 	keeper        *leaseKeeper // renews the lease since it was granted; nil: none
 	deadlineTimer clock.Timer  // fires at the keeper's deadline
+	lastChance    bool         // the deadline passed once: a renewal was asked for at once
 
 	// wg counts the goroutines the runtime starts (snapshots, fence
 	// checks, lease keepers); Stop waits for them.

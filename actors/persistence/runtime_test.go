@@ -44,12 +44,17 @@ type (
 type tracking struct {
 	persistence.Journal
 	durable atomic.Int64
-	leases  atomic.Int64
+	leases  atomic.Int64 // Lease calls made
+	granted atomic.Int64 // Lease calls that returned a grant
 }
 
 func (t *tracking) Lease(ctx context.Context, s, holder string, ttl time.Duration) (persistence.LeaseState, error) {
 	t.leases.Add(1)
-	return t.Journal.Lease(ctx, s, holder, ttl)
+	st, err := t.Journal.Lease(ctx, s, holder, ttl)
+	if err == nil {
+		t.granted.Add(1)
+	}
+	return st, err
 }
 
 func (t *tracking) AppendAsync(s string, epoch int64, events []persistence.Event, done func(error)) {
