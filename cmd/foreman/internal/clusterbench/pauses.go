@@ -55,18 +55,37 @@ func runPauses(ctx context.Context, args []string) error {
 		return err
 	}
 	procs = append(procs, w)
-	target := procs[1]
-	targetAddr := fmt.Sprintf("address=127.0.0.1:%d", c.base+1)
 	for _, p := range procs {
 		if err := p.waitLine("membership started", 30*time.Second); err != nil {
 			return err
 		}
 	}
+	// The master is activated by the workers' registrations; pause the
+	// backend that hosts it, whose lease is the one a pause endangers.
+	hostIdx := -1
+	for i, p := range procs[:2] {
+		if p.waitLine(`msg="master recovered"`, 5*time.Second) == nil {
+			hostIdx = i
+			break
+		}
+	}
+	if hostIdx < 0 {
+		return fmt.Errorf("no backend logged \"master recovered\" within 10 s (see the logs with -keep)")
+	}
+	target, other := procs[hostIdx], procs[1-hostIdx]
+	targetAddr := fmt.Sprintf("address=127.0.0.1:%d", c.base+hostIdx)
 	// Let the views converge before counting.
 	time.Sleep(2 * time.Second)
 
-	var downs, ups atomic.Int64
-	for _, p := range []*proc{procs[0], w} {
+	var downs, ups, masters atomic.Int64
+	for _, p := range procs[:2] {
+		p.watch(func(_ time.Time, line string) {
+			if strings.Contains(line, `msg="master recovered"`) {
+				masters.Add(1)
+			}
+		})
+	}
+	for _, p := range []*proc{other, w} {
 		p.watch(func(_ time.Time, line string) {
 			if !strings.Contains(line, targetAddr) {
 				return
@@ -114,9 +133,10 @@ func runPauses(ctx context.Context, args []string) error {
 		time.Sleep(time.Until(start.Add(time.Duration(i+1) * *every)))
 	}
 	time.Sleep(2 * time.Second) // drops noticed late still count
-	fmt.Printf("pauses: %d pauses of %v every %v, %d busy goroutines in the bench process, target backend %d\n",
-		*n, *pause, *every, *burn, c.base+1)
+	fmt.Printf("pauses: %d pauses of %v every %v, %d busy goroutines in the bench process, target: backend %d, hosting the master\n",
+		*n, *pause, *every, *burn, c.base+hostIdx)
 	fmt.Printf("false drops: %d of %d chances (each pause, as seen by each of the 2 observers: the other backend and the worker node); re-admissions: %d\n",
 		downs.Load(), 2**n, ups.Load())
+	fmt.Printf("master activations during the pauses (a lease lost to a pause, or a move): %d\n", masters.Load())
 	return nil
 }
