@@ -47,7 +47,8 @@ const stepFraction = 0.05
 //     (ExplorationRate is the seed policy's).
 //   - A change of the service resets the map: when a window's throughput
 //     differs from the current level's estimate by more than 30%, every
-//     estimate is dropped and the neighbours are measured again, so a moving
+//     estimate is dropped and the neighbours are measured again; if it fell,
+//     the level is also halved (multiplicative decrease), so a moving
 //     optimum is followed in seconds, not minutes.
 //
 // It starts with a slow start (doubling while the score improves), then
@@ -173,6 +174,18 @@ func (h *HillClimb) decide(now time.Time, busy bool) int {
 		// keep the old optimum for many windows (an optimum that moved down
 		// from 16 to 6 took the climber minutes to follow).
 		clear(h.est)
+		h.record(h.limit, thr, now)
+		h.probeFrom, h.slowStart = 0, false
+		if thr < e.thr && h.limit > h.cfg.MinLimit {
+			// Throughput fell at the same level: the resource shrank or its
+			// contention point moved down. Halve, as TCP does on loss, and
+			// climb from there: one step at a time down a gentle slope of
+			// noisy windows is the slow way to a far optimum.
+			h.limit, h.changedAt = max(h.cfg.MinLimit, h.limit/2), now
+			return h.limit
+		}
+		h.openWindow(now, busy)
+		return h.limit
 	}
 	h.record(h.limit, thr, now)
 	h.probeFrom = 0

@@ -92,23 +92,26 @@ func TestTheEvaluationTellsPoliciesApart(t *testing.T) {
 	}
 }
 
-// Issue 20's bar for the default policy: at least 90% of the gap between the
+// Issue 20's bar for the default policy: at least 95% of the gap between the
 // worst and the best fixed level on every service with a sharp optimum, and
-// at least 75% in every stage of the moving ones (it must follow the move).
+// at least 90% in every stage of the moving ones (it must follow the move),
+// for several seeds. Before the default forgot its estimates on a change
+// (and halved on a drop), it recovered 76% on shift and 84% on halve.
 func TestDefaultPolicyFollowsASharpMovingOptimum(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"thrash", "shift", "halve"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := suiteCase(t, name)
-			sc := c.Saturated(300*time.Second, 1, false)
-			b := sim.Sweep(sc, c.Sweep, c.Windows(30, 300))
-			p, err := adaptive.NewHillClimb(adaptive.Config{Seed: 1})
-			require.NoError(t, err)
-			r := sim.Run(sc, p)
-			require.GreaterOrEqual(t, b.GapRecovered(r.Throughput(30, 300)), 0.9)
-			for i, g := range b.WindowGaps(r) {
-				require.GreaterOrEqual(t, g, 0.75, "window %d", i)
+			b := sim.Sweep(c.Saturated(300*time.Second, 1, false), c.Sweep, c.Windows(30, 300))
+			for _, seed := range []uint64{1, 2, 3} {
+				p, err := adaptive.NewHillClimb(adaptive.Config{Seed: seed})
+				require.NoError(t, err)
+				r := sim.Run(c.Saturated(300*time.Second, seed, false), p)
+				require.GreaterOrEqual(t, b.GapRecovered(r.Throughput(30, 300)), 0.95, "seed %d", seed)
+				for i, g := range b.WindowGaps(r) {
+					require.GreaterOrEqual(t, g, 0.9, "seed %d, window %d", seed, i)
+				}
 			}
 		})
 	}

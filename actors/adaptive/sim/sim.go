@@ -144,19 +144,22 @@ func serviceAt(svc Service, t float64) (Service, float64) {
 // Load produces arrivals.
 type Load interface {
 	// Arrivals returns how many jobs arrive at time t (seconds since the
-	// start) given the queue length, and the time of the next call (t or
-	// earlier: after the next event).
-	Arrivals(t float64, queue int, rng *rand.Rand) (n int, next float64)
+	// start) given the number of jobs in the system (queued or running), and
+	// the time of the next call (t or earlier: after the next event).
+	Arrivals(t float64, inSystem int, rng *rand.Rand) (n int, next float64)
 }
 
-// Backlog keeps at least Depth jobs queued at every instant: saturation.
-// Jobs are topped up after every event, so their end-to-end time is
-// mostly queueing and says nothing; read service times instead.
+// Backlog keeps Depth jobs in the system (queued or running) at every
+// instant: saturation, as long as the level is below Depth. Jobs are topped
+// up after every event, so their end-to-end time is mostly queueing and says
+// nothing; read service times instead. Counting running jobs too keeps the
+// load finite for the Unbounded policy, which would otherwise start every
+// job the backlog adds, forever: with it, Depth jobs run at once.
 type Backlog struct{ Depth int }
 
 // Arrivals implements Load; returning t asks to be called after every event.
-func (b Backlog) Arrivals(t float64, queue int, _ *rand.Rand) (int, float64) {
-	return max(0, b.Depth-queue), t
+func (b Backlog) Arrivals(t float64, inSystem int, _ *rand.Rand) (int, float64) {
+	return max(0, b.Depth-inSystem), t
 }
 
 // Bursts sends a batch of 0..MaxBatch jobs (uniform) every Interval, like the
@@ -181,10 +184,10 @@ type Phase struct {
 type Phases []Phase
 
 // Arrivals implements Load.
-func (p Phases) Arrivals(t float64, queue int, rng *rand.Rand) (int, float64) {
+func (p Phases) Arrivals(t float64, inSystem int, rng *rand.Rand) (int, float64) {
 	for _, ph := range p {
 		if t < ph.Until.Seconds() {
-			n, next := ph.Load.Arrivals(t, queue, rng)
+			n, next := ph.Load.Arrivals(t, inSystem, rng)
 			return n, math.Min(next, ph.Until.Seconds())
 		}
 	}
@@ -280,7 +283,7 @@ func Run(sc Scenario, p adaptive.Policy) Result {
 	for t < end {
 		if t >= nextArrival {
 			var n int
-			n, nextArrival = sc.Load.Arrivals(t, core.Len(), rng)
+			n, nextArrival = sc.Load.Arrivals(t, core.Len()+len(running), rng)
 			arrive(n)
 		}
 		svc, change := serviceAt(sc.Service, t)
