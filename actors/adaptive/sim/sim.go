@@ -6,9 +6,15 @@
 // A Service says how fast each job progresses with n jobs in it (processor
 // sharing): CPUBound shares Cores among the jobs, Congested slows every job
 // once more than K are in it, Thrashing collapses past K (its optimum is
-// sharp), and Stages changes the service over time (the optimum moves). A Load says when jobs arrive: Backlog keeps a
-// queue always waiting (saturation), Bursts sends random batches at a fixed
-// interval (the seed's producer).
+// sharp), and Stages changes the service over time (the optimum moves). A
+// Load says when jobs arrive: Backlog keeps a fixed number of jobs in the
+// system, most of them waiting (saturation), Bursts sends random batches at
+// a fixed interval (the seed's producer).
+//
+// The evaluation lives here too (eval.go): the suite of services (Suite),
+// sweeps of fixed levels per stage of a moving service (Sweep) and the
+// score, the fraction of the gap between the worst and the best fixed level
+// that a policy recovers (Bounds.GapRecovered).
 package sim
 
 import (
