@@ -60,6 +60,15 @@ type BatchQueued struct {
 	Status Status
 }
 
+// JobStarted is sent to the listener when a job leaves the queue and starts
+// (the seed's "Started batch B job J").
+type JobStarted struct {
+	// ID is the job's ID.
+	ID string
+	// Arrival is when the job was queued, Started when it started.
+	Arrival, Started time.Time
+}
+
 // JobCompleted is sent to the listener when a job finishes.
 type JobCompleted struct {
 	// ID is the job's ID.
@@ -159,6 +168,7 @@ func (s *Scheduler) push(c actor.Context, jobs []Job) {
 	s.logStatus(st, "batch", len(jobs))
 	if s.opts.listener != nil {
 		c.Send(s.opts.listener, &BatchQueued{Size: len(jobs), At: now, Status: st})
+		s.announce(c, started)
 	}
 }
 
@@ -177,6 +187,16 @@ func (s *Scheduler) done(c actor.Context, m *jobDone) {
 			ID: m.start.Job.ID, Err: m.err, Arrival: m.start.Ticket.Arrival,
 			Started: m.start.Ticket.Started, Finished: now, Status: st,
 		})
+		s.announce(c, started)
+	}
+}
+
+// announce tells the listener which jobs started. It follows the event that
+// started them (BatchQueued, JobCompleted), so the listener reads "queued" or
+// "completed" before the starts it caused, as the seed's log does.
+func (s *Scheduler) announce(c actor.Context, started []Start[Job]) {
+	for _, st := range started {
+		c.Send(s.opts.listener, &JobStarted{ID: st.Job.ID, Arrival: st.Ticket.Arrival, Started: st.Ticket.Started})
 	}
 }
 

@@ -49,7 +49,16 @@ func (b *testBundle) open(id string) {
 	close(b.gates[id])
 }
 
+// setup spawns a scheduler reporting to a probe that ignores JobStarted;
+// setupWithStarts keeps them.
 func setup(t *testing.T, opts ...adaptive.Option) *testBundle {
+	t.Helper()
+	b := setupWithStarts(t, opts...)
+	b.probe.IgnoreMsg(func(msg any) bool { _, ok := msg.(*adaptive.JobStarted); return ok })
+	return b
+}
+
+func setupWithStarts(t *testing.T, opts ...adaptive.Option) *testBundle {
 	t.Helper()
 	sys := testkit.NewSystem(t)
 	b := &testBundle{sys: sys, probe: testkit.NewProbe(t, sys), clock: clock.NewManual(epoch), gates: map[string]chan struct{}{}}
@@ -111,6 +120,38 @@ func TestScheduler(t *testing.T) {
 		require.ErrorIs(t, got["no-run"], adaptive.ErrNoRun)
 		b.probe.Request(b.pid, adaptive.GetStatus{})
 		require.Equal(t, adaptive.Status{Parallelism: 1, Completed: 3, Failed: 3}, testkit.ExpectMsgType[adaptive.Status](b.probe, within))
+	})
+
+	t.Run("ReportsEachStartAfterTheEventThatCausedIt", func(t *testing.T) {
+		t.Parallel()
+		b := setupWithStarts(t, adaptive.WithFixed(1))
+		b.probe.Send(b.pid, &adaptive.Batch{Jobs: []adaptive.Job{b.gated("a"), b.gated("b")}})
+		testkit.ExpectMsgType[*adaptive.BatchQueued](b.probe, within)
+		s := testkit.ExpectMsgType[*adaptive.JobStarted](b.probe, within)
+		require.Equal(t, adaptive.JobStarted{ID: "a", Arrival: epoch, Started: epoch}, *s)
+		b.clock.Advance(2 * time.Second)
+		b.open("a")
+		require.Equal(t, "a", testkit.ExpectMsgType[*adaptive.JobCompleted](b.probe, within).ID)
+		s = testkit.ExpectMsgType[*adaptive.JobStarted](b.probe, within)
+		require.Equal(t, adaptive.JobStarted{ID: "b", Arrival: epoch, Started: epoch.Add(2 * time.Second)}, *s, "b waited in the queue for a's slot")
+		b.open("b")
+		testkit.ExpectMsgType[*adaptive.JobCompleted](b.probe, within)
+	})
+
+	t.Run("UnboundedStartsEveryJobAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, adaptive.WithUnbounded())
+		jobs := make([]adaptive.Job, 50)
+		for i := range jobs {
+			jobs[i] = b.gated(fmt.Sprint(i))
+		}
+		b.probe.Send(b.pid, &adaptive.Batch{Jobs: jobs})
+		q := testkit.ExpectMsgType[*adaptive.BatchQueued](b.probe, within)
+		require.Equal(t, adaptive.Status{Queue: 0, InFlight: 50, Parallelism: adaptive.Unlimited}, q.Status)
+		for i := range jobs {
+			b.open(fmt.Sprint(i))
+		}
+		b.probe.ReceiveN(50, within)
 	})
 
 	t.Run("StoppingCancelsRunningJobs", func(t *testing.T) {

@@ -200,7 +200,10 @@ type PolicyKind int
 const (
 	// PolicyDefault is the hill climber without upward drift: windowed
 	// throughput, no increase while app-limited or CPU-saturated, a penalty
-	// per extra level, stale estimates forgotten, jittered windows.
+	// per extra level, stale estimates forgotten, jittered windows, and a
+	// fresh start (halving on a drop) when the service changes. It is the
+	// default because it wins or ties on four of the five services of the
+	// evaluation (examples/santa/eval, actors/adaptive/BENCH.md).
 	PolicyDefault PolicyKind = iota + 1
 	// PolicySeed is the seed's rule exactly: per completion, an EMA of
 	// in-flight/elapsed for the current level, a move to a better neighbour,

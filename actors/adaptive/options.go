@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -19,6 +20,7 @@ type options struct {
 	logger   *slog.Logger
 	cpu      func() float64
 	listener *actor.PID
+	err      error // the first invalid option
 }
 
 // WithPolicy selects a built-in policy (default: PolicyDefault).
@@ -28,6 +30,25 @@ func WithPolicy(kind PolicyKind) Option { return func(o *options) { o.kind = kin
 // state across actor restarts, and it must not be shared with another
 // scheduler or limiter.
 func WithCustomPolicy(p Policy) Option { return func(o *options) { o.policy = p } }
+
+// WithFixed runs at most n jobs at once, always: the seed's Queued mailbox
+// (Fixed). Props and NewLimiter reject n below 1 with ErrInvalidConfig. It
+// replaces the policy chosen by WithPolicy or WithCustomPolicy.
+func WithFixed(n int) Option {
+	return func(o *options) {
+		f, err := NewFixed(n)
+		if err != nil {
+			o.err = fmt.Errorf("WithFixed: %w", err)
+			return
+		}
+		o.policy = f
+	}
+}
+
+// WithUnbounded starts every job as soon as it arrives: the seed's naive
+// Parallel mailbox (Unbounded), for comparison with the tuned policies. It
+// replaces the policy chosen by WithPolicy or WithCustomPolicy.
+func WithUnbounded() Option { return func(o *options) { o.policy = Unbounded() } }
 
 // WithConfig sets the policy's configuration (zero fields take defaults).
 func WithConfig(cfg Config) Option { return func(o *options) { o.cfg = cfg } }
@@ -52,6 +73,9 @@ func buildOptions(opts []Option) (options, error) {
 	o := options{kind: PolicyDefault}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.err != nil {
+		return o, o.err
 	}
 	o.clock = clock.OrReal(o.clock)
 	if o.logger == nil {

@@ -11,6 +11,14 @@ import (
 // app-limited: the level was not what held throughput back.
 const busyFraction = 0.8
 
+// changeFraction is the relative difference between a window's throughput
+// and the current level's estimate beyond which the climber concludes that
+// the service itself changed (its capacity, its contention point): it then
+// forgets every estimate, since they describe a resource that is gone, and
+// measures its neighbours afresh. Under saturation a window of 20 jobs of
+// ±30% size varies by about 4%, so 30% is a change, not noise.
+const changeFraction = 0.3
+
 // stepFraction sizes the hill climber's step relative to the level (at least 1).
 const stepFraction = 0.05
 
@@ -37,6 +45,11 @@ const stepFraction = 0.05
 //     forgotten, so a neighbour is measured again rather than trusted forever.
 //     That re-measuring is its exploration; it does not jump at random
 //     (ExplorationRate is the seed policy's).
+//   - A change of the service resets the map: when a window's throughput
+//     differs from the current level's estimate by more than 30%, every
+//     estimate is dropped and the neighbours are measured again; if it fell,
+//     the level is also halved (multiplicative decrease), so a moving
+//     optimum is followed in seconds, not minutes.
 //
 // It starts with a slow start (doubling while the score improves), then
 // climbs one step (5% of the level, at least 1) at a time, probing an unknown
@@ -155,7 +168,26 @@ func (h *HillClimb) decide(now time.Time, busy bool) int {
 		h.openWindow(now, busy)
 		return h.limit
 	}
-	h.record(h.limit, float64(w.busyDone)/secs, now)
+	thr := float64(w.busyDone) / secs
+	if e, ok := h.est[h.limit]; ok && math.Abs(thr-e.thr) > changeFraction*e.thr {
+		// The service changed: blending the new figure into the old one would
+		// keep the old optimum for many windows (an optimum that moved down
+		// from 16 to 6 took the climber minutes to follow).
+		clear(h.est)
+		h.record(h.limit, thr, now)
+		h.probeFrom, h.slowStart = 0, false
+		if thr < e.thr && h.limit > h.cfg.MinLimit {
+			// Throughput fell at the same level: the resource shrank or its
+			// contention point moved down. Halve, as TCP does on loss, and
+			// climb from there: one step at a time down a gentle slope of
+			// noisy windows is the slow way to a far optimum.
+			h.limit, h.changedAt = max(h.cfg.MinLimit, h.limit/2), now
+			return h.limit
+		}
+		h.openWindow(now, busy)
+		return h.limit
+	}
+	h.record(h.limit, thr, now)
 	h.probeFrom = 0
 	cpuSaturated := w.cpuN > 0 && w.cpuSum/float64(w.cpuN) >= h.cfg.CPUSaturation
 	next := min(max(h.choose(!cpuSaturated), h.cfg.MinLimit), h.cfg.MaxLimit)

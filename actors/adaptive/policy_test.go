@@ -149,6 +149,38 @@ func TestHillClimb(t *testing.T) {
 		require.InDelta(t, 40, thr, 1)
 	})
 
+	t.Run("HalvesWhenThroughputFallsAtTheSameLevel", func(t *testing.T) {
+		t.Parallel()
+		h, err := adaptive.NewHillClimb(cfg)
+		require.NoError(t, err)
+		now, _ := feed(h, epoch, 400, scaling(8), 5, -1)
+		require.Equal(t, 8, h.Limit())
+		// The service's knee falls from 8 to 2: 8 in flight now complete 20
+		// jobs/s, not 80. The climber halves and forgets what it knew.
+		_, levels := feed(h, now, 30, scaling(2), 5, -1)
+		require.Equal(t, []int{8, 4}, levels)
+		_, ok := h.Estimate(16)
+		require.False(t, ok, "estimates of the old service are dropped")
+		thr, ok := h.Estimate(8)
+		require.True(t, ok)
+		require.Less(t, thr, 25.0, "replaced, not blended with 80 (0.8*80+0.2*20 = 68)")
+	})
+
+	t.Run("ForgetsButHoldsWhenThroughputRises", func(t *testing.T) {
+		t.Parallel()
+		h, err := adaptive.NewHillClimb(cfg)
+		require.NoError(t, err)
+		now, _ := feed(h, epoch, 400, scaling(4), 5, -1)
+		require.Equal(t, 4, h.Limit())
+		// Each job gets twice as fast: 4 in flight complete 80 jobs/s.
+		_, levels := feed(h, now, 100, func(l int) time.Duration { return scaling(4)(l) / 2 }, 5, -1)
+		require.Equal(t, 4, levels[0])
+		require.NotContains(t, levels, 2, "a rise is no reason to shed concurrency")
+		thr, ok := h.Estimate(4)
+		require.True(t, ok)
+		require.Greater(t, thr, 60.0, "replaced, not blended with 40 (0.8*40+0.2*80 = 48)")
+	})
+
 	t.Run("ProbesNeighboursAndReturns", func(t *testing.T) {
 		t.Parallel()
 		h, err := adaptive.NewHillClimb(cfg)

@@ -49,16 +49,6 @@ type ArrivalObserver interface {
 	Arrived(now time.Time) int
 }
 
-// Fixed is a policy that never moves: a static concurrency limit, used as
-// the oracle's sweep in the evaluation and where a fixed pool is wanted.
-type Fixed int
-
-// Observe returns the fixed level.
-func (f Fixed) Observe(Observation, time.Time) int { return int(f) }
-
-// Limit returns the fixed level.
-func (f Fixed) Limit() int { return int(f) }
-
 // Ticket identifies a started job to its Core. Keep it and hand it back to
 // Core.Done (or Core.Abort) when the job finishes.
 type Ticket struct {

@@ -5,9 +5,16 @@
 //
 // A Service says how fast each job progresses with n jobs in it (processor
 // sharing): CPUBound shares Cores among the jobs, Congested slows every job
-// once more than K are in it. A Load says when jobs arrive: Backlog keeps a
-// queue always waiting (saturation), Bursts sends random batches at a fixed
-// interval (the seed's producer).
+// once more than K are in it, Thrashing collapses past K (its optimum is
+// sharp), and Stages changes the service over time (the optimum moves). A
+// Load says when jobs arrive: Backlog keeps a fixed number of jobs in the
+// system, most of them waiting (saturation), Bursts sends random batches at
+// a fixed interval (the seed's producer).
+//
+// The evaluation lives here too (eval.go): the suite of services (Suite),
+// sweeps of fixed levels per stage of a moving service (Sweep) and the
+// score, the fraction of the gap between the worst and the best fixed level
+// that a policy recovers (Bounds.GapRecovered).
 package sim
 
 import (
@@ -69,22 +76,96 @@ func (c Congested) Rate(n int) float64 {
 // CPU implements Service.
 func (Congested) CPU(int) float64 { return -1 }
 
+// Thrashing is a resource whose total throughput collapses once more than K
+// jobs are in it (lock contention, cache or memory thrashing): up to K jobs
+// run at full speed, and with n > K the whole resource completes
+// K / (1 + Collapse*(n-K)) jobs' worth of work per second, shared among the
+// n. With Collapse 0.25, four jobs too many halve the throughput, so a policy
+// that overshoots pays at once and the best fixed level is exactly K.
+type Thrashing struct {
+	K        int
+	Collapse float64
+}
+
+// Rate implements Service.
+func (c Thrashing) Rate(n int) float64 {
+	if n <= c.K {
+		return 1
+	}
+	total := float64(c.K) / (1 + c.Collapse*float64(n-c.K))
+	return total / float64(n)
+}
+
+// CPU implements Service.
+func (Thrashing) CPU(int) float64 { return -1 }
+
+// Stage is a service that holds until Until.
+type Stage struct {
+	Until   time.Duration
+	Service Service
+}
+
+// Stages is a service that changes over time: each stage's service runs
+// until its Until, and the last stage runs to the end whatever its Until.
+// Run switches at the exact instant, so jobs in flight continue at the new
+// stage's rate. Rate and CPU, outside Run, are the first stage's.
+type Stages []Stage
+
+// Rate implements Service with the first stage.
+func (s Stages) Rate(n int) float64 { return s[0].Service.Rate(n) }
+
+// CPU implements Service with the first stage.
+func (s Stages) CPU(n int) float64 { return s[0].Service.CPU(n) }
+
+// At returns the service in force at t seconds and when it next changes
+// (+Inf for never).
+func (s Stages) At(t float64) (Service, float64) {
+	for i, st := range s {
+		if i == len(s)-1 {
+			return st.Service, math.Inf(1)
+		}
+		if t < st.Until.Seconds() {
+			return st.Service, st.Until.Seconds()
+		}
+	}
+	return nil, math.Inf(1) // empty Stages: Run rejects it
+}
+
+// Varying is a Service whose behaviour depends on the time (Stages).
+type Varying interface {
+	Service
+	// At returns the service in force at t seconds and the time of the next
+	// change.
+	At(t float64) (Service, float64)
+}
+
+// serviceAt resolves a Varying service at time t.
+func serviceAt(svc Service, t float64) (Service, float64) {
+	if v, ok := svc.(Varying); ok {
+		return v.At(t)
+	}
+	return svc, math.Inf(1)
+}
+
 // Load produces arrivals.
 type Load interface {
 	// Arrivals returns how many jobs arrive at time t (seconds since the
-	// start) given the queue length, and the time of the next call (t or
-	// earlier: after the next event).
-	Arrivals(t float64, queue int, rng *rand.Rand) (n int, next float64)
+	// start) given the number of jobs in the system (queued or running), and
+	// the time of the next call (t or earlier: after the next event).
+	Arrivals(t float64, inSystem int, rng *rand.Rand) (n int, next float64)
 }
 
-// Backlog keeps at least Depth jobs queued at every instant: saturation.
-// Jobs are topped up after every event, so their end-to-end time is
-// mostly queueing and says nothing; read service times instead.
+// Backlog keeps Depth jobs in the system (queued or running) at every
+// instant: saturation, as long as the level is below Depth. Jobs are topped
+// up after every event, so their end-to-end time is mostly queueing and says
+// nothing; read service times instead. Counting running jobs too keeps the
+// load finite for the Unbounded policy, which would otherwise start every
+// job the backlog adds, forever: with it, Depth jobs run at once.
 type Backlog struct{ Depth int }
 
 // Arrivals implements Load; returning t asks to be called after every event.
-func (b Backlog) Arrivals(t float64, queue int, _ *rand.Rand) (int, float64) {
-	return max(0, b.Depth-queue), t
+func (b Backlog) Arrivals(t float64, inSystem int, _ *rand.Rand) (int, float64) {
+	return max(0, b.Depth-inSystem), t
 }
 
 // Bursts sends a batch of 0..MaxBatch jobs (uniform) every Interval, like the
@@ -109,10 +190,10 @@ type Phase struct {
 type Phases []Phase
 
 // Arrivals implements Load.
-func (p Phases) Arrivals(t float64, queue int, rng *rand.Rand) (int, float64) {
+func (p Phases) Arrivals(t float64, inSystem int, rng *rand.Rand) (int, float64) {
 	for _, ph := range p {
 		if t < ph.Until.Seconds() {
-			n, next := ph.Load.Arrivals(t, queue, rng)
+			n, next := ph.Load.Arrivals(t, inSystem, rng)
 			return n, math.Min(next, ph.Until.Seconds())
 		}
 	}
@@ -170,8 +251,13 @@ type job struct {
 func at(t float64) time.Time { return Epoch.Add(time.Duration(t * float64(time.Second))) }
 
 // Run simulates the scenario with policy p (which must be fresh) and returns
-// what it measured. The same scenario and policy give the same result.
+// what it measured. The same scenario and policy give the same result. The
+// clock is simulated: Run reads no real time, so 300 s of load take
+// milliseconds. An empty Stages panics (a wiring mistake).
 func Run(sc Scenario, p adaptive.Policy) Result {
+	if st, ok := sc.Service.(Stages); ok && len(st) == 0 {
+		panic("sim: Stages without a stage")
+	}
 	rng := rand.New(rand.NewPCG(sc.Seed, sc.Seed^0xa5a5))
 	sample := sc.Sample
 	if sample <= 0 {
@@ -203,17 +289,18 @@ func Run(sc Scenario, p adaptive.Policy) Result {
 	for t < end {
 		if t >= nextArrival {
 			var n int
-			n, nextArrival = sc.Load.Arrivals(t, core.Len(), rng)
+			n, nextArrival = sc.Load.Arrivals(t, core.Len()+len(running), rng)
 			arrive(n)
 		}
-		rate := sc.Service.Rate(len(running))
+		svc, change := serviceAt(sc.Service, t)
+		rate := svc.Rate(len(running))
 		tDone, first := math.Inf(1), -1
 		for i, j := range running {
 			if d := t + j.remaining/rate; d < tDone {
 				tDone, first = d, i
 			}
 		}
-		other := math.Min(nextSample, end)
+		other := math.Min(math.Min(nextSample, end), change)
 		if nextArrival > t {
 			other = math.Min(other, nextArrival)
 		}
@@ -232,7 +319,7 @@ func Run(sc Scenario, p adaptive.Policy) Result {
 			running = slices.Delete(running, first, first+1)
 			cpu := -1.0
 			if sc.UseCPU {
-				cpu = sc.Service.CPU(len(running) + 1)
+				cpu = svc.CPU(len(running) + 1)
 			}
 			now := at(t)
 			started := core.Done(now, j.ticket, cpu)

@@ -1,9 +1,13 @@
-// Command eval measures the adaptive policies against an oracle, in simulated
-// time (deterministic, a few seconds of real time): for a CPU-bound service
-// on 2 cores and a resource whose latency grows beyond K=20 in flight, it
-// sweeps fixed levels to find the best throughput, then runs each policy
-// under saturation and under bursty app-limited load for ten times the 30 s
-// convergence budget, prints a markdown report and writes one SVG per policy.
+// Command eval measures the adaptive policies in simulated time
+// (deterministic, a few seconds of real time) on the services of sim.Suite:
+// a flat CPU-bound service on 2 cores, a resource congested beyond K=20, and
+// three with a sharp optimum (throughput collapses past a contention point),
+// two of which move it (the contention point shifts mid-run; the capacity
+// halves for a minute). For each service it sweeps fixed levels, runs each
+// policy under saturation for 300 s, and scores it as the fraction of the gap
+// between the worst and the best fixed level (of each stage, for the moving
+// services) that it recovers. It prints a markdown report and writes one SVG
+// per policy.
 //
 //	go run ./examples/santa/eval -plots examples/santa/plots
 package main
@@ -15,6 +19,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
@@ -23,41 +29,25 @@ import (
 )
 
 const (
-	budget = 30.0  // seconds to converge
+	budget = 30.0  // seconds to converge, excluded from the score
 	long   = 300.0 // ten times the budget
+	// tie is how close (in fraction of the gap) two policies must be to tie.
+	tie = 0.01
 )
 
-type service struct {
-	name     string
-	svc      sim.Service
-	work     time.Duration
-	maxBatch int // bursty load: about 60% of capacity
-	sweep    int
-}
-
+// policy is one row of the report. Only tuned policies compete for the
+// default; the seed's static mailboxes are references.
 type policy struct {
-	name   string
-	kind   adaptive.PolicyKind
-	useCPU bool
-}
-
-var trace bool
-
-type row struct {
-	service, policy                 string
-	converge, thr30, thrLong        float64
-	maxLevel, maxAfter, oracleLevel int
-	p99Service                      float64
-	meanEarly, meanLate             float64
-	burstP99, burstEarly, burstLate float64
-	burstMax                        int
-	oracleBurstP99                  float64
+	name      string
+	make      func(seed uint64) (adaptive.Policy, error)
+	useCPU    bool
+	competes  bool
+	reference bool
 }
 
 func main() {
 	plots := flag.String("plots", "", "directory to write one SVG per policy into (empty: no plots)")
 	seed := flag.Uint64("seed", 1, "random seed of the policies and the loads")
-	flag.BoolVar(&trace, "trace", false, "print each run's level series to stderr")
 	flag.Parse()
 	if err := run(os.Stdout, *plots, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
@@ -65,109 +55,106 @@ func main() {
 	}
 }
 
-func services() []service {
-	return []service{
-		{name: "cpu (2 cores, 100 ms jobs)", svc: sim.CPUBound{Cores: 2, Overhead: 0.005}, work: 100 * time.Millisecond, maxBatch: 24, sweep: 16},
-		{name: "congested (K=20, 50 ms jobs)", svc: sim.Congested{K: 20}, work: 50 * time.Millisecond, maxBatch: 480, sweep: 48},
-	}
+func kind(k adaptive.PolicyKind) func(uint64) (adaptive.Policy, error) {
+	return func(seed uint64) (adaptive.Policy, error) { return adaptive.NewPolicy(k, adaptive.Config{Seed: seed}) }
 }
 
 func policies() []policy {
 	return []policy{
-		{name: "default", kind: adaptive.PolicyDefault},
-		{name: "default+cpu", kind: adaptive.PolicyDefault, useCPU: true},
-		{name: "seed", kind: adaptive.PolicySeed},
-		{name: "vegas", kind: adaptive.PolicyVegas},
+		{name: "default", make: kind(adaptive.PolicyDefault), competes: true},
+		{name: "default+cpu", make: kind(adaptive.PolicyDefault), useCPU: true},
+		{name: "seed", make: kind(adaptive.PolicySeed), competes: true},
+		{name: "vegas", make: kind(adaptive.PolicyVegas), competes: true},
+		{name: "queued (fixed 4)", make: func(uint64) (adaptive.Policy, error) { return adaptive.NewFixed(4) }, reference: true},
+		{name: "parallel (unbounded)", make: func(uint64) (adaptive.Policy, error) { return adaptive.Unbounded(), nil }, reference: true},
 	}
 }
 
-func scenario(s service, load sim.Load, d float64, seed uint64, useCPU bool) sim.Scenario {
-	return sim.Scenario{
-		Service: s.svc, Load: load, Work: s.work, WorkJitter: 0.3,
-		Duration: time.Duration(d * float64(time.Second)), UseCPU: useCPU, Seed: seed,
-	}
+// score is one policy's result on one service.
+type score struct {
+	service, policy string
+	gap             float64
 }
 
 func run(w io.Writer, plotDir string, seed uint64) error {
-	// The table is written line by line; the first failed write is kept and
-	// returned once the table is done.
+	// The report is written line by line; the first failed write is kept and
+	// returned at the end.
 	var werr error
 	printf := func(format string, args ...any) {
 		if _, err := fmt.Fprintf(w, format, args...); err != nil && werr == nil {
-			werr = fmt.Errorf("write the table: %w", err)
+			werr = fmt.Errorf("write the report: %w", err)
 		}
 	}
-	printf("Simulated time, seed %d. Saturated = a backlog of 200 jobs always queued; bursty = a batch of 0..MaxBatch jobs every 1 s (about 60%% of capacity).\n\n", seed)
-	printf("| service | policy | converge (s) | thr 30-60 s (%% oracle) | thr 30-300 s (%% oracle) | max level: run / after 30 s (oracle) | p99 service (s) | mean level 30-60 / 270-300 | bursty p99 e2e (s) (oracle) | bursty mean level 0-30 / 270-300 | bursty max level |\n")
-	printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
-	charts := map[string]*plot.Chart{}
-	for _, s := range services() {
-		// Oracle: sweep fixed levels under saturation.
-		bestLevel, best := 0, 0.0
-		for l := 1; l <= s.sweep; l++ {
-			r := sim.Run(scenario(s, sim.Backlog{Depth: 200}, 60, seed, false), adaptive.Fixed(l))
-			if thr := r.Throughput(10, 60); thr > best*1.0001 {
-				bestLevel, best = l, thr
-			}
+	printf("Simulated time, seed %d, 300 s per run; saturated = 200 jobs always queued; scored over 30-300 s.\n\n", seed)
+	printf("Fixed levels (sweep 1..N under the same load):\n\n")
+	printf("| service | stages (s) | best fixed level per stage (jobs/s) | worst fixed level per stage (jobs/s) | best single level over 30-300 s (jobs/s) | oracle / worst (jobs/s) |\n|---|---|---|---|---|---|\n")
+	type sweep struct {
+		c sim.Case
+		b sim.Bounds
+	}
+	var sweeps []sweep
+	for _, c := range sim.Suite() {
+		b := sim.Sweep(c.Saturated(long*time.Second, seed, false), c.Sweep, c.Windows(budget, long))
+		sweeps = append(sweeps, sweep{c, b})
+		var stages, best, worst []string
+		for _, win := range b.Windows {
+			stages = append(stages, fmt.Sprintf("%.0f-%.0f", win.From, win.To))
+			best = append(best, fmt.Sprintf("%d (%.1f)", win.BestLevel, win.Best))
+			worst = append(worst, fmt.Sprintf("%d (%.1f)", win.WorstLevel, win.Worst))
 		}
-		bursty := sim.Bursts{Interval: time.Second, MaxBatch: s.maxBatch}
-		oracleBurst := sim.Run(scenario(s, bursty, long, seed, false), adaptive.Fixed(bestLevel))
-		fmt.Fprintf(os.Stderr, "%s: oracle level %d, %.1f jobs/s\n", s.name, bestLevel, best)
+		printf("| %s | %s | %s | %s | %d (%.1f); 4: %.1f; 9: %.1f | %.1f / %.1f |\n", c.Name, strings.Join(stages, ", "),
+			strings.Join(best, ", "), strings.Join(worst, ", "), b.StaticLevel, b.Static, b.Levels[3], b.Levels[8], b.Best, b.Worst)
+	}
+	printf("\nPolicies:\n\n")
+	printf("Bursty = a batch of 0..MaxBatch jobs every second, MaxBatch = 1.2 x the best single level's throughput (about 60%% of it on average): app-limited most of the time, the seed's producer.\n\n")
+	printf("| service | policy | thr (jobs/s) | %% of oracle | gap recovered (%%) | gap per stage (%%) | mean level 270-300 s | max level after 30 s | p99 service (s) | bursty p99 time in system (s) | bursty mean level 270-300 s |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	charts := map[string]*plot.Chart{}
+	var order []string
+	var scores []score
+	for _, s := range sweeps {
 		for _, p := range policies() {
-			if p.useCPU && s.svc.CPU(1) < 0 {
+			if p.useCPU && s.c.Service.CPU(1) < 0 {
 				continue
 			}
-			cfg := adaptive.Config{Seed: seed}
-			mk := func() adaptive.Policy {
-				pol, err := adaptive.NewPolicy(p.kind, cfg)
-				if err != nil {
-					panic(err)
-				}
-				return pol
+			pol, err := p.make(seed)
+			if err != nil {
+				return fmt.Errorf("policy %s: %w", p.name, err)
 			}
-			sat := sim.Run(scenario(s, sim.Backlog{Depth: 200}, long, seed, p.useCPU), mk())
-			bur := sim.Run(scenario(s, bursty, long, seed, p.useCPU), mk())
-			if trace {
-				fmt.Fprintf(os.Stderr, "%s %s saturated:", s.name, p.name)
-				for _, pt := range sat.Series[:60] {
-					fmt.Fprintf(os.Stderr, " %d/%d", pt.Limit, pt.Completions)
-				}
-				fmt.Fprintf(os.Stderr, "\n%s %s bursty:", s.name, p.name)
-				for _, pt := range bur.Series[:100] {
-					fmt.Fprintf(os.Stderr, " %d", pt.Limit)
-				}
-				fmt.Fprintln(os.Stderr)
+			r := sim.Run(s.c.Saturated(long*time.Second, seed, p.useCPU), pol)
+			bursty := s.c.Saturated(long*time.Second, seed, p.useCPU)
+			bursty.Load = sim.Bursts{Interval: time.Second, MaxBatch: int(math.Round(1.2 * s.b.Static))}
+			if pol, err = p.make(seed); err != nil {
+				return fmt.Errorf("policy %s: %w", p.name, err)
 			}
-			r := row{
-				service: s.name, policy: p.name,
-				converge:       sat.ConvergedAt(best, 0.95, 10),
-				thr30:          100 * sat.Throughput(budget, 2*budget) / best,
-				thrLong:        100 * sat.Throughput(budget, long) / best,
-				maxLevel:       sat.MaxLimit,
-				maxAfter:       sat.MaxLimitBetween(budget, long),
-				oracleLevel:    bestLevel,
-				p99Service:     sat.Percentile(99, true, budget, long),
-				meanEarly:      sat.MeanLimit(budget, 2*budget),
-				meanLate:       sat.MeanLimit(long-budget, long),
-				burstP99:       bur.Percentile(99, false, budget, long),
-				burstEarly:     bur.MeanLimit(0, budget),
-				burstLate:      bur.MeanLimit(long-budget, long),
-				burstMax:       bur.MaxLimit,
-				oracleBurstP99: oracleBurst.Percentile(99, false, budget, long),
+			bur := sim.Run(bursty, pol)
+			thr := r.Throughput(budget, long)
+			gap := s.b.GapRecovered(thr)
+			var per []string
+			for _, g := range s.b.WindowGaps(r) {
+				per = append(per, fmt.Sprintf("%.1f", 100*g))
 			}
-			printf("| %s | %s | %s | %.1f | %.1f | %d / %d (%d) | %.3f | %.1f / %.1f | %.3f (%.3f) | %.1f / %.1f | %d |\n",
-				r.service, r.policy, fnum(r.converge), r.thr30, r.thrLong, r.maxLevel, r.maxAfter, r.oracleLevel, r.p99Service,
-				r.meanEarly, r.meanLate, r.burstP99, r.oracleBurstP99, r.burstEarly, r.burstLate, r.burstMax)
+			printf("| %s | %s | %.1f | %.1f | %.1f | %s | %s | %s | %.3f | %.3f | %s |\n", s.c.Name, p.name, thr, 100*s.b.OfBest(thr), 100*gap,
+				strings.Join(per, " / "), level(r.MeanLimit(long-budget, long)), level(float64(r.MaxLimitBetween(budget, long))),
+				r.Percentile(99, true, budget, long), bur.Percentile(99, false, budget, long), level(bur.MeanLimit(long-budget, long)))
+			if p.competes {
+				scores = append(scores, score{service: s.c.Name, policy: p.name, gap: gap})
+			}
+			if p.reference {
+				continue
+			}
 			ch := charts[p.name]
 			if ch == nil {
-				ch = &plot.Chart{Title: "policy " + p.name + " (simulated)", XLabel: "time (s)"}
+				ch = &plot.Chart{Title: "policy " + p.name + " (simulated, saturated)", XLabel: "time (s)"}
 				charts[p.name] = ch
+				order = append(order, p.name)
 			}
-			ch.Panels = append(ch.Panels,
-				levelPanel(s.name+", saturated", sat, bestLevel, false),
-				levelPanel(s.name+", bursty", bur, bestLevel, true),
-			)
+			ch.Panels = append(ch.Panels, levelPanel(s.c, s.b, r))
 		}
+	}
+	wins := tally(scores)
+	printf("\nWins or ties (within %.0f points of the gap) among the tuned policies, per service:\n\n", 100*tie)
+	for _, name := range []string{"default", "seed", "vegas"} {
+		printf("- %s: %d of %d (%s)\n", name, len(wins[name]), len(sweeps), strings.Join(wins[name], ", "))
 	}
 	if werr != nil {
 		return werr
@@ -178,42 +165,79 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 	if err := os.MkdirAll(plotDir, 0o755); err != nil {
 		return fmt.Errorf("create plot directory: %w", err)
 	}
-	for name, ch := range charts {
-		path := filepath.Join(plotDir, "eval-"+name+".svg")
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("create plot: %w", err)
-		}
-		err = ch.WriteSVG(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+	for _, name := range order {
+		if err := writeChart(filepath.Join(plotDir, "eval-"+name+".svg"), charts[name]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func levelPanel(title string, r sim.Result, oracle int, withQueue bool) plot.Panel {
-	var t, lim, inflight, queue, orc []float64
-	for _, p := range r.Series {
-		t = append(t, p.T)
-		lim = append(lim, float64(p.Limit))
-		inflight = append(inflight, float64(p.InFlight))
-		queue = append(queue, float64(p.Queue))
-		orc = append(orc, float64(oracle))
+// tally returns, per policy, the services on which it wins or ties: its gap
+// recovered is within tie of the best policy's on that service.
+func tally(scores []score) map[string][]string {
+	best := map[string]float64{}
+	var services []string
+	for _, s := range scores {
+		if v, ok := best[s.service]; !ok || s.gap > v {
+			if !ok {
+				services = append(services, s.service)
+			}
+			best[s.service] = s.gap
+		}
 	}
-	ss := []plot.Series{{Name: "parallelism", X: t, Y: lim}, {Name: "in flight", X: t, Y: inflight}, {Name: "oracle level", X: t, Y: orc}}
-	if withQueue {
-		ss = append(ss, plot.Series{Name: "queue", X: t, Y: queue})
+	out := map[string][]string{}
+	for _, svc := range services {
+		for _, s := range scores {
+			if s.service == svc && s.gap >= best[svc]-tie {
+				out[s.policy] = append(out[s.policy], svc)
+			}
+		}
 	}
-	return plot.Panel{Title: title, YLabel: "jobs", Series: ss}
+	return out
 }
 
-func fnum(v float64) string {
-	if math.IsNaN(v) {
-		return "never"
+func writeChart(path string, ch *plot.Chart) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create plot: %w", err)
 	}
-	return fmt.Sprintf("%.0f", v)
+	err = ch.WriteSVG(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// levelPanel draws a run's level and in-flight count against the best fixed
+// level of each stage. Levels above the sweep (the unbounded mailbox, the
+// seed's drift) are clipped to twice the sweep so the oracle stays readable.
+func levelPanel(c sim.Case, b sim.Bounds, r sim.Result) plot.Panel {
+	clip := float64(2 * c.Sweep)
+	var t, lim, inflight, orc []float64
+	for _, p := range r.Series {
+		t = append(t, p.T)
+		lim = append(lim, math.Min(clip, float64(p.Limit)))
+		inflight = append(inflight, math.Min(clip, float64(p.InFlight)))
+		o := math.NaN()
+		if i := slices.IndexFunc(b.Windows, func(w sim.Window) bool { return p.T >= w.From && p.T < w.To }); i >= 0 {
+			o = float64(b.Windows[i].BestLevel)
+		}
+		orc = append(orc, o)
+	}
+	return plot.Panel{Title: c.Name, YLabel: "jobs", Series: []plot.Series{
+		{Name: "parallelism", X: t, Y: lim}, {Name: "in flight", X: t, Y: inflight}, {Name: "best fixed level", X: t, Y: orc}}}
+}
+
+func level(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v >= adaptive.Unlimited:
+		return "unbounded"
+	}
+	return fmt.Sprintf("%.1f", v)
 }

@@ -28,6 +28,10 @@ type Panel struct {
 	Title  string
 	YLabel string
 	Series []Series
+	// YMax, when positive, fixes the top of the y axis (the bottom is 0 or
+	// the lowest value), so that panels of several charts compare at a
+	// glance; values above it are clipped to it.
+	YMax float64
 }
 
 // Chart is a stack of panels over one x axis.
@@ -35,6 +39,9 @@ type Chart struct {
 	Title  string
 	XLabel string
 	Panels []Panel
+	// XMax, when positive, fixes the right end of the x axis (the left end
+	// is the lowest x), for charts that must share their axes.
+	XMax float64
 }
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"}
@@ -65,6 +72,9 @@ func (c Chart) WriteSVG(w io.Writer) error {
 	if points == 0 {
 		return ErrNoData
 	}
+	if c.XMax > xmin {
+		xmax = c.XMax
+	}
 	if xmax == xmin {
 		xmax = xmin + 1
 	}
@@ -87,6 +97,9 @@ func (c Chart) WriteSVG(w io.Writer) error {
 					ymin, ymax = math.Min(ymin, s.Y[i]), math.Max(ymax, s.Y[i])
 				}
 			}
+		}
+		if p.YMax > ymin {
+			ymax = p.YMax
 		}
 		if !finite(ymax) || ymax <= ymin {
 			ymax = ymin + 1
@@ -119,8 +132,8 @@ func (c Chart) WriteSVG(w io.Writer) error {
 			color := palette[j%len(palette)]
 			var pts strings.Builder
 			for i := range min(len(s.X), len(s.Y)) {
-				if finite(s.X[i]) && finite(s.Y[i]) {
-					fmt.Fprintf(&pts, "%.1f,%.1f ", sx(s.X[i]), sy(s.Y[i]))
+				if finite(s.X[i]) && finite(s.Y[i]) && s.X[i] <= xmax {
+					fmt.Fprintf(&pts, "%.1f,%.1f ", sx(s.X[i]), sy(math.Min(s.Y[i], ymax)))
 				}
 			}
 			printf(`<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", color, strings.TrimSpace(pts.String()))

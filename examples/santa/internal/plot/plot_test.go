@@ -28,6 +28,19 @@ func TestWriteSVG(t *testing.T) {
 		require.NotContains(t, svg, "NaN")
 	})
 
+	t.Run("FixedAxesAreKeptAndClip", func(t *testing.T) {
+		t.Parallel()
+		var b bytes.Buffer
+		c := Chart{XMax: 100, Panels: []Panel{{YMax: 50, Series: []Series{{Name: "q", X: []float64{0, 10, 200}, Y: []float64{0, 80, 1}}}}}}
+		require.NoError(t, c.WriteSVG(&b))
+		svg := b.String()
+		require.Contains(t, svg, `text-anchor="middle">100</text>`, "the x axis ends at XMax")
+		require.Contains(t, svg, `text-anchor="end">50</text>`, "the y axis ends at YMax")
+		require.NotContains(t, svg, `text-anchor="end">80</text>`)
+		// 80 is clipped to the top of the panel (y = 60), the point past XMax dropped.
+		require.Contains(t, svg, `points="70.0,280.0 138.0,60.0"`)
+	})
+
 	t.Run("NoDataIsAnError", func(t *testing.T) {
 		t.Parallel()
 		err := Chart{Panels: []Panel{{Series: []Series{{X: []float64{math.NaN()}, Y: []float64{1}}}}}}.WriteSVG(&bytes.Buffer{})
