@@ -175,8 +175,10 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		c.master.Forget(pid) // the next attempt looks the master up again
 		return nil, fmt.Errorf("%w (ask timeout %v, master %s)", ErrTimeout, timeout, pid)
 	case errors.Is(err, actor.ErrDeadLetter):
+		c.master.Forget(pid)
 		return nil, fmt.Errorf("frontend: %w: %s is gone (dead letter)", route.ErrNoMaster, pid)
 	case err != nil:
 		return nil, fmt.Errorf("frontend: %w: %w", route.ErrNoMaster, err)

@@ -249,3 +249,40 @@ func TestClientResendsWhenTheMasterIsGone(t *testing.T) {
 	require.ErrorIs(t, err, route.ErrNoMaster)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// TestClientForgetsAMasterThatDoesNotAnswer: an ask that times out or comes
+// back as a dead letter reports the PID to the route, so that a resolver
+// does not hand the same PID out again from its cache.
+func TestClientForgetsAMasterThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	sys := testkit.NewSystem(t)
+	silent := testkit.NewProbe(t, sys) // never answers
+	gone := testkit.NewProbe(t, sys)
+	gonePID := gone.PID()
+	require.NoError(t, sys.Root.StopFuture(gonePID).Wait())
+	var current atomic.Pointer[actor.PID]
+	forgot := make(chan *actor.PID, 4)
+	master := route.Resolver(
+		func(context.Context) (*actor.PID, error) { return current.Load(), nil },
+		route.WithForget(func(pid *actor.PID) { forgot <- pid }),
+	)
+	c, err := frontend.NewClient(sys, master, frontend.WithAskTimeout(50*time.Millisecond))
+	require.NoError(t, err)
+
+	current.Store(silent.PID())
+	err = c.SubmitOnce(context.Background(), work("a"))
+	require.ErrorIs(t, err, frontend.ErrTimeout)
+	require.Equal(t, silent.PID(), <-forgot)
+
+	current.Store(gonePID)
+	err = c.SubmitOnce(context.Background(), work("b"))
+	require.ErrorIs(t, err, route.ErrNoMaster)
+	require.Equal(t, gonePID, <-forgot)
+
+	// A caller whose own ctx ends first reports nothing: the master may be fine.
+	current.Store(silent.PID())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, c.SubmitOnce(ctx, work("c")), context.DeadlineExceeded)
+	require.Empty(t, forgot)
+}

@@ -42,6 +42,13 @@ func WithAfterGone(fn AfterGoneFunc) ResolverOption {
 	return func(m *Master) { m.afterGone = fn }
 }
 
+// WithForget lets callers of the route report a PID that did not answer
+// (an ask timed out, or came back as a dead letter) so that the resolver
+// stops handing it out from a cache and looks the master up again.
+func WithForget(fn func(pid *actor.PID)) ResolverOption {
+	return func(m *Master) { m.forget = fn }
+}
+
 // Master says how to reach the master: a fixed PID or a [ResolveFunc]. The
 // zero value is invalid (see [Master.Validate]). A Master is a small value,
 // safe to copy and to use from several goroutines when its ResolveFunc is.
@@ -52,6 +59,7 @@ type Master struct {
 	pid         *actor.PID
 	resolveFunc ResolveFunc
 	afterGone   AfterGoneFunc // nil: the route never says a PID is gone
+	forget      func(pid *actor.PID)
 }
 
 // Fixed returns a route to a master at a fixed PID (one process).
@@ -67,6 +75,15 @@ func Resolver(fn ResolveFunc, opts ...ResolverOption) Master {
 		o(&m)
 	}
 	return m
+}
+
+// Forget reports that pid did not answer, so that the next Resolve looks
+// the master up afresh rather than returning a cached pid (see
+// [WithForget]). It does nothing for a fixed route.
+func (m Master) Forget(pid *actor.PID) {
+	if m.forget != nil && pid != nil {
+		m.forget(pid)
+	}
 }
 
 // AfterGone runs f once the route knows that pid is gone (see

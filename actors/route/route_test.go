@@ -98,3 +98,16 @@ func TestAfterGone(t *testing.T) {
 	require.True(t, ran)
 	require.True(t, m.AfterGone(nil, func() { t.Error("f ran for a nil PID") })(), "a nil PID is never watched")
 }
+
+func TestForget(t *testing.T) {
+	t.Parallel()
+	pid := actor.NewPID("nonhost", "master")
+	resolve := func(context.Context) (*actor.PID, error) { return pid, nil }
+	route.Fixed(pid).Forget(pid)        // no-op
+	route.Resolver(resolve).Forget(pid) // no-op without WithForget
+	var got []*actor.PID
+	m := route.Resolver(resolve, route.WithForget(func(p *actor.PID) { got = append(got, p) }))
+	m.Forget(pid)
+	m.Forget(nil) // never reported
+	require.Equal(t, []*actor.PID{pid}, got)
+}

@@ -114,11 +114,24 @@ func (l *MasterLocator) AfterGone(pid *actor.PID, f func()) (stop func() bool) {
 }
 
 // Route returns the route to the master through this locator (its
-// Resolve, and its AfterGone so that requests in flight to a master whose
-// node left are sent again at once), for worker.Props and
+// Resolve; its AfterGone, so that requests in flight to a master whose
+// node left are sent again at once; its Forget), for worker.Props and
 // frontend.NewClient.
 func (l *MasterLocator) Route() route.Master {
-	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone))
+	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone), route.WithForget(l.Forget))
+}
+
+// Forget drops pid from the cache when it is the cached master: a caller's
+// ask to it timed out or came back as a dead letter (a stray activation
+// that stopped, a master that moved without a topology change here), so
+// the next Resolve looks the master up again instead of handing out the
+// same PID until the cache's TTL.
+func (l *MasterLocator) Forget(pid *actor.PID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pid != nil && l.pid.Equal(pid) {
+		l.pid = nil
+	}
 }
 
 // Resolve returns the master's PID, activating the master on its owner if
