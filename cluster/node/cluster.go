@@ -107,12 +107,15 @@ type ClusterNode struct {
 	jrnl    persistence.Journal
 	ownJ    bool
 	locator *MasterLocator
-	client  *frontend.Client
-	workers []*actor.PID
-	results *actor.PID
-	prodMu  sync.Mutex                // guards prod and prodAt
-	prod    *cluster.BatchingProducer // results producer of a backend
-	prodAt  time.Time                 // when prod was made
+	// ownership tells the master's lease guard whether this backend owns
+	// the master in its view; nil on frontends and workers.
+	ownership *masterOwnership
+	client    *frontend.Client
+	workers   []*actor.PID
+	results   *actor.PID
+	prodMu    sync.Mutex                // guards prod and prodAt
+	prod      *cluster.BatchingProducer // results producer of a backend
+	prodAt    time.Time                 // when prod was made
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
@@ -165,11 +168,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 		mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}
+		// The master holds the lease only where this node's view places it
+		// (a stray activation must not keep it from the owner), and the side
+		// of a partition that hears from nobody lets go of it, so that the
+		// side the clients reach takes over.
+		n.ownership = newMasterOwnership(n.sys)
+		guard := n.ownership.Owns
 		if p, ok := cfg.Provider.(cutOffReporter); ok {
-			// The side of a partition that hears from nobody lets go of the
-			// master's lease, so that the side the clients reach takes over.
-			mopts = append(mopts, master.WithLeaseGuard(func() bool { return !p.CutOff() }))
+			guard = func() bool { return n.ownership.Owns() && !p.CutOff() }
 		}
+		mopts = append(mopts, master.WithLeaseGuard(guard))
 		mopts = append(mopts, cfg.MasterOptions...)
 		props, err := master.Props(n.jrnl, mopts...)
 		if err != nil {
@@ -543,6 +551,9 @@ func (n *ClusterNode) stopWorkers() []error {
 }
 
 func (n *ClusterNode) closeLocator() {
+	if n.ownership != nil {
+		n.ownership.Close()
+	}
 	if n.locator != nil {
 		n.locator.Close()
 	}
