@@ -80,7 +80,7 @@ func parsePostgres(raw string) (Location, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return Location{}, fmt.Errorf("%w: journal URL is not a valid PostgreSQL URL: %v (want %s)", persistence.ErrInvalid, err, URLHelp)
+		return Location{}, fmt.Errorf("%w: journal URL is not a valid PostgreSQL URL: %w (want %s)", persistence.ErrInvalid, err, URLHelp)
 	}
 	loc := Location{Scheme: SchemePostgres, dsn: raw}
 	if u.Opaque != "" {
