@@ -231,7 +231,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 	}
-	n.log.Info("node started", "address", n.sys.Address(), "member_id", n.sys.ID)
+	attrs := []any{"address", n.sys.Address(), "member_id", n.sys.ID}
+	if cfg.Role == RoleBackend {
+		attrs = append(attrs, "journal", journalDesc(cfg.Journal, loc))
+	}
+	n.log.Info("node started", attrs...)
 	return n, nil
 }
 

@@ -52,3 +52,12 @@ func openJournal(ctx context.Context, loc journal.Location, log *slog.Logger) (p
 	}
 	return j, nil
 }
+
+// journalDesc says in a log line which journal a node uses (the password
+// masked).
+func journalDesc(given persistence.Journal, loc journal.Location) string {
+	if given != nil {
+		return "(given in the configuration)"
+	}
+	return loc.String()
+}

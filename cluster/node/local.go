@@ -191,7 +191,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		n.shutdown()
 		return nil, err
 	}
-	n.log.Info("node started", "role", RoleAll.String(), "workers", cfg.workers, "journal", loc.String())
+	n.log.Info("node started", "role", RoleAll.String(), "workers", cfg.workers, "journal", journalDesc(cfg.journal, loc))
 	return n, nil
 }
 
