@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
@@ -318,7 +319,11 @@ func (t *pgTxn) commit() error {
 
 func (t *pgTxn) rollback() error { return t.tx.Rollback(bg) }
 
-// reader borrows a read connection; put it back with release.
+// reader borrows a read connection; put it back with release. A pooled
+// connection is pinged first: a server restart breaks every idle one, and
+// each would otherwise fail one recovery attempt, which the runtime retries
+// only after its backoff (up to seconds), so service would return that much
+// later per broken connection.
 func (b *pgBackend) reader(ctx context.Context) (*pgx.Conn, error) {
 	var c *pgx.Conn
 	select {
@@ -327,7 +332,10 @@ func (b *pgBackend) reader(ctx context.Context) (*pgx.Conn, error) {
 		return nil, ctx.Err()
 	}
 	if c != nil && !c.IsClosed() {
-		return c, nil
+		if err := c.Ping(ctx); err == nil {
+			return c, nil
+		}
+		_ = c.Close(ctx) // broken: a new connection replaces it
 	}
 	c, err := pgx.ConnectConfig(ctx, b.cfg)
 	if err != nil {
@@ -337,23 +345,30 @@ func (b *pgBackend) reader(ctx context.Context) (*pgx.Conn, error) {
 	return c, nil
 }
 
-func (b *pgBackend) release(c *pgx.Conn) {
+// release puts c back in the pool. After err, unless the server reported
+// it (the connection is then fine), c is closed and its slot reconnects on
+// its next use.
+func (b *pgBackend) release(c *pgx.Conn, err error) {
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
-	if closed {
+	var pgErr *pgconn.PgError
+	if closed || (err != nil && !errors.As(err, &pgErr) && !errors.Is(err, pgx.ErrNoRows)) {
 		_ = c.Close(context.Background())
+		if !closed {
+			b.readers <- nil
+		}
 		return
 	}
 	b.readers <- c
 }
 
-func (b *pgBackend) loadPage(ctx context.Context, stream string, from int64) ([]record, error) {
+func (b *pgBackend) loadPage(ctx context.Context, stream string, from int64) (_ []record, err error) {
 	c, err := b.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer b.release(c)
+	defer func() { b.release(c, err) }()
 	rows, err := c.Query(ctx, pgLoad, stream, from, loadPage)
 	if err != nil {
 		return nil, fmt.Errorf("journal: load %q from %s: %w", stream, b.name, err)
@@ -373,12 +388,12 @@ func (b *pgBackend) loadPage(ctx context.Context, stream string, from int64) ([]
 	return page, nil
 }
 
-func (b *pgBackend) loadSnapshot(ctx context.Context, stream string) (record, bool, error) {
+func (b *pgBackend) loadSnapshot(ctx context.Context, stream string) (_ record, _ bool, err error) {
 	c, err := b.reader(ctx)
 	if err != nil {
 		return record{}, false, err
 	}
-	defer b.release(c)
+	defer func() { b.release(c, err) }()
 	var r record
 	err = c.QueryRow(ctx, pgLoadSnap, stream).Scan(&r.seq, &r.name, &r.data)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -70,9 +68,16 @@ type ClusterConfig struct {
 	// Provider is the membership provider (required).
 	Provider cluster.ClusterProvider
 	// DataDir holds the shared SQLite journal of backend nodes, unless
-	// Journal is set.
+	// JournalURL or Journal is set.
 	DataDir string
-	// Journal overrides the backend's journal (the node does not close it).
+	// JournalURL is where a backend's journal lives: sqlite:PATH or
+	// postgres://... (see journal.ParseURL). Empty: the SQLite file
+	// JournalFile in DataDir. Backends on several hosts share a PostgreSQL
+	// journal; a SQLite file can be shared only on one host. Other roles
+	// have no journal and must leave it empty.
+	JournalURL string
+	// Journal overrides JournalURL and DataDir with an open journal (the
+	// node does not close it).
 	Journal persistence.Journal
 	// Workers is the number of workers of a worker node.
 	Workers int
@@ -142,6 +147,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	if cfg.Workers < 0 {
 		return nil, fmt.Errorf("%w: workers %d must be 0 or more", ErrInvalidConfig, cfg.Workers)
 	}
+	if cfg.JournalURL != "" && cfg.Role != RoleBackend {
+		// A journal URL on a node that has none is a mistake in the
+		// deployment (the URL meant for a backend went elsewhere): say so
+		// rather than run without it.
+		return nil, fmt.Errorf("%w: a %s node has no journal, so it takes no journal URL (set it on backend nodes only)", ErrInvalidConfig, cfg.Role)
+	}
+	loc, err := journalLocation(cfg.JournalURL, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -163,7 +178,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 
 	var kinds []*cluster.Kind
 	if cfg.Role == RoleBackend {
-		if err := n.openJournal(); err != nil {
+		if err := n.openJournal(ctx, loc); err != nil {
 			n.sys.Shutdown()
 			return nil, err
 		}
@@ -224,7 +239,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 	}
-	n.log.Info("node started", "address", n.sys.Address(), "member_id", n.sys.ID)
+	attrs := []any{"address", n.sys.Address(), "member_id", n.sys.ID}
+	if cfg.Role == RoleBackend {
+		attrs = append(attrs, "journal", journalDesc(cfg.Journal, loc))
+	}
+	n.log.Info("node started", attrs...)
 	return n, nil
 }
 
@@ -249,19 +268,12 @@ func (n *ClusterNode) startCluster() (err error) {
 	return nil
 }
 
-func (n *ClusterNode) openJournal() error {
+func (n *ClusterNode) openJournal(ctx context.Context, loc journal.Location) error {
 	if n.cfg.Journal != nil {
 		n.jrnl = n.cfg.Journal
 		return nil
 	}
-	dir := n.cfg.DataDir
-	if dir == "" {
-		dir = DefaultDataDir
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("node: cannot create data directory %s: %w (pass --data DIR with a writable directory)", dir, err)
-	}
-	j, err := journal.OpenSQLite(filepath.Join(dir, JournalFile), journal.WithLogger(n.log))
+	j, err := openJournal(ctx, loc, n.log)
 	if err != nil {
 		return err
 	}

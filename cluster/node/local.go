@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,7 +14,6 @@ import (
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
-	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/protolog"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -39,6 +36,7 @@ type LocalOption func(*localConfig)
 
 type localConfig struct {
 	dataDir       string
+	journalURL    string
 	journal       persistence.Journal
 	workers       int
 	registry      *worker.Registry
@@ -55,8 +53,12 @@ type localConfig struct {
 // WithDataDir sets the directory of the SQLite journal (created if missing).
 func WithDataDir(dir string) LocalOption { return func(c *localConfig) { c.dataDir = dir } }
 
-// WithJournal uses j instead of a SQLite journal in the data directory; the
-// node does not close it.
+// WithJournalURL opens the journal at rawURL, sqlite:PATH or postgres://...
+// (see journal.ParseURL), instead of the SQLite file in the data directory.
+func WithJournalURL(rawURL string) LocalOption { return func(c *localConfig) { c.journalURL = rawURL } }
+
+// WithJournal uses j instead of opening a journal (WithJournalURL,
+// WithDataDir); the node does not close it.
 func WithJournal(j persistence.Journal) LocalOption { return func(c *localConfig) { c.journal = j } }
 
 // WithWorkers sets how many workers the node runs (default DefaultWorkers;
@@ -124,13 +126,14 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	}
 	n := &Local{log: log.With("component", "node")}
 
+	loc, err := journalLocation(cfg.journalURL, cfg.dataDir)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.journal != nil {
 		n.jrnl = cfg.journal
 	} else {
-		if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("node: cannot create data directory %s: %w (pass --data DIR with a writable directory)", cfg.dataDir, err)
-		}
-		j, err := journal.OpenSQLite(filepath.Join(cfg.dataDir, JournalFile), journal.WithLogger(log))
+		j, err := openJournal(ctx, loc, log)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +191,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		n.shutdown()
 		return nil, err
 	}
-	n.log.Info("node started", "role", RoleAll.String(), "workers", cfg.workers, "data", cfg.dataDir)
+	n.log.Info("node started", "role", RoleAll.String(), "workers", cfg.workers, "journal", journalDesc(cfg.journal, loc))
 	return n, nil
 }
 

@@ -8,29 +8,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
+
+// journalEnv names the environment variable that gives --journal's default.
+const journalEnv = "FOREMAN_JOURNAL"
 
 // errUsage marks a command line that cannot be run; main exits 2 on it.
 var errUsage = errors.New("usage error")
 
 // nodeArgs is the parsed command line of a node: `foreman [PORT] [flags]`.
 type nodeArgs struct {
-	port     int
-	role     node.Role
-	host     string
-	seeds    []string
-	workers  int
-	data     string
-	http     string
-	jobs     int
-	delay    time.Duration
-	delaySet bool
-	logLevel string
-	produce  bool
-	rate     string
-	adaptive string
-	window   int
+	port    int
+	role    node.Role
+	host    string
+	seeds   []string
+	workers int
+	data    string
+	// journal is the journal URL (--journal, else FOREMAN_JOURNAL; empty:
+	// SQLite under data); journalFromEnv says it came from the environment.
+	journal        string
+	journalFromEnv bool
+	http           string
+	jobs           int
+	delay          time.Duration
+	delaySet       bool
+	logLevel       string
+	produce        bool
+	rate           string
+	adaptive       string
+	window         int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -42,7 +50,9 @@ func splitPort(args []string) (portArg string, rest []string) {
 	return "", args
 }
 
-func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
+// parseNodeArgs parses a node's command line; getenv reads the environment
+// (os.Getenv, or a map in tests).
+func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) (nodeArgs, error) {
 	a := nodeArgs{role: node.RoleAll}
 	portArg, rest := splitPort(args)
 	if portArg != "" {
@@ -58,6 +68,7 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 	fs.StringVar(&a.host, "host", "127.0.0.1", "interface to bind and advertise (cluster nodes)")
 	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes)")
 	fs.StringVar(&a.data, "data", "./foreman-data", "directory of the journal (backend and all-in-one nodes)")
+	fs.StringVar(&a.journal, "journal", "", "where the journal lives: sqlite:PATH or postgres://user[:password]@host[:port]/db (backend and all-in-one nodes; default: $"+journalEnv+", else sqlite:DATA/"+node.JournalFile+")")
 	fs.StringVar(&a.http, "http", "", "HTTP API address: frontend nodes default to 127.0.0.1:PORT+5000; the all-in-one node serves it only when this is set")
 	fs.IntVar(&a.jobs, "jobs", 0, "submit this many jobs as fast as they are acked, then exit once all results are consumed (0: simulated clients, run until stopped)")
 	fs.Func("delay", "simulated work time of the square job, a duration like 1.5s (default: random 1-2 s; 0 for none)", func(s string) error {
@@ -85,6 +96,9 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 			return a, err
 		}
 		return a, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := a.resolveJournal(fs, getenv); err != nil {
+		return a, err
 	}
 	if fs.NArg() > 0 {
 		return a, fmt.Errorf("%w: unexpected argument %q; expected %s", errUsage, fs.Arg(0), node.PortHelp)
@@ -120,4 +134,32 @@ func parseNodeArgs(args []string, stderr io.Writer) (nodeArgs, error) {
 		a.seeds = append(a.seeds, s)
 	}
 	return a, nil
+}
+
+// resolveJournal settles the journal URL: --journal wins over
+// FOREMAN_JOURNAL, and either is checked here, so a bad URL is a usage
+// error (exit 2) before anything starts. Frontend and worker nodes have no
+// journal: --journal on one is a usage error (the URL meant for a backend
+// went to the wrong node), while FOREMAN_JOURNAL is only warned about when
+// the node starts, since one environment is often shared by every node of
+// a host.
+func (a *nodeArgs) resolveJournal(fs *flag.FlagSet, getenv func(string) string) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "journal" })
+	name := "--journal"
+	if !given {
+		a.journal, a.journalFromEnv, name = getenv(journalEnv), true, journalEnv
+		if a.journal == "" {
+			a.journalFromEnv = false
+			return nil
+		}
+	}
+	hasJournal := a.role == node.RoleAll || a.role == node.RoleBackend
+	if !hasJournal && given {
+		return fmt.Errorf("%w: --journal: a %s node has no journal; pass --journal to backend (2000-2999) and all-in-one nodes only", errUsage, a.role)
+	}
+	if _, err := journal.ParseURL(a.journal); err != nil {
+		return fmt.Errorf("%w: %s: %w", errUsage, name, err)
+	}
+	return nil
 }

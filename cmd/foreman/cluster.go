@@ -62,6 +62,13 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		Workers:       a.workers,
 		Logger:        log,
 	}
+	switch {
+	case a.role == node.RoleBackend:
+		cfg.JournalURL = a.journal
+	case a.journal != "":
+		// Only from the environment (parseNodeArgs refuses the flag here).
+		log.Warn("ignoring "+journalEnv+": only backend nodes have a journal", "role", a.role.String())
+	}
 	if a.role == node.RoleWorker && a.delaySet {
 		cfg.Registry = builtinRegistry(a)
 	}

@@ -44,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			args = []string{"-h"}
 		}
 	}
-	a, err := parseNodeArgs(args, stderr)
+	a, err := parseNodeArgs(args, os.Getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

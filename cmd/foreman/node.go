@@ -32,7 +32,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closePool()
-	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithWorkers(a.workers), node.WithLogger(log),
+	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithJournalURL(a.journal), node.WithWorkers(a.workers), node.WithLogger(log),
 		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...)}
 	if a.delaySet {
 		opts = append(opts, node.WithSquareDelay(a.delay, a.delay))
