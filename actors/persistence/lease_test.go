@@ -199,15 +199,14 @@ func TestRuntimeLease(t *testing.T) {
 		first.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
 		second := b.activate(t)
 		b.client.Watch(second.pid)
+		// Timers: the first's renewal and deadline, the second's next look.
 		for range 8 { // 800 ms: still within 3 ttls of waiting
-			b.advance(t, 1, step)
+			b.advance(t, 3, step)
 			b.waitRenewed(t, first)
 		}
 		require.Equal(t, "waiting for lease", b.phase(t, second.pid))
-		for range 4 {
-			b.advance(t, 1, step)
-			b.waitRenewed(t, first)
-		}
+		b.advance(t, 3, step) // 900 ms: the second's look finds it has waited 3 ttls
+		b.waitRenewed(t, first)
 		b.client.ExpectMsg(&actor.Terminated{Who: second.pid}, testkit.Timeout())
 		b.add(first.pid, "a")
 		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout()) // not fenced: the stray took no epoch
