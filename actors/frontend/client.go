@@ -54,7 +54,7 @@ func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 	lastGone := false
 	for attempt := 1; ; attempt++ {
 		err := c.SubmitOnce(ctx, w)
-		if err != nil && errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
+		if errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
 			// The master's node just left: its successor is being found
 			// now, so send again at once (once; then back off as usual).
 			c.log.Debug("master gone, submitting again at once", "work_id", w.GetWorkId(), "attempt", attempt)
@@ -156,12 +156,13 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
 	}
 	timeout := c.cfg.askTimeout
+	callersDeadline := false // the caller's ctx ends before the ask timeout
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
 			if left <= 0 {
 				return nil, context.DeadlineExceeded
 			}
-			timeout = left
+			timeout, callersDeadline = left, true
 		}
 	}
 	fut := c.sys.Root.RequestFuture(pid, msg, timeout)
@@ -175,7 +176,12 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c.master.Forget(pid) // the next attempt looks the master up again
+		if !callersDeadline {
+			// The master did not answer within the ask timeout: the next
+			// attempt looks it up again. (When the caller's shorter deadline
+			// bounded the wait, that says nothing about the master.)
+			c.master.Forget(pid)
+		}
 		return nil, fmt.Errorf("%w (ask timeout %v, master %s)", ErrTimeout, timeout, pid)
 	case errors.Is(err, actor.ErrDeadLetter):
 		c.master.Forget(pid)

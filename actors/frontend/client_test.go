@@ -279,10 +279,13 @@ func TestClientForgetsAMasterThatDoesNotAnswer(t *testing.T) {
 	require.ErrorIs(t, err, route.ErrNoMaster)
 	require.Equal(t, gonePID, <-forgot)
 
-	// A caller whose own ctx ends first reports nothing: the master may be fine.
+	// A caller whose own deadline is shorter than the ask timeout reports
+	// nothing: the master may be fine. (The ask's timer and ctx end
+	// together, so the error is either.)
 	current.Store(silent.PID())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, c.SubmitOnce(ctx, work("c")), context.DeadlineExceeded)
+	err = c.SubmitOnce(ctx, work("c"))
+	require.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, frontend.ErrTimeout), "got %v", err)
 	require.Empty(t, forgot)
 }

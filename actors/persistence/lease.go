@@ -227,6 +227,7 @@ func (r *Runtime) startKeeper(granted time.Time) {
 	}
 	k.deadline.Store(granted.Add(ttl).UnixNano())
 	r.keeper = k
+	r.lastChance = false // a new grant has a last chance of its own
 	k.arm(ttl / 3)
 }
 

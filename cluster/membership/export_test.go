@@ -11,4 +11,13 @@ func SetFailServing(p *Provider, fail bool) { p.failServing.Store(fail) }
 
 // SetHangServing makes p's endpoint answer nothing while hang is set, as a
 // paused or cut-off node: probes of it time out.
-func SetHangServing(p *Provider, hang bool) { p.hangServing.Store(hang) }
+func SetHangServing(p *Provider, hang bool) {
+	if hang {
+		ch := make(chan struct{})
+		p.hang.Store(&ch)
+		return
+	}
+	if ch := p.hang.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}

@@ -169,24 +169,12 @@ func WithPortOffset(n int) Option {
 // [DefaultRefresh]). A crashed member is detected within about a refresh;
 // a silent one after the silence period.
 func WithRefresh(d time.Duration) Option {
-	return func(c *config) {
-		if d < time.Millisecond {
-			c.fail("refresh %v: want at least 1ms", d)
-			return
-		}
-		c.refresh = d
-	}
+	return durationOption("refresh", d, func(c *config) *time.Duration { return &c.refresh })
 }
 
 // WithTimeout sets how long one probe may take (default [DefaultTimeout]).
 func WithTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d < time.Millisecond {
-			c.fail("probe timeout %v: want at least 1ms", d)
-			return
-		}
-		c.timeout = d
-	}
+	return durationOption("probe timeout", d, func(c *config) *time.Duration { return &c.timeout })
 }
 
 // WithFailures sets how many consecutive probes of a member by this node
@@ -208,25 +196,25 @@ func WithFailures(n int) Option {
 // Once it has passed without this node hearing from any other,
 // [Provider.CutOff] reports true.
 func WithSilence(d time.Duration) Option {
-	return func(c *config) {
-		if d < time.Millisecond {
-			c.fail("silence %v: want at least 1ms", d)
-			return
-		}
-		c.silence = d
-	}
+	return durationOption("silence", d, func(c *config) *time.Duration { return &c.silence })
 }
 
 // WithForget sets how long a learned member endpoint is still probed after
 // its member went down (default [DefaultForget]): a member that comes back
 // within it joins again by itself. Seeds are probed for ever.
 func WithForget(d time.Duration) Option {
+	return durationOption("forget", d, func(c *config) *time.Duration { return &c.forget })
+}
+
+// durationOption sets the duration field picks out to d, or records that
+// d is below the 1 ms every interval of the provider needs.
+func durationOption(name string, d time.Duration, field func(*config) *time.Duration) Option {
 	return func(c *config) {
 		if d < time.Millisecond {
-			c.fail("forget %v: want at least 1ms", d)
+			c.fail("%s %v: want at least 1ms", name, d)
 			return
 		}
-		c.forget = d
+		*field(c) = d
 	}
 }
 

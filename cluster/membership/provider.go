@@ -61,7 +61,7 @@ type Provider struct {
 	// hooks for tests (export_test.go)
 	startedHook func()
 	failServing atomic.Bool
-	hangServing atomic.Bool // answers wait while set: a silent node
+	hang        atomic.Pointer[chan struct{}] // non-nil: answers wait until it is closed (a silent node)
 }
 
 var _ cluster.ClusterProvider = (*Provider)(nil)
@@ -484,11 +484,11 @@ func (p *Provider) clusterName() string { return p.c.Config.Name }
 
 // serveMembers answers GET /members.
 func (p *Provider) serveMembers(w http.ResponseWriter, r *http.Request) {
-	for p.hangServing.Load() {
+	if hang := p.hang.Load(); hang != nil {
 		select {
+		case <-*hang:
 		case <-r.Context().Done():
 			return
-		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	if p.failServing.Load() {

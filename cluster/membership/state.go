@@ -287,8 +287,7 @@ func (v *view) reject(now time.Time, ids []string) change {
 		v.kill(id)
 		for _, p := range v.peers {
 			if p.node.ID == id && p.alive {
-				p.alive, p.last, p.since = false, nil, now
-				ch.left = append(ch.left, p.node)
+				v.down(now, p, &ch) // every endpoint of the member, once
 			}
 		}
 	}
