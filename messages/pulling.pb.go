@@ -366,8 +366,16 @@ type PullingProgress struct {
 	Failed      uint64 `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
 	InFlight    uint64 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	// Items not yet confirmed, or -1 when the Epic cannot tell.
-	Remaining     int64  `protobuf:"varint,8,opt,name=remaining,proto3" json:"remaining,omitempty"`
-	Workers       uint32 `protobuf:"varint,9,opt,name=workers,proto3" json:"workers,omitempty"`
+	Remaining int64  `protobuf:"varint,8,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	Workers   uint32 `protobuf:"varint,9,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Durable masters only: items finished (confirmed or given up) over every
+	// activation of the Epic, whether the Epic has ended, and why it failed
+	// (empty when it did not).
+	Finished uint64 `protobuf:"varint,10,opt,name=finished,proto3" json:"finished,omitempty"`
+	Done     bool   `protobuf:"varint,11,opt,name=done,proto3" json:"done,omitempty"`
+	Error    string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
+	// Durable masters only: the Epic's name.
+	Name          string `protobuf:"bytes,13,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -465,6 +473,434 @@ func (x *PullingProgress) GetWorkers() uint32 {
 	return 0
 }
 
+func (x *PullingProgress) GetFinished() uint64 {
+	if x != nil {
+		return x.Finished
+	}
+	return 0
+}
+
+func (x *PullingProgress) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *PullingProgress) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PullingProgress) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// PullingStartEpic asks a durable master (actors/pulling
+// DurableMasterProps) to begin its Epic. It is idempotent: a master whose
+// Epic has begun (or ended) answers with its progress again. The answer,
+// a PullingProgress, leaves only once the start is durable.
+type PullingStartEpic struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Epic's name; it must be the master's own.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingStartEpic) Reset() {
+	*x = PullingStartEpic{}
+	mi := &file_pulling_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingStartEpic) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingStartEpic) ProtoMessage() {}
+
+func (x *PullingStartEpic) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingStartEpic.ProtoReflect.Descriptor instead.
+func (*PullingStartEpic) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PullingStartEpic) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// PullingItemPosition is one finished item of a durable master's Epic: its
+// place in the Epic (1 for the first item) and the Epic's cursor after it.
+type PullingItemPosition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Cursor        []byte                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingItemPosition) Reset() {
+	*x = PullingItemPosition{}
+	mi := &file_pulling_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingItemPosition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingItemPosition) ProtoMessage() {}
+
+func (x *PullingItemPosition) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingItemPosition.ProtoReflect.Descriptor instead.
+func (*PullingItemPosition) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PullingItemPosition) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PullingItemPosition) GetCursor() []byte {
+	if x != nil {
+		return x.Cursor
+	}
+	return nil
+}
+
+// PullingEpicBegun is journaled when a durable master's Epic begins.
+type PullingEpicBegun struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingEpicBegun) Reset() {
+	*x = PullingEpicBegun{}
+	mi := &file_pulling_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingEpicBegun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingEpicBegun) ProtoMessage() {}
+
+func (x *PullingEpicBegun) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingEpicBegun.ProtoReflect.Descriptor instead.
+func (*PullingEpicBegun) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PullingEpicBegun) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PullingEpicBegun) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+// PullingConfirmed is journaled for items a durable master's workers
+// finished (confirmed, or given up after too many errors), before the
+// workers that finished them are handed more.
+type PullingConfirmed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*PullingItemPosition `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingConfirmed) Reset() {
+	*x = PullingConfirmed{}
+	mi := &file_pulling_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingConfirmed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingConfirmed) ProtoMessage() {}
+
+func (x *PullingConfirmed) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingConfirmed.ProtoReflect.Descriptor instead.
+func (*PullingConfirmed) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PullingConfirmed) GetItems() []*PullingItemPosition {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// PullingEpicFinished is journaled when a durable master's Epic ends.
+type PullingEpicFinished struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty when every item finished; otherwise why the Epic was aborted (a
+	// later PullingStartEpic resumes it).
+	Error         string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingEpicFinished) Reset() {
+	*x = PullingEpicFinished{}
+	mi := &file_pulling_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingEpicFinished) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingEpicFinished) ProtoMessage() {}
+
+func (x *PullingEpicFinished) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingEpicFinished.ProtoReflect.Descriptor instead.
+func (*PullingEpicFinished) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PullingEpicFinished) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// PullingMasterRecovered is the recovery marker a durable master's
+// activation journals when it has recovered: an older activation that
+// sees it (fence check) stops.
+type PullingMasterRecovered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AtUnixNano    int64                  `protobuf:"varint,1,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingMasterRecovered) Reset() {
+	*x = PullingMasterRecovered{}
+	mi := &file_pulling_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingMasterRecovered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingMasterRecovered) ProtoMessage() {}
+
+func (x *PullingMasterRecovered) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingMasterRecovered.ProtoReflect.Descriptor instead.
+func (*PullingMasterRecovered) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PullingMasterRecovered) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+// PullingEpicSnapshot is a durable master's state: whether its Epic has
+// begun and ended, and its position (every item up to prefix finished,
+// with the cursor after item prefix, plus the items finished beyond it).
+type PullingEpicSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Begun         bool                   `protobuf:"varint,2,opt,name=begun,proto3" json:"begun,omitempty"`
+	Finished      bool                   `protobuf:"varint,3,opt,name=finished,proto3" json:"finished,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Prefix        uint64                 `protobuf:"varint,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	PrefixCursor  []byte                 `protobuf:"bytes,6,opt,name=prefix_cursor,json=prefixCursor,proto3" json:"prefix_cursor,omitempty"`
+	Beyond        []*PullingItemPosition `protobuf:"bytes,7,rep,name=beyond,proto3" json:"beyond,omitempty"`
+	Activations   uint64                 `protobuf:"varint,8,opt,name=activations,proto3" json:"activations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullingEpicSnapshot) Reset() {
+	*x = PullingEpicSnapshot{}
+	mi := &file_pulling_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullingEpicSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullingEpicSnapshot) ProtoMessage() {}
+
+func (x *PullingEpicSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_pulling_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullingEpicSnapshot.ProtoReflect.Descriptor instead.
+func (*PullingEpicSnapshot) Descriptor() ([]byte, []int) {
+	return file_pulling_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PullingEpicSnapshot) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PullingEpicSnapshot) GetBegun() bool {
+	if x != nil {
+		return x.Begun
+	}
+	return false
+}
+
+func (x *PullingEpicSnapshot) GetFinished() bool {
+	if x != nil {
+		return x.Finished
+	}
+	return false
+}
+
+func (x *PullingEpicSnapshot) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PullingEpicSnapshot) GetPrefix() uint64 {
+	if x != nil {
+		return x.Prefix
+	}
+	return 0
+}
+
+func (x *PullingEpicSnapshot) GetPrefixCursor() []byte {
+	if x != nil {
+		return x.PrefixCursor
+	}
+	return nil
+}
+
+func (x *PullingEpicSnapshot) GetBeyond() []*PullingItemPosition {
+	if x != nil {
+		return x.Beyond
+	}
+	return nil
+}
+
+func (x *PullingEpicSnapshot) GetActivations() uint64 {
+	if x != nil {
+		return x.Activations
+	}
+	return 0
+}
+
 var File_pulling_proto protoreflect.FileDescriptor
 
 const file_pulling_proto_rawDesc = "" +
@@ -489,7 +925,7 @@ const file_pulling_proto_rawDesc = "" +
 	"\aitem_id\x18\x02 \x01(\x04R\x06itemId\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
 	"\x06credit\x18\x04 \x01(\rR\x06credit\"\x14\n" +
-	"\x12PullingGetProgress\"\x90\x02\n" +
+	"\x12PullingGetProgress\"\xea\x02\n" +
 	"\x0fPullingProgress\x12\x17\n" +
 	"\aepic_id\x18\x01 \x01(\x04R\x06epicId\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\bR\arunning\x12\x1d\n" +
@@ -500,7 +936,37 @@ const file_pulling_proto_rawDesc = "" +
 	"\x06failed\x18\x06 \x01(\x04R\x06failed\x12\x1b\n" +
 	"\tin_flight\x18\a \x01(\x04R\binFlight\x12\x1c\n" +
 	"\tremaining\x18\b \x01(\x03R\tremaining\x12\x18\n" +
-	"\aworkers\x18\t \x01(\rR\aworkersB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\aworkers\x18\t \x01(\rR\aworkers\x12\x1a\n" +
+	"\bfinished\x18\n" +
+	" \x01(\x04R\bfinished\x12\x12\n" +
+	"\x04done\x18\v \x01(\bR\x04done\x12\x14\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12\x12\n" +
+	"\x04name\x18\r \x01(\tR\x04name\"&\n" +
+	"\x10PullingStartEpic\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"?\n" +
+	"\x13PullingItemPosition\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\fR\x06cursor\"H\n" +
+	"\x10PullingEpicBegun\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
+	"atUnixNano\"O\n" +
+	"\x10PullingConfirmed\x12;\n" +
+	"\x05items\x18\x01 \x03(\v2%.foreman.messages.PullingItemPositionR\x05items\"+\n" +
+	"\x13PullingEpicFinished\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\":\n" +
+	"\x16PullingMasterRecovered\x12 \n" +
+	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
+	"atUnixNano\"\x8f\x02\n" +
+	"\x13PullingEpicSnapshot\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05begun\x18\x02 \x01(\bR\x05begun\x12\x1a\n" +
+	"\bfinished\x18\x03 \x01(\bR\bfinished\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
+	"\x06prefix\x18\x05 \x01(\x04R\x06prefix\x12#\n" +
+	"\rprefix_cursor\x18\x06 \x01(\fR\fprefixCursor\x12=\n" +
+	"\x06beyond\x18\a \x03(\v2%.foreman.messages.PullingItemPositionR\x06beyond\x12 \n" +
+	"\vactivations\x18\b \x01(\x04R\vactivationsB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_pulling_proto_rawDescOnce sync.Once
@@ -514,26 +980,35 @@ func file_pulling_proto_rawDescGZIP() []byte {
 	return file_pulling_proto_rawDescData
 }
 
-var file_pulling_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_pulling_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_pulling_proto_goTypes = []any{
-	(*PullingRegister)(nil),      // 0: foreman.messages.PullingRegister
-	(*PullingWorkAvailable)(nil), // 1: foreman.messages.PullingWorkAvailable
-	(*PullingGimmeWork)(nil),     // 2: foreman.messages.PullingGimmeWork
-	(*PullingWork)(nil),          // 3: foreman.messages.PullingWork
-	(*PullingWorkDone)(nil),      // 4: foreman.messages.PullingWorkDone
-	(*PullingGetProgress)(nil),   // 5: foreman.messages.PullingGetProgress
-	(*PullingProgress)(nil),      // 6: foreman.messages.PullingProgress
-	(*actor.PID)(nil),            // 7: actor.PID
+	(*PullingRegister)(nil),        // 0: foreman.messages.PullingRegister
+	(*PullingWorkAvailable)(nil),   // 1: foreman.messages.PullingWorkAvailable
+	(*PullingGimmeWork)(nil),       // 2: foreman.messages.PullingGimmeWork
+	(*PullingWork)(nil),            // 3: foreman.messages.PullingWork
+	(*PullingWorkDone)(nil),        // 4: foreman.messages.PullingWorkDone
+	(*PullingGetProgress)(nil),     // 5: foreman.messages.PullingGetProgress
+	(*PullingProgress)(nil),        // 6: foreman.messages.PullingProgress
+	(*PullingStartEpic)(nil),       // 7: foreman.messages.PullingStartEpic
+	(*PullingItemPosition)(nil),    // 8: foreman.messages.PullingItemPosition
+	(*PullingEpicBegun)(nil),       // 9: foreman.messages.PullingEpicBegun
+	(*PullingConfirmed)(nil),       // 10: foreman.messages.PullingConfirmed
+	(*PullingEpicFinished)(nil),    // 11: foreman.messages.PullingEpicFinished
+	(*PullingMasterRecovered)(nil), // 12: foreman.messages.PullingMasterRecovered
+	(*PullingEpicSnapshot)(nil),    // 13: foreman.messages.PullingEpicSnapshot
+	(*actor.PID)(nil),              // 14: actor.PID
 }
 var file_pulling_proto_depIdxs = []int32{
-	7, // 0: foreman.messages.PullingRegister.worker:type_name -> actor.PID
-	7, // 1: foreman.messages.PullingGimmeWork.worker:type_name -> actor.PID
-	7, // 2: foreman.messages.PullingWorkDone.worker:type_name -> actor.PID
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	14, // 0: foreman.messages.PullingRegister.worker:type_name -> actor.PID
+	14, // 1: foreman.messages.PullingGimmeWork.worker:type_name -> actor.PID
+	14, // 2: foreman.messages.PullingWorkDone.worker:type_name -> actor.PID
+	8,  // 3: foreman.messages.PullingConfirmed.items:type_name -> foreman.messages.PullingItemPosition
+	8,  // 4: foreman.messages.PullingEpicSnapshot.beyond:type_name -> foreman.messages.PullingItemPosition
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_pulling_proto_init() }
@@ -547,7 +1022,7 @@ func file_pulling_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pulling_proto_rawDesc), len(file_pulling_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -197,6 +197,8 @@ func TestMasterRedeliversWhenWorkerStops(t *testing.T) {
 	}
 
 	survivor.Send(master, &messages.PullingRegister{Worker: survivor.PID()})
+	// A worker that joins mid-Epic is told WorkAvailable (the seed's join).
+	testkit.ExpectMsgType[*messages.PullingWorkAvailable](survivor, testkit.Timeout())
 	survivor.Send(master, &messages.PullingGimmeWork{Worker: survivor.PID()})
 	survivor.ExpectNoMsg(50 * time.Millisecond) // held by the stuck worker
 	require.NoError(t, sys.Root.StopFuture(stuck).Wait())

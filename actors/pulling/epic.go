@@ -2,6 +2,8 @@ package pulling
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"sync"
 )
 
@@ -51,4 +53,75 @@ func (e *sliceEpic[T]) Remaining() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.items)
+}
+
+// Positioned is an item of a [SeekEpic] with the Epic's cursor after it: a
+// [SeekEpic.Seek] to that cursor continues with the next item.
+type Positioned[T any] struct {
+	Item   T
+	Cursor []byte
+}
+
+// SeekEpic is an Epic a durable master can resume: it returns each item with
+// the cursor after it, and seeks to a cursor. Cursors are opaque bytes
+// journaled by the master (e.g. the last primary key of a page).
+type SeekEpic[T any] interface {
+	// Seek positions the Epic just after cursor; nil is the start.
+	Seek(ctx context.Context, cursor []byte) error
+	// NextAt returns up to limit further items, each with the cursor after
+	// it. An empty batch (and nil error) means the Epic has no more items.
+	NextAt(ctx context.Context, limit int) ([]Positioned[T], error)
+}
+
+// EpicOpener opens the Epic called name, on whichever node hosts its durable
+// master (see [DurableMasterProps]). The master calls it when the Epic
+// begins and in every activation that resumes it, then seeks to the
+// journaled position. An Epic that also implements [Sized] reports the
+// items remaining after that Seek.
+type EpicOpener[T any] func(ctx context.Context, name string) (SeekEpic[T], error)
+
+// SliceSeekEpic returns a SeekEpic over items (not copied); its cursor is
+// the index after an item, as 8 bytes. It implements [Sized].
+func SliceSeekEpic[T any](items []T) SeekEpic[T] { return &sliceSeekEpic[T]{items: items} }
+
+type sliceSeekEpic[T any] struct {
+	mu    sync.Mutex // guards next
+	items []T
+	next  int
+}
+
+func (e *sliceSeekEpic[T]) Seek(_ context.Context, cursor []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cursor == nil {
+		e.next = 0
+		return nil
+	}
+	if len(cursor) != 8 {
+		return fmt.Errorf("pulling: slice epic cursor of %d bytes, want 8", len(cursor))
+	}
+	n := binary.BigEndian.Uint64(cursor)
+	if n > uint64(len(e.items)) {
+		return fmt.Errorf("pulling: slice epic cursor %d beyond its %d items", n, len(e.items))
+	}
+	e.next = int(n)
+	return nil
+}
+
+func (e *sliceSeekEpic[T]) NextAt(_ context.Context, limit int) ([]Positioned[T], error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := min(limit, len(e.items)-e.next)
+	out := make([]Positioned[T], n)
+	for i := range out {
+		e.next++
+		out[i] = Positioned[T]{Item: e.items[e.next-1], Cursor: binary.BigEndian.AppendUint64(nil, uint64(e.next))}
+	}
+	return out, nil
+}
+
+func (e *sliceSeekEpic[T]) Remaining() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.items) - e.next
 }

@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
 // Defaults of the options that are not part of [StateConfig].
@@ -15,6 +18,9 @@ const (
 	DefaultWindow = 1
 	// DefaultFetchRetry is the delay before a failed Epic fetch is retried.
 	DefaultFetchRetry = time.Second
+	// DefaultRegisterInterval is how often a route worker resolves its
+	// master again and registers with it.
+	DefaultRegisterInterval = time.Second
 )
 
 // Option configures a master ([MasterProps]) or a worker ([WorkerProps],
@@ -29,6 +35,14 @@ type config struct {
 	clock      clock.Clock
 	logger     *slog.Logger
 	codec      any // Codec[T], checked against T by the constructor
+
+	// Durable masters (DurableMasterProps).
+	epicName    string
+	epicNameOf  func(c actor.Context) string
+	persistence func(epic string) []persistence.Option
+
+	// Route workers (RouteWorkerProps).
+	registerInterval time.Duration
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -37,6 +51,8 @@ func newConfig(opts []Option) (config, error) {
 		window:     DefaultWindow,
 		fetchRetry: DefaultFetchRetry,
 		clock:      clock.Real,
+
+		registerInterval: DefaultRegisterInterval,
 		logger:     slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
@@ -136,6 +152,59 @@ func WithLogger(l *slog.Logger) Option {
 			return fmt.Errorf("%w: nil logger", ErrInvalidConfig)
 		}
 		cfg.logger = l
+		return nil
+	}
+}
+
+// WithEpicName names the Epic a durable master owns (durable master; it or
+// WithEpicNameFrom is required). The master journals the Epic's position
+// in the stream "pulling/<name>".
+func WithEpicName(name string) Option {
+	return func(cfg *config) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty epic name", ErrInvalidConfig)
+		}
+		cfg.epicName = name
+		return nil
+	}
+}
+
+// WithEpicNameFrom makes a durable master read its Epic's name from its
+// context when it starts (durable master), e.g. a cluster kind's identity:
+// one props for every Epic. An empty name stops the master.
+func WithEpicNameFrom(f func(c actor.Context) string) Option {
+	return func(cfg *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil epic name function", ErrInvalidConfig)
+		}
+		cfg.epicNameOf = f
+		return nil
+	}
+}
+
+// WithPersistence gives a durable master's runtime its options (durable
+// master; default none): f is called with the Epic's name when the master
+// starts, so a lease guard can ask about that Epic's placement.
+func WithPersistence(f func(epic string) []persistence.Option) Option {
+	return func(cfg *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil persistence options function", ErrInvalidConfig)
+		}
+		cfg.persistence = f
+		return nil
+	}
+}
+
+// WithRegisterInterval sets how often a route worker resolves its master
+// again and registers with it (route worker; more than 0, default
+// [DefaultRegisterInterval]). It bounds how long a worker misses a master
+// that moved without the old one terminating in its sight.
+func WithRegisterInterval(d time.Duration) Option {
+	return func(cfg *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: register interval %s, want more than 0", ErrInvalidConfig, d)
+		}
+		cfg.registerInterval = d
 		return nil
 	}
 }

@@ -116,6 +116,10 @@ type Effects[T any] struct {
 	RetryFetch bool
 	// Dropped lists items given up after MaxAttempts errors.
 	Dropped []ItemID
+	// Completed lists the items that left the state for good, in the order
+	// they did: confirmed, or given up (also in Dropped). A durable master
+	// journals them before it performs the other effects.
+	Completed []ItemID
 	// Finished reports that the Epic ended; Err tells why when it was
 	// aborted. [State.Stats] has the final figures.
 	Finished bool
@@ -128,6 +132,13 @@ type entry[T any] struct {
 	failures int
 	holder   WorkerID // "" while queued for re-delivery
 	deadline time.Time
+}
+
+// freshItem is a fetched item and the id it will be handed out under (0:
+// the next free one).
+type freshItem[T any] struct {
+	id   ItemID
+	item T
 }
 
 type workerState struct {
@@ -158,7 +169,7 @@ type State[T any] struct {
 	fetchFailures int
 	announce      bool // items came back; tell idle workers
 
-	fresh   []T                  // fetched, not yet handed out
+	fresh   []freshItem[T]       // fetched, not yet handed out
 	retry   []ItemID             // to hand out again; stale ids are skipped
 	items   map[ItemID]*entry[T] // handed out, not confirmed
 	workers map[WorkerID]*workerState
@@ -206,8 +217,11 @@ func (s *State[T]) Stats() Stats {
 }
 
 // Register adds worker w (or updates its window). window is clamped to
-// [1, MaxWindow]. The worker asks for work itself, so nothing is sent.
+// [1, MaxWindow]. A worker that joins while an Epic runs is told
+// WorkAvailable (the seed's join: a new node's workers start pulling at
+// once); a known worker is told nothing.
 func (s *State[T]) Register(w WorkerID, window int, now time.Time) Effects[T] {
+	var eff Effects[T]
 	window = min(max(window, 1), s.cfg.MaxWindow)
 	if ws, ok := s.workers[w]; ok {
 		ws.window = window
@@ -216,8 +230,10 @@ func (s *State[T]) Register(w WorkerID, window int, now time.Time) Effects[T] {
 		s.workers[w] = ws
 		s.order = append(s.order, w)
 		s.states = append(s.states, ws)
+		if s.running {
+			eff.Announce = append(eff.Announce, w)
+		}
 	}
-	var eff Effects[T]
 	s.step(now, &eff)
 	return eff
 }
@@ -292,6 +308,7 @@ func (s *State[T]) Done(w WorkerID, id ItemID, errMsg string, credit int, now ti
 			s.release(id, e)
 			delete(s.items, id)
 			s.stats.Confirmed++
+			eff.Completed = append(eff.Completed, id)
 		case e.holder == w:
 			s.release(id, e)
 			e.failures++
@@ -299,6 +316,7 @@ func (s *State[T]) Done(w WorkerID, id ItemID, errMsg string, credit int, now ti
 				delete(s.items, id)
 				s.stats.Failed++
 				eff.Dropped = append(eff.Dropped, id)
+				eff.Completed = append(eff.Completed, id)
 			} else {
 				s.requeue(id)
 			}
@@ -342,6 +360,36 @@ func (s *State[T]) NextDeadline() (deadline time.Time, ok bool) {
 // batch ends the Epic) or err. Answers for an earlier Epic are ignored. After
 // MaxFetchFailures consecutive errors the Epic is aborted.
 func (s *State[T]) Fetched(epic uint64, items []T, err error, now time.Time) Effects[T] {
+	return s.fetched(epic, items, nil, err, now)
+}
+
+// FetchedAt is [State.Fetched] for items that carry their own ids (a
+// durable master numbers items by their place in the Epic, skipping those
+// an earlier activation finished): ids[i] is the id of items[i]; ids must
+// increase, be above every id handed out before and never be 0. An empty
+// batch still ends the Epic; use [State.SkipFetched] for a batch whose
+// items were all skipped.
+func (s *State[T]) FetchedAt(epic uint64, items []T, ids []ItemID, err error, now time.Time) Effects[T] {
+	if len(ids) != len(items) {
+		panic(fmt.Sprintf("pulling: FetchedAt with %d items and %d ids", len(items), len(ids)))
+	}
+	return s.fetched(epic, items, ids, err, now)
+}
+
+// SkipFetched records the answer to a Fetch effect whose items were all
+// finished already: the Epic goes on with the next fetch.
+func (s *State[T]) SkipFetched(epic uint64, now time.Time) Effects[T] {
+	var eff Effects[T]
+	if epic != s.epic || !s.running || !s.fetching {
+		return eff
+	}
+	s.fetching = false
+	s.fetchFailures = 0
+	s.step(now, &eff)
+	return eff
+}
+
+func (s *State[T]) fetched(epic uint64, items []T, ids []ItemID, err error, now time.Time) Effects[T] {
 	var eff Effects[T]
 	if epic != s.epic || !s.running || !s.fetching {
 		return eff
@@ -361,7 +409,13 @@ func (s *State[T]) Fetched(epic uint64, items []T, err error, now time.Time) Eff
 		s.exhausted = true
 	default:
 		s.fetchFailures = 0
-		s.fresh = append(s.fresh, items...)
+		for i, it := range items {
+			f := freshItem[T]{item: it}
+			if ids != nil {
+				f.id = ids[i]
+			}
+			s.fresh = append(s.fresh, f)
+		}
 	}
 	s.step(now, &eff)
 	return eff
@@ -415,14 +469,18 @@ func (s *State[T]) next() (id ItemID, e *entry[T], ok bool) {
 	if len(s.fresh) == 0 {
 		return 0, nil, false
 	}
-	var zero T
-	item := s.fresh[0]
-	s.fresh[0] = zero
+	f := s.fresh[0]
+	s.fresh[0] = freshItem[T]{}
 	s.fresh = s.fresh[1:]
-	s.nextID++
-	e = &entry[T]{item: item}
-	s.items[s.nextID] = e
-	return s.nextID, e, true
+	id = f.id
+	if id == 0 {
+		s.nextID++
+		id = s.nextID
+	}
+	s.nextID = max(s.nextID, id)
+	e = &entry[T]{item: f.item}
+	s.items[id] = e
+	return id, e, true
 }
 
 func (s *State[T]) available() bool {
