@@ -53,7 +53,7 @@ func newConfig(opts []Option) (config, error) {
 		clock:      clock.Real,
 
 		registerInterval: DefaultRegisterInterval,
-		logger:     slog.New(slog.DiscardHandler),
+		logger:           slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
