@@ -36,9 +36,7 @@ func newMasterOwnership(sys *actor.ActorSystem) *masterOwnership {
 		if !ok {
 			return
 		}
-		rdv := cluster.NewRendezvous()
-		rdv.UpdateMembers(t.Members)
-		owner := rdv.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: MasterKind, Identity: MasterIdentity})
+		owner := RendezvousOwner(t.Members, MasterKind, MasterIdentity)
 		o.owns.Store(owner != "" && owner == o.self())
 		o.known.Store(true)
 	})
@@ -51,3 +49,15 @@ func (o *masterOwnership) Owns() bool { return !o.known.Load() || o.owns.Load() 
 
 // Close stops following the topology.
 func (o *masterOwnership) Close() { o.sys.EventStream.Unsubscribe(o.sub) }
+
+// RendezvousOwner returns the address of the member that protoactor's
+// rendezvous hashing places kind/identity on among members (those that host
+// kind), as the placement actor computes it; "" when none hosts kind. Lease
+// guards of cluster singletons ask it with their node's latest topology, so
+// that a stray activation on a member that does not own the identity never
+// takes or keeps the lease.
+func RendezvousOwner(members []*cluster.Member, kind, identity string) string {
+	rdv := cluster.NewRendezvous()
+	rdv.UpdateMembers(members)
+	return rdv.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: kind, Identity: identity})
+}
