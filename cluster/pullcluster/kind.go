@@ -74,5 +74,8 @@ func (e *epicMaster[T]) kind(n *Node) (*cluster.Kind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pullcluster: the Epic master kind: %w", err)
 	}
+	if n.cfg.MasterMailbox != nil {
+		props = props.Configure(actor.WithMailbox(n.cfg.MasterMailbox))
+	}
 	return cluster.NewKind(n.cfg.Kind, props), nil
 }

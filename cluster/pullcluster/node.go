@@ -52,6 +52,10 @@ type Config struct {
 	Member bool
 	// Master is the Epic master kind a member hosts (see [EpicMaster]).
 	Master Master
+	// MasterMailbox is the mailbox of the Epic masters a member hosts
+	// (default protoactor's unbounded one), e.g. one that records its
+	// depth.
+	MasterMailbox actor.MailboxProducer
 	// Kind is the cluster kind of Epic masters (default DefaultKind). Nodes
 	// that pull from one another's Epics use the same.
 	Kind string

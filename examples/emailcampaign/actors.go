@@ -54,21 +54,45 @@ func newEmailCreatorProps(text string) (*actor.Props, error) {
 	return actor.PropsFromProducer(func() actor.Actor { return &emailCreator{tmpl: tmpl} }), nil
 }
 
+// createBatch asks the EmailCreator for the emails of a page of
+// recipients in one request (the cluster campaign's Epic does).
+type createBatch struct{ recipients []Recipient }
+
+// createBatchResult answers a createBatch: emails[i] is recipients[i]'s.
+type createBatchResult struct {
+	emails []*Email
+	err    error
+}
+
 func (e *emailCreator) Receive(c actor.Context) {
-	r, ok := c.Message().(*Recipient)
-	if !ok {
-		return
+	switch m := c.Message().(type) {
+	case *Recipient:
+		email, err := e.create(m)
+		c.Respond(&createResult{email: email, err: err})
+	case *createBatch:
+		res := &createBatchResult{emails: make([]*Email, 0, len(m.recipients))}
+		for i := range m.recipients {
+			email, err := e.create(&m.recipients[i])
+			if err != nil {
+				res.emails, res.err = nil, err
+				break
+			}
+			res.emails = append(res.emails, email)
+		}
+		c.Respond(res)
 	}
+}
+
+func (e *emailCreator) create(r *Recipient) (*Email, error) {
 	e.buf.Reset()
 	if err := e.tmpl.Execute(&e.buf, struct {
 		From string
 		R    *Recipient
 	}{fromAddress, r}); err != nil {
-		c.Respond(&createResult{err: fmt.Errorf("emailcampaign: template for %s: %w", r.Email, err)})
-		return
+		return nil, fmt.Errorf("emailcampaign: template for %s: %w", r.Email, err)
 	}
 	body := bytes.ReplaceAll(e.buf.Bytes(), []byte("\n"), []byte("\r\n"))
-	c.Respond(&createResult{email: &Email{To: r.Email, Body: body}})
+	return &Email{To: r.Email, Body: body}, nil
 }
 
 // emailSender is the seed's Email Sender: it keeps one SMTP connection open

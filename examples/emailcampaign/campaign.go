@@ -38,12 +38,30 @@ type Config struct {
 	Timeout    time.Duration // the whole campaign
 	Progress   time.Duration // between progress lines
 	Logger     *slog.Logger  // for the actors; nil discards
+
+	// The campaign across processes (Senders > 0, see runCoordinator).
+	Senders         int           // sender processes
+	Concurrency     int           // workers (and SMTP connections) per sender process
+	KillSenderAfter time.Duration // SIGKILL one sender after this long and start another (0: never)
+	SMTPLatency     time.Duration // the built-in sink's delay per email
+	Epic            string        // the Epic's name
+	Seed            string        // sender role: the coordinator's membership endpoint
 }
 
 func (c Config) validate() error {
 	switch {
 	case c.Recipients < 0 || c.Recipients > MaxRecipients:
 		return fmt.Errorf("emailcampaign: -recipients %d: want 0..%d", c.Recipients, MaxRecipients)
+	case c.Senders < 0 || c.Senders > MaxSenders:
+		return fmt.Errorf("emailcampaign: -senders %d: want 0..%d", c.Senders, MaxSenders)
+	case c.Senders > 0 && (c.Concurrency < 1 || c.Concurrency > MaxWorkers):
+		return fmt.Errorf("emailcampaign: -concurrency %d: want 1..%d", c.Concurrency, MaxWorkers)
+	case c.Senders > 0 && c.Epic == "":
+		return fmt.Errorf("emailcampaign: -epic: want a name")
+	case c.KillSenderAfter < 0 || c.SMTPLatency < 0:
+		return fmt.Errorf("emailcampaign: -kill-sender-after and -smtp-latency must not be negative")
+	case c.KillSenderAfter > 0 && c.Senders == 0:
+		return fmt.Errorf("emailcampaign: -kill-sender-after needs sender processes: set -senders")
 	case c.Workers < 1 || c.Workers > MaxWorkers:
 		return fmt.Errorf("emailcampaign: -workers %d: want 1..%d", c.Workers, MaxWorkers)
 	case c.Window < 1 || c.Window > pulling.DefaultMaxWindow:

@@ -25,6 +25,7 @@ type Sink struct {
 	wg       sync.WaitGroup
 	received atomic.Int64
 	slots    chan struct{}
+	latency  time.Duration // added to every DATA, as a slow mail server's
 
 	mu    sync.Mutex // guards conns and rcpts
 	conns map[net.Conn]struct{}
@@ -32,12 +33,16 @@ type Sink struct {
 }
 
 // StartSink listens on a free loopback port.
-func StartSink() (*Sink, error) {
+func StartSink() (*Sink, error) { return StartSinkWithLatency(0) }
+
+// StartSinkWithLatency is StartSink with a server that takes latency to
+// accept each message, so that senders, not the CPU, are the bottleneck.
+func StartSinkWithLatency(latency time.Duration) (*Sink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("emailcampaign: start smtp sink: %w", err)
 	}
-	s := &Sink{ln: ln, slots: make(chan struct{}, sinkMaxConns), conns: map[net.Conn]struct{}{}, rcpts: map[string]int{}}
+	s := &Sink{ln: ln, slots: make(chan struct{}, sinkMaxConns), conns: map[net.Conn]struct{}{}, rcpts: map[string]int{}, latency: latency}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -136,6 +141,9 @@ func (s *Sink) serve(c net.Conn) {
 			}
 			if err := readData(r); err != nil {
 				return
+			}
+			if s.latency > 0 {
+				time.Sleep(s.latency)
 			}
 			s.received.Add(1)
 			s.mu.Lock()
