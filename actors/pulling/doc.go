@@ -39,6 +39,28 @@
 // announcements, Epic fetches (in a goroutine, answered by a message), the
 // ack-timeout timer on an injected clock.
 //
+// # Durable masters and masters that move
+//
+// [DurableMasterProps] is a master that owns one named Epic and journals its
+// [Position] through actors/persistence (stream "pulling/<name>"): the
+// longest prefix of finished items, with the Epic's cursor after it, and
+// the items finished beyond it. Its Epic is a [SeekEpic] (items come with
+// the cursor after each), opened by name by an [EpicOpener] on whichever
+// node hosts the master, so a new activation (after a crash, on another
+// node) seeks to the journaled position and skips what finished beyond it.
+// Items are numbered by their place in the Epic. A worker's confirmation
+// is journaled before that worker is handed its next item, so at most the
+// workers' windows come round again. *messages.PullingStartEpic begins the
+// Epic (idempotent, answered once durable).
+//
+// [RouteWorkerProps] is a worker that finds its master through an
+// actors/route route instead of a fixed PID: it resolves it at start, every
+// register interval and when the master terminates, and registers with
+// each master it finds. A worker that registers while an Epic runs is told
+// WorkAvailable at once (the seed's "add more workers on the fly").
+// cluster/pullcluster makes the durable master a cluster kind and gives
+// workers on any node a route to it.
+//
 // # Example
 //
 //	master, _ := pulling.MasterProps[string]()

@@ -44,6 +44,7 @@ const (
 const (
 	roleCoordinator = "coordinator"
 	roleSender      = "sender"
+	roleSink        = "sink"
 )
 
 // emailCodec carries emails to senders on other nodes.
@@ -458,4 +459,26 @@ func (e *emailEpic) page(ctx context.Context, limit int) ([]Recipient, error) {
 		batch = append(batch, r)
 	}
 	return batch, rows.Err()
+}
+
+// runSink runs the SMTP sink alone (with cfg.SMTPLatency), for a campaign
+// whose coordinator should not hold the sink's memory (-smtp): it prints
+// "sink listening on ADDR", then, when its stdin closes or it is signalled,
+// "sink: received N, distinct D".
+func runSink(ctx context.Context, cfg Config, stdin io.Reader, out io.Writer) error {
+	sink, err := StartSinkWithLatency(cfg.SMTPLatency)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(out, "sink listening on %s\n", sink.Addr())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	<-ctx.Done()
+	err = sink.Close()
+	_, _ = fmt.Fprintf(out, "sink: received %d, distinct %d\n", sink.Received(), sink.Distinct())
+	return err
 }

@@ -42,7 +42,7 @@ func main() {
 	flag.DurationVar(&cfg.KillSenderAfter, "kill-sender-after", 0, "SIGKILL one sender after this long and start another (0: never)")
 	flag.DurationVar(&cfg.SMTPLatency, "smtp-latency", 0, "the built-in sink's delay per email")
 	flag.StringVar(&cfg.Epic, "epic", "campaign", "the Epic's name")
-	flag.StringVar(&role, "role", roleCoordinator, "coordinator, or sender (started by the coordinator)")
+	flag.StringVar(&role, "role", roleCoordinator, "coordinator; sender (started by the coordinator); or sink (the SMTP sink alone, until stdin closes)")
 	flag.StringVar(&cfg.Seed, "seed", "", "sender role: the coordinator's membership endpoint host:port")
 	flag.StringVar(&logLevel, "log", "", "log level of the actors (debug, info, warn, error; default none)")
 	flag.Parse()
@@ -67,8 +67,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "sender:", err)
 			os.Exit(1)
 		}
+	case role == roleSink:
+		if err := runSink(ctx, cfg, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sink:", err)
+			os.Exit(1)
+		}
 	case role != roleCoordinator:
-		fmt.Fprintf(os.Stderr, "emailcampaign: -role %q: want coordinator or sender\n", role)
+		fmt.Fprintf(os.Stderr, "emailcampaign: -role %q: want coordinator, sender or sink\n", role)
 		os.Exit(2)
 	case cfg.Senders > 0:
 		sum, err := runCoordinator(ctx, cfg, os.Stdout)
