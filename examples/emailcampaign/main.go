@@ -109,8 +109,21 @@ func printSummary(sum Summary, cfg Config) {
 }
 
 func printClusterSummary(sum ClusterSummary, cfg Config) {
-	fmt.Printf("summary: recipients %d, sent %d, distinct %d, duplicates %d, in %s (%.0f/s)\n",
-		sum.Recipients, sum.Sent, sum.Distinct, sum.Duplicates(), sum.Duration.Round(1e6), sum.Rate())
+	if cfg.SMTP != "" {
+		fin := uint64(0)
+		if sum.Progress != nil {
+			fin = sum.Progress.GetFinished()
+		}
+		rate := 0.0
+		if sum.Duration > 0 {
+			rate = float64(fin) / sum.Duration.Seconds()
+		}
+		fmt.Printf("summary: recipients %d, confirmed %d in %s (%.0f/s); sent and duplicates: see the SMTP server %s\n",
+			sum.Recipients, fin, sum.Duration.Round(1e6), rate, cfg.SMTP)
+	} else {
+		fmt.Printf("summary: recipients %d, sent %d, distinct %d, duplicates %d, in %s (%.0f/s)\n",
+			sum.Recipients, sum.Sent, sum.Distinct, sum.Duplicates(), sum.Duration.Round(1e6), sum.Rate())
+	}
 	fmt.Printf("senders: %d started, %d killed, %d workers each (window %d)\n",
 		sum.SendersStarted, sum.SendersKilled, cfg.Concurrency, cfg.Window)
 	if p := sum.Progress; p != nil {
