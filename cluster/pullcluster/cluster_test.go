@@ -53,15 +53,16 @@ func (h *harness) join(cfg pullcluster.Config) *pullcluster.Node {
 
 // TestClusterEpicSurvivesMasterMemberKill is the in-process
 // acceptance test: two members host the Epic master kind over one SQLite
-// journal, a client node runs 3 workers of window 2; the member hosting
-// the master is killed a third of the way through; the other member's
-// activation resumes from the journaled position: every item is worked on,
-// and at most the workers' windows (3 x 2) twice.
+// journal, a client node runs 3 workers of window 2; a second client with
+// 2 more workers joins mid-Epic and starts pulling (the seed's join); the
+// member hosting the master is killed a third of the way through; the
+// other member's activation resumes from the journaled position: every
+// item is worked on, and at most the workers' windows (5 x 2) twice.
 func TestClusterEpicSurvivesMasterMemberKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster acceptance test: skipped with -short")
 	}
-	const n, workers, window = 3000, 3, 2
+	const n, workers, late, window = 3000, 3, 2, 2
 	j, err := journal.OpenSQLite(filepath.Join(t.TempDir(), "journal.db"))
 	require.NoError(t, err)
 	items := make([]int, n)
@@ -85,26 +86,41 @@ func TestClusterEpicSurvivesMasterMemberKill(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[int]int{}
 	var total atomic.Int64
-	do := func(_ context.Context, item int) error {
-		mu.Lock()
-		seen[item]++
-		mu.Unlock()
-		total.Add(1)
-		time.Sleep(500 * time.Microsecond)
-		return nil
+	counting := func(count *atomic.Int64) pulling.DoFunc[int] {
+		return func(_ context.Context, item int) error {
+			mu.Lock()
+			seen[item]++
+			mu.Unlock()
+			total.Add(1)
+			count.Add(1)
+			time.Sleep(500 * time.Microsecond)
+			return nil
+		}
 	}
-	for range workers {
-		props, err := pullcluster.WorkerProps(client, "numbers", do, pulling.WithCodec(pulling.JSONCodec[int]()),
-			pulling.WithWindow(window), pulling.WithRegisterInterval(200*time.Millisecond))
-		require.NoError(t, err)
-		client.System().Root.Spawn(props)
+	spawn := func(on *pullcluster.Node, k int, count *atomic.Int64) {
+		for range k {
+			props, err := pullcluster.WorkerProps(on, "numbers", counting(count), pulling.WithCodec(pulling.JSONCodec[int]()),
+				pulling.WithWindow(window), pulling.WithRegisterInterval(200*time.Millisecond))
+			require.NoError(t, err)
+			on.System().Root.Spawn(props)
+		}
 	}
+	var early, joined atomic.Int64
+	spawn(client, workers, &early)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 6*testkit.Timeout())
 	defer cancel()
 	p, err := client.Start(ctx, "numbers")
 	require.NoError(t, err)
 	require.True(t, p.GetRunning())
+
+	// A worker node joins mid-Epic: its workers are told WorkAvailable and
+	// pull.
+	require.Eventually(t, func() bool { return total.Load() >= n/6 }, 4*testkit.Timeout(), time.Millisecond)
+	second := h.join(pullcluster.Config{})
+	spawn(second, late, &joined)
+	require.Eventually(t, func() bool { return joined.Load() > 0 }, 2*testkit.Timeout(), time.Millisecond,
+		"the workers of a node that joined mid-Epic got no item")
 
 	require.Eventually(t, func() bool { return total.Load() >= n/3 }, 4*testkit.Timeout(), time.Millisecond)
 	host, err := client.Route("numbers").Resolve(ctx)
@@ -131,6 +147,7 @@ func TestClusterEpicSurvivesMasterMemberKill(t *testing.T) {
 		require.Positive(t, seen[i], "item %d was never worked on", i)
 		resent += seen[i] - 1
 	}
-	require.LessOrEqual(t, resent, workers*window, "only the items the workers held come round again")
-	t.Logf("killed the master's member after %d items; %d worked on twice (bound %d)", killedAt, resent, workers*window)
+	require.LessOrEqual(t, resent, (workers+late)*window, "only the items the workers held come round again")
+	t.Logf("killed the master's member after %d items; %d worked on twice (bound %d); the late node's workers did %d, the first's %d",
+		killedAt, resent, (workers+late)*window, joined.Load(), early.Load())
 }
