@@ -42,7 +42,9 @@ const maxPending = 4096
 // that worker is handed its next item (persist, then effect), so after a
 // crash at most the items the workers held (their windows) are handed out
 // again. *messages.PullingGetProgress is answered with the durable
-// progress (finished, done and error set).
+// progress (finished, done and error set). A journal write that fails stops
+// the activation (its view of the items out is ahead of the journal): the
+// next activation resumes from the journal, as after a crash.
 //
 // Options: WithEpicName or WithEpicNameFrom (one is required),
 // WithPersistence (the runtime's options: lease, fence check, ...), and the
@@ -118,6 +120,7 @@ type durableMaster[T any] struct {
 	pids    map[WorkerID]*actor.PID
 	epic    SeekEpic[T] // nil until opened
 	opening bool
+	serving bool              // recovered once: a second recovery means a journal write failed
 	total   int64             // items remaining after the seek, beyond-prefix ones excluded; -1 unknown
 	seq     uint64            // place in the Epic of the last item fetched
 	cursors map[ItemID][]byte // cursor after each item fetched and not finished
@@ -268,6 +271,18 @@ func (m *durableMaster[T]) RecoveryEvent(now time.Time) proto.Message {
 }
 
 func (m *durableMaster[T]) recovered(c actor.Context) {
+	if m.serving {
+		// The runtime recovered again after a failed journal write: the
+		// journal is behind what this activation's State believes (items
+		// it counts as confirmed are not in the Position). Rather than
+		// patch the State, stop: a fresh activation resumes from the
+		// journal (in a cluster, the next lookup activates it; route
+		// workers look again every register interval).
+		m.log.Error("a journal write failed; stopping so that a fresh activation resumes from the journal")
+		c.Stop(c.Self())
+		return
+	}
+	m.serving = true
 	prefix, _ := m.pos.Prefix()
 	m.log.Info("recovered", "begun", m.begun, "finished", m.finished, "prefix", prefix,
 		"finished_items", m.pos.Count(), "activation", m.activations)

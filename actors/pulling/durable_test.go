@@ -2,6 +2,7 @@ package pulling_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -184,4 +185,55 @@ func TestDurableMasterPropsRejectsBadArguments(t *testing.T) {
 			require.ErrorIs(t, tt.make(), pulling.ErrInvalidConfig)
 		})
 	}
+}
+
+// flakyJournal fails the next append when failNext is set.
+type flakyJournal struct {
+	persistence.Journal
+	failNext atomic.Bool
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (j *flakyJournal) AppendAsync(stream string, epoch int64, events []persistence.Event, done func(error)) {
+	if j.failNext.CompareAndSwap(true, false) {
+		go done(errDiskFull)
+		return
+	}
+	j.Journal.AppendAsync(stream, epoch, events, done)
+}
+
+// TestDurableMasterStopsAfterAFailedWrite: a confirmation that could not be
+// journaled makes the activation stop (its State is ahead of the journal);
+// the next activation resumes and every item is still worked on.
+func TestDurableMasterStopsAfterAFailedWrite(t *testing.T) {
+	t.Parallel()
+	const n = 500
+	j := &flakyJournal{Journal: openSQLite(t)}
+	sys := testkit.NewSystem(t, testkit.WithDiscardLogs())
+	items := make([]int, n)
+	for i := range items {
+		items[i] = i
+	}
+	open := func(context.Context, string) (pulling.SeekEpic[int], error) { return pulling.SliceSeekEpic(items), nil }
+	props, err := pulling.DurableMasterProps(j, open, pulling.WithEpicName("flaky"), pulling.WithBatchSize(50))
+	require.NoError(t, err)
+	var current atomic.Pointer[actor.PID]
+	current.Store(sys.Root.Spawn(props))
+	tl := newTally()
+	wp, err := pulling.RouteWorkerProps(route.Resolver(func(context.Context) (*actor.PID, error) { return current.Load(), nil }),
+		tl.do, pulling.WithWindow(2), pulling.WithRegisterInterval(50*time.Millisecond))
+	require.NoError(t, err)
+	sys.Root.Spawn(wp)
+	probe := testkit.NewProbe(t, sys)
+	probe.Watch(current.Load())
+	ask(t, sys, current.Load(), &messages.PullingStartEpic{Name: "flaky"})
+
+	require.Eventually(t, func() bool { return tl.total.Load() >= n/4 }, 4*testkit.Timeout(), time.Millisecond)
+	j.failNext.Store(true)
+	probe.ExpectTerminated(current.Load(), 2*testkit.Timeout())
+	current.Store(sys.Root.Spawn(props))
+	final := waitDone(t, sys, current.Load)
+	require.Equal(t, uint64(n), final.GetFinished())
+	require.LessOrEqual(t, tl.check(t, n), 2+2, "the held items and the unjournaled confirmation's items come round again")
 }
