@@ -17,3 +17,10 @@ func TestClusterEpicSurvivesMasterMemberKill(t *testing.T) {
 
 // clusterLeakIgnores is empty: the cluster tests do not run under -race.
 var clusterLeakIgnores []goleak.Option
+
+// TestClusterEpicSurvivesMasterProcessKill runs only without the race
+// detector, with the other cluster tests (its client node is a protoactor
+// cluster node in this process).
+func TestClusterEpicSurvivesMasterProcessKill(t *testing.T) {
+	t.Skip("SKIPPED UNDER -race: see TestClusterEpicSurvivesMasterMemberKill; run: go test -count=1 -run TestCluster ./cluster/pullcluster/")
+}
