@@ -260,6 +260,7 @@ func (n *ClusterNode) startCluster() (err error) {
 		if r := recover(); r != nil {
 			if perr, ok := r.(error); ok && (errors.Is(perr, etcdmembers.ErrStart) || errors.Is(perr, membership.ErrStart)) {
 				err = fmt.Errorf("node: the %s node cannot join the cluster: %w", n.cfg.Role, perr)
+				n.stopFailedStart()
 				return
 			}
 			err = fmt.Errorf("node: cannot start the %s node on %s:%d: %v (is the port in use? pick another port)", n.cfg.Role, n.cfg.Host, n.cfg.Port, r)
@@ -275,6 +276,18 @@ func (n *ClusterNode) startCluster() (err error) {
 		start()
 	}
 	return nil
+}
+
+// stopFailedStart stops what protoactor started before the membership
+// provider failed (the remote's gRPC server, gossip, the identity lookup),
+// so that none of their goroutines outlives the failed start.
+func (n *ClusterNode) stopFailedStart() {
+	defer func() { _ = recover() }() // best effort: the process is failing anyway
+	if n.cfg.Role == RoleBackend {
+		n.c.IdentityLookup.Shutdown()
+		n.c.Gossip.Shutdown()
+	}
+	n.c.Remote.Shutdown(false)
 }
 
 func (n *ClusterNode) openJournal(ctx context.Context, loc journal.Location) error {
