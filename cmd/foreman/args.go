@@ -33,15 +33,15 @@ type nodeArgs struct {
 	// membership is the membership URL (--membership, else
 	// FOREMAN_MEMBERSHIP; see membership_args.go).
 	membership string
-	http           string
-	jobs           int
-	delay          time.Duration
-	delaySet       bool
-	logLevel       string
-	produce        bool
-	rate           string
-	adaptive       string
-	window         int
+	http       string
+	jobs       int
+	delay      time.Duration
+	delaySet   bool
+	logLevel   string
+	produce    bool
+	rate       string
+	adaptive   string
+	window     int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
