@@ -23,6 +23,11 @@
 //     registers again under a new lease, and the first good renewal after
 //     failures reads every key again and watches anew.
 //
+// [WithTLS] makes every connection to etcd use TLS (no plain fallback);
+// when the first registration fails, a TLS handshake of the provider's own
+// says what the TLS problem is (unknown CA, refused client certificate, a
+// plain-text etcd, or a TLS-only etcd reached in plain text).
+//
 // Members that leave protoactor's member list and come back are handed to
 // it under a fresh alias (package membership/internal/alias, shared with
 // the seed provider): protoactor blocks the id of a member that left.

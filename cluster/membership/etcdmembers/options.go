@@ -1,6 +1,7 @@
 package etcdmembers
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,7 @@ type config struct {
 	startTimeout time.Duration
 	prefix       string
 	logger       *slog.Logger
+	tls          *tls.Config // nil: plain connections
 	errs         []error
 }
 
@@ -93,6 +95,24 @@ func WithPrefix(p string) Option {
 			return
 		}
 		c.prefix = p
+	}
+}
+
+// WithTLS makes every connection to etcd use TLS with cfg (a clone of it:
+// later changes to cfg do not count): the CA that signed etcd's server
+// certificate in RootCAs, and this node's client certificate when etcd
+// asks for one (--client-cert-auth). There is no fallback to plain
+// connections. When the first registration fails, the provider tries a
+// TLS handshake of its own with the first endpoint, so that the start
+// error says what went wrong (an unknown CA, a name the certificate does
+// not cover, a client certificate etcd refused).
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) {
+		if cfg == nil {
+			c.fail("WithTLS(nil): give a *tls.Config; for plain connections leave the option out")
+			return
+		}
+		c.tls = cfg.Clone()
 	}
 }
 

@@ -139,6 +139,7 @@ func (p *Provider) start(self membership.Node, member bool, clusterName string, 
 		DialKeepAliveTime:    p.cfg.ttl,
 		DialKeepAliveTimeout: p.cfg.ttl,
 		Logger:               zap.NewNop(), // failures are reported through our logger
+		TLS:                  p.cfg.tls,
 	})
 	if err != nil {
 		return p.startErr(err)
@@ -173,8 +174,16 @@ func (p *Provider) start(self membership.Node, member bool, clusterName string, 
 }
 
 func (p *Provider) startErr(err error) error {
-	return fmt.Errorf("%w: cannot register with etcd at %s within %v (is etcd running there and reachable from this host?): %w",
-		ErrStart, p.URL(), p.cfg.startTimeout, err)
+	if diag := diagnoseTLS(p.endpoints[0], p.cfg.tls); diag != "" {
+		return fmt.Errorf("%w: cannot register with etcd at %s within %v: %s: %w",
+			ErrStart, p.URL(), p.cfg.startTimeout, diag, err)
+	}
+	over := ""
+	if p.cfg.tls != nil {
+		over = " over TLS"
+	}
+	return fmt.Errorf("%w: cannot register with etcd at %s%s within %v (is etcd running there and reachable from this host?): %w",
+		ErrStart, p.URL(), over, p.cfg.startTimeout, err)
 }
 
 // register grants a new lease and puts this node's key under it.

@@ -36,6 +36,7 @@ type Server struct {
 	peer    int
 	dataDir string
 	logPath string
+	certs   *Certs // nil: plain HTTP
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -52,6 +53,10 @@ func WithHost(host string) Option { return func(s *Server) { s.host = host } }
 func WithCommandPrefix(prefix ...string) Option {
 	return func(s *Server) { s.prefix = prefix }
 }
+
+// WithTLS makes etcd serve its clients over TLS only, with the server
+// certificate of certs, and require a client certificate signed by its CA.
+func WithTLS(certs *Certs) Option { return func(s *Server) { s.certs = certs } }
 
 // Binary returns the etcd binary's path, or skips t (fails it under
 // FOREMAN_TEST_ETCD=require) when there is none.
@@ -143,7 +148,11 @@ func (s *Server) Wipe() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	clientURL := "http://" + s.Endpoint()
+	scheme := "http://"
+	if s.certs != nil {
+		scheme = "https://"
+	}
+	clientURL := scheme + s.Endpoint()
 	peerURL := "http://" + net.JoinHostPort(s.host, strconv.Itoa(s.peer))
 	args := []string{
 		"--name", "t",
@@ -161,6 +170,10 @@ func (s *Server) Restart() {
 		"--logger", "zap",
 		"--log-outputs", s.logPath,
 	}
+	if s.certs != nil {
+		args = append(args, "--cert-file", s.certs.ServerCert, "--key-file", s.certs.ServerKey,
+			"--trusted-ca-file", s.certs.CAFile, "--client-cert-auth")
+	}
 	argv := append(append(append([]string(nil), s.prefix...), s.bin), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -176,7 +189,11 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) waitReady(d time.Duration) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint()}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: []string{s.Endpoint()}, DialTimeout: time.Second, Logger: zap.NewNop()}
+	if s.certs != nil {
+		cfg.TLS = s.certs.ClientTLS()
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return err
 	}
