@@ -153,14 +153,12 @@ func (p *Provider) start(self membership.Node, member bool, clusterName string, 
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.startTimeout)
 	defer cancel()
 	if err := p.register(ctx); err != nil {
-		_ = cli.Close()
-		return p.startErr(err)
+		return p.failStart(err)
 	}
 	rev, err := p.readAll(ctx, true)
 	if err != nil {
 		p.revoke()
-		_ = cli.Close()
-		return p.startErr(err)
+		return p.failStart(err)
 	}
 	lctx, lcancel := context.WithCancel(context.Background())
 	p.mu.Lock()
@@ -171,6 +169,17 @@ func (p *Provider) start(self membership.Node, member bool, clusterName string, 
 	go p.loop(lctx, rev)
 	log.Info("membership started", "etcd", p.URL(), "member", member, "lease", granted)
 	return nil
+}
+
+// failStart closes the client after a failed start (Shutdown has nothing
+// left to do) and returns the start error.
+func (p *Provider) failStart(err error) error {
+	p.mu.Lock()
+	cli := p.cli
+	p.stopped = true
+	p.mu.Unlock()
+	_ = cli.Close()
+	return p.startErr(err)
 }
 
 func (p *Provider) startErr(err error) error {
