@@ -30,7 +30,7 @@
 //     clients) to cluster.MemberList.UpdateClusterTopology whenever they
 //     change. protoactor blocks the id of a member that leaves its list for
 //     the life of the process, so a member that comes back is handed to it
-//     under a fresh alias (see alias.go).
+//     under a fresh alias (see package internal/alias).
 //
 // With the defaults a SIGKILLed member is dropped by the others in about
 // 0.03-0.15 s and a partitioned or frozen one after 1 s (see BENCH.md).

@@ -56,23 +56,36 @@ func RoleOf(port int, kinds []string, client bool) string {
 	}
 }
 
+// Lister is a membership provider that can list the nodes it knows:
+// [Provider] and the etcd provider (package etcdmembers) are. Its methods
+// are safe to call from any goroutine.
+type Lister interface {
+	// Members returns the members this node believes alive (itself
+	// included when it is a member).
+	Members() []Node
+	// Clients returns the cluster clients (frontends, workers) it knows.
+	Clients() []Node
+	// Self returns this node, and whether it is a member (not a client).
+	Self() (n Node, member bool)
+}
+
 // Members returns the nodes of c with their roles: the members c's member
-// list holds and, when c uses a [Provider], the clients it knows about
-// (frontends and workers that poll the members). Members come first,
-// sorted by address, then clients. It is safe to call from any goroutine
-// when c's provider is a [Provider]; with another provider it reads
-// protoactor's member list, which protoactor does not lock for readers.
+// list holds and, when c's provider is a [Lister], the clients it knows
+// about (frontends and workers). Members come first, sorted by address,
+// then clients. It is safe to call from any goroutine when c's provider is
+// a [Lister]; with another provider it reads protoactor's member list,
+// which protoactor does not lock for readers.
 func Members(c *cluster.Cluster) []Member {
 	var out []Member
 	self := c.ActorSystem.ID
-	if p, ok := c.Config.ClusterProvider.(*Provider); ok {
+	if p, ok := c.Config.ClusterProvider.(Lister); ok {
 		for _, n := range p.Members() {
 			out = append(out, memberOf(n, false, self))
 		}
 		clients := p.Clients()
-		if !p.isMember() {
+		if me, member := p.Self(); !member {
 			// A client is not in its own view: show it with the clients.
-			clients = append(clients, p.selfNode())
+			clients = append(clients, me)
 		}
 		sortByAddress(out)
 		var cs []Member
@@ -111,17 +124,13 @@ func sortByAddress(ms []Member) {
 	})
 }
 
-func (p *Provider) isMember() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.view != nil && p.view.member
-}
-
-func (p *Provider) selfNode() Node {
+// Self returns this node (the zero Node before start) and whether it is a
+// member; it implements [Lister].
+func (p *Provider) Self() (n Node, member bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.view == nil {
-		return Node{}
+		return Node{}, false
 	}
-	return p.view.self
+	return p.view.self, p.view.member
 }

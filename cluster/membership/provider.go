@@ -19,6 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/cluster/membership/internal/alias"
 )
 
 // Provider is a protoactor-go cluster.ClusterProvider that needs no
@@ -48,7 +49,7 @@ type Provider struct {
 	accepted map[string]bool // protoactor ids in the cluster's last published topology
 	httpAddr string
 	inflight map[string]bool // endpoints with a probe under way
-	aliases  aliases         // member id -> the id protoactor knows it by
+	aliases  *alias.Aliases  // member id -> the id protoactor knows it by
 
 	srv      *http.Server
 	cancel   context.CancelFunc
@@ -175,7 +176,7 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 	})
 	p.accepted = nil
 	p.inflight = make(map[string]bool)
-	p.aliases = newAliases(self.ID)
+	p.aliases = alias.New(self.ID)
 	p.mu.Unlock()
 
 	p.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
@@ -384,7 +385,7 @@ func (p *Provider) fold(ctx context.Context, results []result) {
 func (p *Provider) push(nodes []Node, ch change) {
 	p.mu.Lock()
 	for _, n := range ch.joined {
-		if p.aliases.known(n.ID) {
+		if p.aliases.Known(n.ID) {
 			p.log.Info("member up again", "member", n.ID, "address", n.Address(), "kinds", n.Kinds)
 		} else {
 			p.log.Info("member up", "member", n.ID, "address", n.Address(), "kinds", n.Kinds)
@@ -393,7 +394,7 @@ func (p *Provider) push(nodes []Node, ch change) {
 	for _, n := range ch.left {
 		p.log.Info("member down", "member", n.ID, "address", n.Address())
 	}
-	ids := p.aliases.next(nodes)
+	ids := p.aliases.Next(nodeIDs(nodes))
 	p.mu.Unlock()
 	members := make([]*cluster.Member, 0, len(nodes))
 	for i, n := range nodes {
@@ -418,6 +419,14 @@ func (p *Provider) push(nodes []Node, ch change) {
 	for _, n := range rch.left {
 		p.log.Info("member refused by the cluster (blocked id)", "member", n.ID, "address", n.Address())
 	}
+}
+
+func nodeIDs(nodes []Node) []string {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	return ids
 }
 
 // probe asks one endpoint for its Status.

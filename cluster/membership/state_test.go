@@ -343,29 +343,6 @@ func TestViewCutOff(t *testing.T) {
 	require.True(t, v.cutOff(t0.Add(4*DefaultSilence)), "an anonymous probe is no contact")
 }
 
-func TestAliases(t *testing.T) {
-	t.Parallel()
-	a := newAliases("self")
-	n := func(ids ...string) []Node {
-		out := make([]Node, 0, len(ids))
-		for _, id := range ids {
-			out = append(out, Node{ID: id})
-		}
-		return out
-	}
-	require.False(t, a.known("A"))
-	require.Equal(t, []string{"self", "A", "B"}, a.next(n("self", "A", "B")), "first time: own ids")
-	require.True(t, a.known("A"))
-	require.Equal(t, []string{"self", "A", "B"}, a.next(n("self", "A", "B")), "unchanged while present")
-	require.Equal(t, []string{"self", "B"}, a.next(n("self", "B")), "A goes: protoactor blocks A")
-	require.Equal(t, []string{"self", "A.r1", "B"}, a.next(n("self", "A", "B")), "A returns under a fresh alias")
-	require.Equal(t, []string{"self", "A.r1"}, a.next(n("self", "A")), "kept while present")
-	require.Equal(t, []string{"self"}, a.next(n("self")))
-	require.Equal(t, []string{"self", "A.r2", "B.r1"}, a.next(n("self", "A", "B")), "every return a new one")
-	require.Equal(t, []string{"self"}, a.next(n("self")), "this node's own id never changes")
-	require.Equal(t, []string{"self"}, a.next(n("self")))
-}
-
 func TestViewHeardFromAndClients(t *testing.T) {
 	t.Parallel()
 	const a, b = "127.0.0.1:1", "127.0.0.1:2"

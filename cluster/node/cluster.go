@@ -18,6 +18,8 @@ import (
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/membership"
+	"github.com/foreman-actors/foreman/cluster/membership/etcdmembers"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -193,6 +195,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			guard = func() bool { return n.ownership.Owns() && !p.CutOff() }
 		}
 		mopts = append(mopts, master.WithLeaseGuard(guard))
+		if ttl, ok := masterLeaseFor(cfg.Provider); ok {
+			mopts = append(mopts, master.WithLeaseTTL(ttl))
+		}
 		mopts = append(mopts, cfg.MasterOptions...)
 		props, err := master.Props(n.jrnl, mopts...)
 		if err != nil {
@@ -253,6 +258,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 func (n *ClusterNode) startCluster() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if perr, ok := r.(error); ok && (errors.Is(perr, etcdmembers.ErrStart) || errors.Is(perr, membership.ErrStart)) {
+				err = fmt.Errorf("node: the %s node cannot join the cluster: %w", n.cfg.Role, perr)
+				n.stopFailedStart()
+				return
+			}
 			err = fmt.Errorf("node: cannot start the %s node on %s:%d: %v (is the port in use? pick another port)", n.cfg.Role, n.cfg.Host, n.cfg.Port, r)
 		}
 	}()
@@ -266,6 +276,18 @@ func (n *ClusterNode) startCluster() (err error) {
 		start()
 	}
 	return nil
+}
+
+// stopFailedStart stops what protoactor started before the membership
+// provider failed (the remote's gRPC server, gossip, the identity lookup),
+// so that none of their goroutines outlives the failed start.
+func (n *ClusterNode) stopFailedStart() {
+	defer func() { _ = recover() }() // best effort: the process is failing anyway
+	if n.cfg.Role == RoleBackend {
+		n.c.IdentityLookup.Shutdown()
+		n.c.Gossip.Shutdown()
+	}
+	n.c.Remote.Shutdown(false)
 }
 
 func (n *ClusterNode) openJournal(ctx context.Context, loc journal.Location) error {
@@ -345,6 +367,10 @@ func (n *ClusterNode) publish(r *messages.WorkResult) {
 // keepAlive touches the master so that it is activated on its owner soon
 // after a membership change (protoactor activates virtual actors lazily).
 func (n *ClusterNode) keepAlive(ctx context.Context) {
+	// Bounded: a lookup stuck on a dead owner goes on in the background,
+	// and the next tick checks again.
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	if _, err := n.locator.Resolve(ctx); err != nil {
 		n.log.Debug("master not reachable yet", "error", err)
 	}

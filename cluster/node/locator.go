@@ -24,18 +24,42 @@ type MasterLocator struct {
 	wg  sync.WaitGroup // the lookup goroutines in flight
 
 	mu       sync.Mutex                         // guards the fields below
-	alive    map[string]bool                    // member addresses of the last topology; nil before the first
+	alive    map[string]string                  // member address -> member id, of the last topology; nil before the first
 	pid      *actor.PID                         // cached master PID; nil when unknown
 	at       time.Time                          // when pid was looked up
-	inflight chan struct{}                      // closed when the running lookup ends; nil when none runs
-	last     *actor.PID                         // result of the last lookup
+	inflight *lookupCall                        // the newest lookup running; nil when none runs
 	gen      uint64                             // topology generation; a lookup started in an older one is dropped
 	closed   bool                               // Close was called: no new lookups
 	watches  map[string]map[*goneWatch]struct{} // AfterGone callbacks by member address
 }
 
-// goneWatch is one AfterGone callback.
-type goneWatch struct{ f func() }
+// Lookup timing. protoactor's lookup is an activation request that waits
+// up to 5 s for an answer, and the answer can be lost on a connection
+// that a killed process broke; when the owner comes back on the same
+// address (etcd swaps the old member for the new one in one topology
+// change), nothing else would wake the callers waiting on it.
+const (
+	// lookupStuckAfter is how long a lookup may run before a caller starts
+	// a fresh one beside it.
+	lookupStuckAfter = time.Second
+	// resolveRecheck is how often a caller waiting on a lookup checks
+	// again (the cache, a stuck lookup).
+	resolveRecheck = 750 * time.Millisecond
+)
+
+// lookupCall is one lookup of the master; pid is set before done closes.
+type lookupCall struct {
+	done  chan struct{}
+	start time.Time
+	pid   *actor.PID
+}
+
+// goneWatch is one AfterGone callback on the member that had id at its
+// address when the callback was armed ("" before any topology).
+type goneWatch struct {
+	f  func()
+	id string
+}
 
 // NewMasterLocator returns a locator over c. Close it when the node stops.
 func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
@@ -45,9 +69,9 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 		if !ok {
 			return
 		}
-		alive := make(map[string]bool, len(t.Members))
+		alive := make(map[string]string, len(t.Members))
 		for _, m := range t.Members {
-			alive[m.Address()] = true
+			alive[m.Address()] = m.Id
 		}
 		l.mu.Lock()
 		l.alive, l.pid = alive, nil
@@ -58,10 +82,17 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 		l.inflight = nil
 		var gone []*goneWatch
 		for addr, ws := range l.watches {
-			if !alive[addr] {
-				for w := range ws {
+			// Gone: the address left, or another process holds it now (a
+			// restart on the same address: the actors were lost with the
+			// old one).
+			id, ok := alive[addr]
+			for w := range ws {
+				if !ok || (w.id != "" && w.id != id) {
 					gone = append(gone, w)
+					delete(ws, w)
 				}
+			}
+			if len(ws) == 0 {
 				delete(l.watches, addr)
 			}
 		}
@@ -74,7 +105,8 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 }
 
 // AfterGone runs f once the member that pid lives on leaves the cluster
-// (at once, on another goroutine, when it is not a member now); it is a
+// or another member takes its address (a process restarted there), at
+// once, on another goroutine, when it is not a member now; it is a
 // route.AfterGoneFunc. The frontend uses it to send a request in flight to
 // a master whose node was just dropped again at once, instead of waiting
 // for the ask timeout. f runs on protoactor's event stream: it must not
@@ -83,6 +115,7 @@ func (l *MasterLocator) AfterGone(pid *actor.PID, f func()) (stop func() bool) {
 	addr := pid.GetAddress()
 	w := &goneWatch{f: f}
 	l.mu.Lock()
+	w.id = l.alive[addr]
 	if !l.isAliveLocked(pid) {
 		l.mu.Unlock()
 		go f()
@@ -138,41 +171,45 @@ func (l *MasterLocator) Forget(pid *actor.PID) {
 // needed; it is a route.ResolveFunc. It honours ctx (returning ctx.Err());
 // every other error wraps route.ErrNoMaster. protoactor's lookup itself may
 // take up to 5 s, and goes on in the background for the next caller when ctx
-// ends first.
+// ends first; a lookup running for over lookupStuckAfter gets a fresh one
+// beside it.
 func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
-	l.mu.Lock()
-	if l.pid != nil && time.Since(l.at) < l.ttl && l.isAliveLocked(l.pid) {
-		pid := l.pid
+	recheck := time.NewTimer(resolveRecheck)
+	defer recheck.Stop()
+	for {
+		l.mu.Lock()
+		if l.pid != nil && time.Since(l.at) < l.ttl && l.isAliveLocked(l.pid) {
+			pid := l.pid
+			l.mu.Unlock()
+			return pid, nil
+		}
+		if l.closed {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("node: %w: the master locator is closed", route.ErrNoMaster)
+		}
+		call := l.inflight
+		if call == nil || time.Since(call.start) > lookupStuckAfter {
+			call = &lookupCall{done: make(chan struct{}), start: time.Now()}
+			l.inflight = call
+			l.wg.Add(1)
+			go l.lookup(call, l.gen)
+		}
 		l.mu.Unlock()
-		return pid, nil
+		select {
+		case <-call.done:
+			if call.pid == nil {
+				return nil, fmt.Errorf("node: %w: the cluster lookup of %s/%s found no live activation", route.ErrNoMaster, MasterKind, MasterIdentity)
+			}
+			return call.pid, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-recheck.C:
+			recheck.Reset(resolveRecheck)
+		}
 	}
-	if l.closed {
-		l.mu.Unlock()
-		return nil, fmt.Errorf("node: %w: the master locator is closed", route.ErrNoMaster)
-	}
-	done := l.inflight
-	if done == nil {
-		done = make(chan struct{})
-		l.inflight = done
-		l.wg.Add(1)
-		go l.lookup(done, l.gen)
-	}
-	l.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	l.mu.Lock()
-	pid := l.last
-	l.mu.Unlock()
-	if pid == nil {
-		return nil, fmt.Errorf("node: %w: the cluster lookup of %s/%s found no live activation", route.ErrNoMaster, MasterKind, MasterIdentity)
-	}
-	return pid, nil
 }
 
-func (l *MasterLocator) lookup(done chan struct{}, gen uint64) {
+func (l *MasterLocator) lookup(call *lookupCall, gen uint64) {
 	defer l.wg.Done()
 	pid := l.c.Get(MasterIdentity, MasterKind)
 	l.mu.Lock()
@@ -181,22 +218,27 @@ func (l *MasterLocator) lookup(done chan struct{}, gen uint64) {
 		// that has left: never hand that out.
 		pid = nil
 	}
-	if gen == l.gen {
-		l.last, l.inflight = pid, nil
-		if pid != nil {
-			l.pid, l.at = pid, time.Now()
-		}
-	} else if pid != nil && l.isAliveLocked(pid) {
-		l.last = pid // stale generation but still a live member: usable
+	// A lookup from an older topology is still usable when its member is
+	// alive, but only a current one fills the cache.
+	call.pid = pid
+	if l.inflight == call {
+		l.inflight = nil
+	}
+	if gen == l.gen && pid != nil {
+		l.pid, l.at = pid, time.Now()
 	}
 	l.mu.Unlock()
-	close(done)
+	close(call.done)
 }
 
 // isAliveLocked reports whether pid is on a member of the last topology
 // (true before any topology is known).
 func (l *MasterLocator) isAliveLocked(pid *actor.PID) bool {
-	return l.alive == nil || l.alive[pid.GetAddress()]
+	if l.alive == nil {
+		return true
+	}
+	_, ok := l.alive[pid.GetAddress()]
+	return ok
 }
 
 // Close stops following membership changes and waits for a lookup in

@@ -19,7 +19,8 @@ import (
 
 // TestMasterLocatorAfterGone: callbacks on a PID run once a topology
 // without its member arrives, at once for a member already gone, never
-// after stop; callbacks on live members stay armed. The cluster is never
+// after stop; callbacks on live members stay armed; a callback fires when
+// another process takes its member's address. The cluster is never
 // started: topologies are published as protoactor's member list would.
 func TestMasterLocatorAfterGone(t *testing.T) {
 	t.Parallel()
@@ -75,4 +76,16 @@ func TestMasterLocatorAfterGone(t *testing.T) {
 	require.Empty(t, fired)
 	topology()
 	expect("b")
+
+	// A process restarted on A's address: the actors of the old one are
+	// gone with it, though the address never left the topology.
+	member := func(id string) {
+		sys.EventStream.Publish(&cluster.ClusterTopology{Members: []*cluster.Member{{Id: id, Host: "10.0.0.1", Port: 2551}}})
+	}
+	member("a-old")
+	watch(onA, "restarted")
+	member("a-old")
+	require.Empty(t, fired, "the same process: still armed")
+	member("a-new")
+	expect("restarted")
 }

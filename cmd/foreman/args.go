@@ -30,15 +30,18 @@ type nodeArgs struct {
 	// SQLite under data); journalFromEnv says it came from the environment.
 	journal        string
 	journalFromEnv bool
-	http           string
-	jobs           int
-	delay          time.Duration
-	delaySet       bool
-	logLevel       string
-	produce        bool
-	rate           string
-	adaptive       string
-	window         int
+	// membership is the membership URL (--membership, else
+	// FOREMAN_MEMBERSHIP; see membership_args.go).
+	membership string
+	http       string
+	jobs       int
+	delay      time.Duration
+	delaySet   bool
+	logLevel   string
+	produce    bool
+	rate       string
+	adaptive   string
+	window     int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -69,6 +72,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes)")
 	fs.StringVar(&a.data, "data", "./foreman-data", "directory of the journal (backend and all-in-one nodes)")
 	fs.StringVar(&a.journal, "journal", "", "where the journal lives: sqlite:PATH or postgres://user[:password]@host[:port]/db (backend and all-in-one nodes; default: $"+journalEnv+", else sqlite:DATA/"+node.JournalFile+")")
+	fs.StringVar(&a.membership, "membership", node.MembershipSeeds, "how cluster nodes find each other: "+node.MembershipHelp+" (default: $"+membershipEnv+", else seeds)")
 	fs.StringVar(&a.http, "http", "", "HTTP API address: frontend nodes default to 127.0.0.1:PORT+5000; the all-in-one node serves it only when this is set")
 	fs.IntVar(&a.jobs, "jobs", 0, "submit this many jobs as fast as they are acked, then exit once all results are consumed (0: simulated clients, run until stopped)")
 	fs.Func("delay", "simulated work time of the square job, a duration like 1.5s (default: random 1-2 s; 0 for none)", func(s string) error {
@@ -98,6 +102,9 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		return a, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if err := a.resolveJournal(fs, getenv); err != nil {
+		return a, err
+	}
+	if err := a.resolveMembership(fs, getenv); err != nil {
 		return a, err
 	}
 	if fs.NArg() > 0 {

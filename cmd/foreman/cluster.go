@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
-	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
@@ -36,11 +35,7 @@ func startProducer(n *node.ClusterNode, a nodeArgs, log *slog.Logger) error {
 // runClusterNode runs a backend, frontend or worker node of a cluster until
 // ctx ends (SIGTERM or Ctrl-C), then leaves the cluster gracefully.
 func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, log *slog.Logger) int {
-	prov, err := membership.New(
-		membership.WithSeeds(a.seeds...),
-		membership.WithBindHost(a.host),
-		membership.WithLogger(log),
-	)
+	prov, err := node.NewMembership(a.membership, a.seeds, a.host, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2

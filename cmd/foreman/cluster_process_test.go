@@ -23,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/cluster/membership/etcdmembers/etcdtest"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
@@ -76,6 +77,9 @@ const (
 // journal; the backend hosting the master is killed with SIGKILL and the
 // other takes over; finally every job the journal accepted (a superset of
 // the acked ones) ends done, and the frontend saw all of its jobs acked.
+//
+// It runs with each membership: seed nodes, and etcd (its own etcd server,
+// skipped without one unless FOREMAN_TEST_ETCD=require).
 func TestClusterWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real cluster processes; skipped with -short")
@@ -83,13 +87,24 @@ func TestClusterWalkthrough(t *testing.T) {
 	// Not parallel: membership declares a member down after two 300 ms
 	// probe timeouts, so this test runs alone rather than next to the other
 	// process tests on a 2-core machine.
+	t.Run("seeds", func(t *testing.T) { clusterWalkthrough(t, "") })
+	t.Run("etcd", func(t *testing.T) { clusterWalkthrough(t, etcdtest.Start(t).URL()) })
+}
+
+// clusterWalkthrough runs the walkthrough with seed membership, or with
+// etcd's at etcdURL when it is not empty.
+func clusterWalkthrough(t *testing.T, etcdURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 170*time.Second)
 	defer cancel()
 	data := t.TempDir()
 	dbPath := filepath.Join(data, node.JournalFile)
 	ports := pickWalkPorts(t)
 	walkBackend1, walkBackend2, walkFrontend := ports.backend1, ports.backend2, ports.frontend
+	// seeds is the membership argument of every node.
 	seeds := fmt.Sprintf("--seeds=127.0.0.1:%d,127.0.0.1:%d", walkBackend1, walkBackend2)
+	if etcdURL != "" {
+		seeds = "--membership=" + etcdURL
+	}
 	g := newProcGroup(t)
 	step := func(format string, args ...any) { t.Logf("%s "+format, append([]any{g.since()}, args...)...) }
 

@@ -241,6 +241,11 @@ func loadState(path string) (_ *master.WorkState, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadStateFrom(j)
+}
+
+// loadStateFrom replays the master's stream of j (and closes j).
+func loadStateFrom(j persistence.Journal) (_ *master.WorkState, err error) {
 	defer func() { err = errors.Join(err, j.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
-	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/netns"
 )
 
@@ -93,20 +92,35 @@ const (
 // supervisor would, so that the rest of the scenario still tells what it
 // can.
 func TestPartitionNetns(t *testing.T) {
+	partitionNetns(t, false)
+}
+
+// partitionNetns runs the partition test: on seed membership and one SQLite
+// journal shared by the backends, or, with services, on PostgreSQL and etcd
+// on a fourth host (partition_netns_db_test.go).
+func partitionNetns(t *testing.T, services bool) {
 	if testing.Short() {
 		t.Skip("creates network namespaces and runs a cluster of real processes; skipped with -short")
 	}
 	// Not parallel: it measures recovery times on a shared 2-core machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := newNetnsLab(ctx, t)
+	hosts := 3
+	if services {
+		hosts = 4
+	}
+	lab := newNetnsLab(ctx, t, hosts)
+	var svc *netnsServices
+	if services {
+		svc = startNetnsServices(ctx, t, lab.Hosts()[3])
+	}
 	bin := os.Getenv(netnsBinaryEnv)
 	if bin == "" {
 		bin = plainBinary(t)
 	} else {
 		t.Logf("%s: running %s", netnsBinaryEnv, bin)
 	}
-	c := startNetnsCluster(ctx, t, lab, bin)
+	c := startNetnsCluster(ctx, t, lab.Hosts()[:3], bin, svc)
 
 	load := newNetnsLoad(c.api, c.g)
 	loadCtx, stopLoad := context.WithCancel(ctx)
@@ -155,12 +169,12 @@ func TestPartitionNetns(t *testing.T) {
 	c.reportDuplicates(t, load)
 }
 
-// newNetnsLab makes the three hosts, deleted in t.Cleanup after every
+// newNetnsLab makes n hosts, deleted in t.Cleanup after every
 // process in them has stopped (cleanups run last-registered first), or
 // skips the test saying why namespaces cannot be made here.
-func newNetnsLab(ctx context.Context, t *testing.T) *netns.Lab {
+func newNetnsLab(ctx context.Context, t *testing.T, n int) *netns.Lab {
 	t.Helper()
-	lab, err := netns.New(ctx, 3)
+	lab, err := netns.New(ctx, n)
 	if errors.Is(err, netns.ErrUnavailable) {
 		if netns.Required() {
 			t.Fatalf("%v (%s=require: namespaces must be available here)", err, netns.RequireEnv)
@@ -186,7 +200,13 @@ type netnsCluster struct {
 	data   string
 	hosts  []*netns.Host
 	seeds  string
-	api    string // base URL of the frontend's HTTP API
+	// member are the membership flags of every process: --seeds, or
+	// --membership etcd://...
+	member []string
+	// svc is PostgreSQL and etcd on their own host; nil: seed membership
+	// and one SQLite journal in data.
+	svc *netnsServices
+	api string // base URL of the frontend's HTTP API
 
 	mu       sync.Mutex
 	procs    []*hostProc
@@ -213,9 +233,8 @@ func (c *netnsCluster) latest(hp *hostProc) *nodeProc {
 	return hp.gens[len(hp.gens)-1]
 }
 
-func startNetnsCluster(ctx context.Context, t *testing.T, lab *netns.Lab, bin string) *netnsCluster {
+func startNetnsCluster(ctx context.Context, t *testing.T, hosts []*netns.Host, bin string, svc *netnsServices) *netnsCluster {
 	t.Helper()
-	hosts := lab.Hosts()
 	logDir := os.Getenv(netnsKeepLogsEnv)
 	if logDir == "" {
 		logDir = t.TempDir()
@@ -232,14 +251,25 @@ func startNetnsCluster(ctx context.Context, t *testing.T, lab *netns.Lab, bin st
 			net.JoinHostPort(hosts[0].Addr.String(), strconv.Itoa(netnsBackend1)),
 			net.JoinHostPort(hosts[1].Addr.String(), strconv.Itoa(netnsBackend2))),
 		api: "http://" + net.JoinHostPort(hosts[2].Addr.String(), strconv.Itoa(netnsHTTPPort)),
+		svc: svc,
+	}
+	c.member = []string{"--seeds", c.seeds}
+	// Backends share the SQLite journal in one directory, or each has its
+	// own data directory and they share the PostgreSQL journal.
+	b1args := []string{"--data", c.data}
+	b2args := b1args
+	if svc != nil {
+		c.member = []string{"--membership", svc.etcd}
+		b1args = []string{"--data", t.TempDir(), "--journal", svc.journal}
+		b2args = []string{"--data", t.TempDir(), "--journal", svc.journal}
 	}
 	c.g = newProcGroup(t)
 	c.g.grace = 5 * time.Second // graceful leave is not under test here
 	t.Cleanup(c.stopWatchers)   // runs before the group's stopAll
 	t.Logf("process logs in %s", logDir)
 
-	b1 := c.start(ctx, hosts[0], fmt.Sprintf("backend-%d", netnsBackend1), strconv.Itoa(netnsBackend1), "--data", c.data)
-	b2 := c.start(ctx, hosts[1], fmt.Sprintf("backend-%d", netnsBackend2), strconv.Itoa(netnsBackend2), "--data", c.data)
+	b1 := c.start(ctx, hosts[0], fmt.Sprintf("backend-%d", netnsBackend1), append([]string{strconv.Itoa(netnsBackend1)}, b1args...)...)
+	b2 := c.start(ctx, hosts[1], fmt.Sprintf("backend-%d", netnsBackend2), append([]string{strconv.Itoa(netnsBackend2)}, b2args...)...)
 	c.latest(b1).waitLine(t, "node started", 1, 60*time.Second)
 	c.latest(b2).waitLine(t, "node started", 1, 60*time.Second)
 	c.waitSeen(t, b1, hosts[1], netnsBackend2)
@@ -259,12 +289,12 @@ func startNetnsCluster(ctx context.Context, t *testing.T, lab *netns.Lab, bin st
 	return c
 }
 
-// start runs foreman with args (plus --host and --seeds) inside h, with
+// start runs foreman with args (plus --host and the membership) inside h, with
 // its log in the log directory, supervised: if it exits while the test
 // does not expect it, it is restarted.
 func (c *netnsCluster) start(ctx context.Context, h *netns.Host, name string, args ...string) *hostProc {
 	c.t.Helper()
-	hp := &hostProc{host: h, name: name, args: append(slices.Clone(args), "--host", h.Addr.String(), "--seeds", c.seeds)}
+	hp := &hostProc{host: h, name: name, args: append(slices.Concat(args, []string{"--host", h.Addr.String()}), c.member...)}
 	c.mu.Lock()
 	c.procs = append(c.procs, hp)
 	c.mu.Unlock()
@@ -703,7 +733,7 @@ func (c *netnsCluster) checkResults(ctx context.Context, t *testing.T, load *net
 	notDone := map[string]string{}
 	httpFailed := map[string]string{} // done per the journal, not confirmed over HTTP
 	if len(pending) > 0 {
-		st, err := loadState(filepath.Join(c.data, node.JournalFile))
+		st, err := c.loadJournal()
 		if err != nil {
 			t.Errorf("reading the journal for the %d jobs the HTTP API did not confirm: %v", len(pending), err)
 		}
@@ -774,7 +804,7 @@ func (c *netnsCluster) reportDuplicates(t *testing.T, load *netnsLoad) {
 		}
 	}
 	handedTwice, extraHandOuts := 0, 0
-	if st, err := loadState(filepath.Join(c.data, node.JournalFile)); err == nil {
+	if st, err := c.loadJournal(); err == nil {
 		for id := range acked {
 			if a := st.Attempts(id); a > 1 {
 				handedTwice++

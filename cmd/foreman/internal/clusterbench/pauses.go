@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/foreman-actors/foreman/cluster/node"
 )
 
 // runPauses measures how often failure detection drops a healthy member by
@@ -32,6 +35,9 @@ func runPauses(ctx context.Context, args []string) error {
 	}
 	if err := c.check(); err != nil {
 		return err
+	}
+	if c.isPostgres() || c.membershipName() != node.MembershipSeeds {
+		return errors.New("pauses measures the seed membership's pause tolerance on a SQLite journal: leave -journal and -membership at their defaults")
 	}
 	dir, cleanup, err := c.workdir()
 	if err != nil {

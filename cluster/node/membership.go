@@ -1,0 +1,108 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/foreman-actors/foreman/cluster/membership"
+	"github.com/foreman-actors/foreman/cluster/membership/etcdmembers"
+)
+
+// Membership URLs.
+const (
+	// MembershipSeeds is the default membership: Akka-style seed nodes
+	// (package membership), no extra service.
+	MembershipSeeds = "seeds"
+	// MembershipHelp describes the accepted membership URLs.
+	MembershipHelp = "seeds, or etcd://host:port[,host:port] (the etcd cluster's client endpoints)"
+)
+
+// Membership is a parsed membership URL: seed nodes, or the endpoints of
+// an etcd cluster.
+type Membership struct {
+	// Etcd holds the etcd client endpoints host:port; empty for seeds.
+	Etcd []string
+}
+
+// IsEtcd reports whether the membership is etcd's.
+func (m Membership) IsEtcd() bool { return len(m.Etcd) > 0 }
+
+// String returns the URL: "seeds" or "etcd://h:p[,h:p]".
+func (m Membership) String() string {
+	if !m.IsEtcd() {
+		return MembershipSeeds
+	}
+	return "etcd://" + strings.Join(m.Etcd, ",")
+}
+
+// ParseMembership parses a membership URL ([MembershipHelp]; empty means
+// seeds). Errors wrap ErrInvalidConfig and say what is accepted.
+func ParseMembership(s string) (Membership, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == MembershipSeeds {
+		return Membership{}, nil
+	}
+	rest, ok := strings.CutPrefix(s, "etcd://")
+	if !ok {
+		return Membership{}, fmt.Errorf("%w: membership %q: want %s", ErrInvalidConfig, s, MembershipHelp)
+	}
+	if i := strings.IndexAny(rest, "/?#@"); i >= 0 {
+		return Membership{}, fmt.Errorf("%w: membership %q: only host:port endpoints separated by commas may follow etcd:// (no path, query or user; TLS is not supported yet)", ErrInvalidConfig, s)
+	}
+	var eps []string
+	for ep := range strings.SplitSeq(rest, ",") {
+		if ep = strings.TrimSpace(ep); ep != "" {
+			eps = append(eps, ep)
+		}
+	}
+	// etcdmembers checks each endpoint and adds the default port.
+	p, err := etcdmembers.New(eps)
+	if err != nil {
+		return Membership{}, fmt.Errorf("%w: membership %q: %w", ErrInvalidConfig, s, err)
+	}
+	return Membership{Etcd: strings.Split(strings.TrimPrefix(p.URL(), "etcd://"), ",")}, nil
+}
+
+// NewMembership returns the membership provider of a cluster node for the
+// URL ([ParseMembership]): the seed provider with seeds (host:port of
+// backend nodes), or the etcd provider. host is the interface the node
+// binds (the seed provider's endpoint listens there).
+func NewMembership(url string, seeds []string, host string, log *slog.Logger) (cluster.ClusterProvider, error) {
+	m, err := ParseMembership(url)
+	if err != nil {
+		return nil, err
+	}
+	if m.IsEtcd() {
+		p, err := etcdmembers.New(m.Etcd, etcdmembers.WithLogger(log))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		return p, nil
+	}
+	p, err := membership.New(membership.WithSeeds(seeds...), membership.WithBindHost(host), membership.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return p, nil
+}
+
+// dropReporter is a membership provider that says how long after a crash
+// the others drop a node (etcdmembers.Provider: its lease).
+type dropReporter interface{ DropAfter() time.Duration }
+
+// masterLeaseFor returns the master's journal lease for a membership
+// provider: half the time the membership takes to drop a crashed node
+// when it says (etcd), else the master's default. A successor is activated
+// only once the membership has dropped the old owner, so a lease shorter
+// than that costs a crash failover nothing, and a longer one rides out a
+// slow journal renewal on a loaded machine instead of stepping down.
+func masterLeaseFor(p cluster.ClusterProvider) (time.Duration, bool) {
+	if d, ok := p.(dropReporter); ok && d.DropAfter() > 0 {
+		return d.DropAfter() / 2, true
+	}
+	return 0, false
+}
