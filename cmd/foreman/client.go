@@ -104,7 +104,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := cf.newClient()
 	if err != nil {
-		return usageErr(stderr, "submit", fmt.Errorf("--to: %w", err))
+		return usageErr(stderr, "submit", err)
 	}
 	defer c.CloseIdleConnections()
 	if id == "" {
@@ -181,7 +181,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := cf.newClient()
 	if err != nil {
-		return usageErr(stderr, "status", fmt.Errorf("--to: %w", err))
+		return usageErr(stderr, "status", err)
 	}
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)

@@ -38,7 +38,11 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 		}
 		opts = append(opts, httpapi.WithToken(tok))
 	}
-	return httpapi.NewClient(to, opts...)
+	c, err := httpapi.NewClient(to, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--to: %w", err)
+	}
+	return c, nil
 }
 
 // firstToken returns the first token of a token file (the server's file
