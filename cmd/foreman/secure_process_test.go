@@ -127,12 +127,13 @@ func TestSecureClusterProcesses(t *testing.T) {
 	out, err = runForeman(ctx, t, "submit", "--to", apiAddr, "--cacert", filepath.Join(pki, "ca.crt"), "--token-file", tokenFile, "--type", "square", "--payload", "7", "--wait")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "done: 49")
+	submitOut := strings.TrimSpace(out)
 	out, err = runForeman(ctx, t, "status", "--to", apiAddr, "--cacert", filepath.Join(pki, "ca.crt"))
 	require.Error(t, err, "status without a token")
 	require.Contains(t, out, "401")
 	out, err = runForeman(ctx, t, "status", "--to", "http://"+apiAddr, "--token-file", tokenFile)
 	require.Error(t, err, "plain HTTP to the HTTPS API")
-	step("foreman submit over HTTPS with the token: %s", strings.TrimSpace(strings.Split(out, "\n")[0]))
+	step("foreman submit over HTTPS with the token: %s", submitOut)
 
 	// 3. Strangers: another CA's frontend and worker, and a frontend without TLS.
 	strangerFront := g.start(ctx, "stranger-frontend", append([]string{strconv.Itoa(ports.frontend + 1), seeds, "--produce=false", "--http", "127.0.0.1:0", "--api-token-file", tokenFile}, tlsArgs(rogue, "stranger")...)...)

@@ -128,7 +128,7 @@ func (c *common) workdir() (string, func(), error) {
 }
 
 // startClient joins the cluster as a frontend client node on port.
-func startClient(ctx context.Context, dir string, port int, seeds, level string, onResult func(*messages.WorkResult)) (*node.ClusterNode, func(), error) {
+func startClient(ctx context.Context, dir string, port int, seeds, level string, onResult func(*messages.WorkResult), sec *benchTLS) (*node.ClusterNode, func(), error) {
 	f, err := os.Create(filepath.Join(dir, "client.log"))
 	if err != nil {
 		return nil, nil, err
@@ -138,12 +138,12 @@ func startClient(ctx context.Context, dir string, port int, seeds, level string,
 		return nil, nil, errors.Join(fmt.Errorf("-log-level %q: use debug, info, warn or error", level), f.Close())
 	}
 	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: l}))
-	prov, err := membership.New(membership.WithSeeds(strings.Split(seeds, ",")...), membership.WithLogger(log))
+	prov, err := membership.New(append([]membership.Option{membership.WithSeeds(strings.Split(seeds, ",")...), membership.WithLogger(log)}, sec.membershipOptions()...)...)
 	if err != nil {
 		return nil, nil, errors.Join(err, f.Close())
 	}
 	n, err := node.StartCluster(ctx, node.ClusterConfig{
-		Role: node.RoleFrontend, Port: port, Provider: prov, Logger: log, OnResult: onResult,
+		Role: node.RoleFrontend, Port: port, Provider: prov, Logger: log, OnResult: onResult, TLS: sec.material(),
 	})
 	if err != nil {
 		return nil, nil, errors.Join(err, f.Close())
@@ -330,7 +330,7 @@ func runFailoverOnce(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), "warn", nil)
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), "warn", nil, nil)
 	if err != nil {
 		return err
 	}
@@ -515,6 +515,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	level := fs.String("log-level", "warn", "log level of the foreman processes")
 	viaHTTP := fs.Bool("http", false, "submit through the HTTP API of a frontend process (foreman base+1001, HTTP on its port+5000) instead of this program's actor client")
 	clientLevel := fs.String("client-log-level", "warn", "log level of this program's frontend client (client.log)")
+	useTLS := fs.Bool("tls", false, "mutual TLS between all nodes (a CA and certificate made for the run), and HTTPS with a bearer token for -http")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -531,21 +532,27 @@ func runThroughput(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cleanup()
+	var sec *benchTLS
+	if *useTLS {
+		if sec, err = newBenchTLS(dir); err != nil {
+			return err
+		}
+	}
 
 	var ps []*proc
 	defer func() { stopAll(ps, 15*time.Second) }()
 	for i := range *backends {
 		port := c.base + i
-		p, err := startProc(dir, fmt.Sprintf("backend-%d", port), c.foreman, strconv.Itoa(port),
-			"--seeds", c.seeds(), "--data", filepath.Join(dir, "data"), "--log-level", *level)
+		p, err := startProc(dir, fmt.Sprintf("backend-%d", port), c.foreman,
+			append([]string{strconv.Itoa(port), "--seeds", c.seeds(), "--data", filepath.Join(dir, "data"), "--log-level", *level}, sec.nodeArgs()...)...)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, p)
 	}
 	for i := range *procs {
-		p, err := startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman, "0", "--seeds", c.seeds(),
-			"--workers", strconv.Itoa(*workers), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level)
+		p, err := startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman,
+			append([]string{"0", "--seeds", c.seeds(), "--workers", strconv.Itoa(*workers), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level}, sec.nodeArgs()...)...)
 		if err != nil {
 			return err
 		}
@@ -555,14 +562,19 @@ func runThroughput(ctx context.Context, args []string) error {
 	var hc *httpapi.Client
 	if *viaHTTP {
 		port := c.base + 1001
-		p, err := startProc(dir, fmt.Sprintf("frontend-%d", port), c.foreman, strconv.Itoa(port), "--seeds", c.seeds(),
-			"--produce=false", "--log-level", *level)
+		p, err := startProc(dir, fmt.Sprintf("frontend-%d", port), c.foreman,
+			append([]string{strconv.Itoa(port), "--seeds", c.seeds(), "--produce=false", "--log-level", *level}, sec.frontendArgs()...)...)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, p)
 		tr := &http.Transport{MaxIdleConns: *submitters, MaxIdleConnsPerHost: *submitters}
-		hc, err = httpapi.NewClient(fmt.Sprintf("127.0.0.1:%d", port+5000), httpapi.WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Minute}))
+		api, hopts := fmt.Sprintf("http://127.0.0.1:%d", port+5000), []httpapi.ClientOption{}
+		if sec != nil {
+			tr.TLSClientConfig = sec.apiTLS()
+			api, hopts = fmt.Sprintf("https://127.0.0.1:%d", port+5000), append(hopts, httpapi.WithToken(sec.token))
+		}
+		hc, err = httpapi.NewClient(api, append(hopts, httpapi.WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Minute}))...)
 		if err != nil {
 			return err
 		}
@@ -606,7 +618,7 @@ func runThroughput(ctx context.Context, args []string) error {
 			close(reached[prefix])
 		}
 	}
-	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), *clientLevel, onResult)
+	n, stopClient, err := startClient(ctx, dir, c.base+1000, c.seeds(), *clientLevel, onResult, sec)
 	if err != nil {
 		return err
 	}
@@ -705,8 +717,15 @@ func runThroughput(ctx context.Context, args []string) error {
 	if hc != nil {
 		via = "HTTP (POST /work to a frontend process)"
 	}
-	fmt.Printf("throughput via %s: %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, SQLite journal (fsync on), loopback, 2 cores\n",
-		via, *jobs, *submitters, *backends, *procs, *workers, *window)
+	security := "plain"
+	if sec != nil {
+		security = "mutual TLS between nodes"
+		if hc != nil {
+			security += ", HTTPS + bearer token"
+		}
+	}
+	fmt.Printf("throughput via %s (%s): %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, SQLite journal (fsync on), loopback, 2 cores\n",
+		via, security, *jobs, *submitters, *backends, *procs, *workers, *window)
 	fmt.Printf("  acked (durable):  %8.0f jobs/s (%v)\n", float64(*jobs)/acked.Seconds(), acked.Round(time.Millisecond))
 	fmt.Printf("  end to end:       %8.0f jobs/s (%v, all results consumed by the client)\n", float64(*jobs)/done.Seconds(), done.Round(time.Millisecond))
 	if serr == nil {
