@@ -54,6 +54,12 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	validFor := time.Duration(*days) * 24 * time.Hour
+	if args[0] == "ca" || args[0] == "node" {
+		if err := os.MkdirAll(*dir, 0o700); err != nil {
+			printErr(stderr, "foreman certs %s: %v\n", args[0], err)
+			return 1
+		}
+	}
 	var err error
 	switch args[0] {
 	case "ca":
