@@ -502,6 +502,10 @@ func runFailoverOnce(ctx context.Context, args []string) error {
 
 // -------------------------------------------------------------- throughput
 
+// errResultsLost: every job of a phase was acked, but not every result
+// notification arrived.
+var errResultsLost = errors.New("results lost")
+
 func runThroughput(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("clusterbench throughput", flag.ContinueOnError)
 	var c common
@@ -680,7 +684,7 @@ func runThroughput(ctx context.Context, args []string) error {
 			if got != last {
 				last, lastAt = got, time.Now()
 			} else if time.Since(lastAt) > 30*time.Second {
-				return acked, 0, fmt.Errorf("only %d of %d results consumed, none for 30 s (pub-sub is at-most-once; see the logs with -keep)", got, count)
+				return acked, 0, fmt.Errorf("%w: only %d of %d results consumed, none for 30 s (pub-sub is at-most-once; see the logs with -keep)", errResultsLost, got, count)
 			}
 		}
 	}
@@ -710,7 +714,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	}
 	acked, done, err := phase("run", *jobs)
 	if err != nil {
-		if acked > 0 && done == 0 {
+		if errors.Is(err, errResultsLost) {
 			// Every job was acked (durable): that figure stands even when
 			// result notifications were lost (pub-sub is at-most-once).
 			fmt.Printf("  acked (durable):  %8.0f jobs/s (%v); no end-to-end figure:\n", float64(*jobs)/acked.Seconds(), acked.Round(time.Millisecond))
