@@ -65,7 +65,10 @@ func TestTLSKeepsStrangersOut(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "plain HTTP to a TLS endpoint")
 	}
 	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Material(t, "x").Pool()}}}
-	_, err = noCert.Get("https://" + url)
+	resp, err = noCert.Get("https://" + url)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
 	require.Error(t, err, "an https client without a certificate got an answer")
 }
 

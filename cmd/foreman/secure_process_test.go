@@ -133,6 +133,7 @@ func TestSecureClusterProcesses(t *testing.T) {
 	require.Contains(t, out, "401")
 	out, err = runForeman(ctx, t, "status", "--to", "http://"+apiAddr, "--token-file", tokenFile)
 	require.Error(t, err, "plain HTTP to the HTTPS API")
+	require.Contains(t, out, "400", "plain HTTP to the HTTPS API")
 	step("foreman submit over HTTPS with the token: %s", submitOut)
 
 	// 3. Strangers: another CA's frontend and worker, and a frontend without TLS.
