@@ -264,7 +264,9 @@ func startNetnsCluster(ctx context.Context, t *testing.T, lab *netns.Lab, bin st
 // does not expect it, it is restarted.
 func (c *netnsCluster) start(ctx context.Context, h *netns.Host, name string, args ...string) *hostProc {
 	c.t.Helper()
-	hp := &hostProc{host: h, name: name, args: append(slices.Clone(args), "--host", h.Addr.String(), "--seeds", c.seeds)}
+	// The namespaces' addresses are not loopback: the test runs plain, so
+	// it says so (--insecure), as a deployment without TLS must.
+	hp := &hostProc{host: h, name: name, args: append(slices.Clone(args), "--host", h.Addr.String(), "--seeds", c.seeds, "--insecure")}
 	c.mu.Lock()
 	c.procs = append(c.procs, hp)
 	c.mu.Unlock()
