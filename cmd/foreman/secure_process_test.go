@@ -137,9 +137,10 @@ func TestSecureClusterProcesses(t *testing.T) {
 	step("foreman submit over HTTPS with the token: %s", submitOut)
 
 	// 3. Strangers: another CA's frontend and worker, and a frontend without TLS.
-	strangerFront := g.start(ctx, "stranger-frontend", append([]string{strconv.Itoa(ports.frontend + 1), seeds, "--produce=false", "--http", "127.0.0.1:0", "--api-token-file", tokenFile}, tlsArgs(rogue, "stranger")...)...)
+	// (Below the walk's frontend port: it may be 3998, and 4000 would be a worker.)
+	strangerFront := g.start(ctx, "stranger-frontend", append([]string{strconv.Itoa(ports.frontend - 1), seeds, "--produce=false", "--http", "127.0.0.1:0", "--api-token-file", tokenFile}, tlsArgs(rogue, "stranger")...)...)
 	strangerWorker := g.start(ctx, "stranger-worker", append([]string{"0", seeds, "--workers", "2", "--delay", "0"}, tlsArgs(rogue, "stranger-worker")...)...)
-	plainFront := g.start(ctx, "plain-frontend", strconv.Itoa(ports.frontend+2), seeds, "--produce=false", "--http", "127.0.0.1:0")
+	plainFront := g.start(ctx, "plain-frontend", strconv.Itoa(ports.frontend-2), seeds, "--produce=false", "--http", "127.0.0.1:0")
 	for _, p := range []*nodeProc{strangerFront, plainFront} {
 		p.waitLine(t, "http api listening", 1, 60*time.Second)
 	}
@@ -169,7 +170,7 @@ func TestSecureClusterProcesses(t *testing.T) {
 	for _, m := range st.Members {
 		addrs = append(addrs, m.Address)
 	}
-	for _, p := range []int{ports.frontend + 1, ports.frontend + 2} {
+	for _, p := range []int{ports.frontend - 1, ports.frontend - 2} {
 		require.NotContains(t, strings.Join(addrs, " "), ":"+strconv.Itoa(p), "a stranger is a member")
 	}
 	require.Equal(t, int64(2), st.Workers.Idle+st.Workers.Busy, "the master knows workers other than the 2 real ones: %+v", st.Workers)
