@@ -62,7 +62,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
+	google.golang.org/grpc v1.85.0
 	// modernc.org/sqlite asks to pin the exact modernc.org/libc it was built
 	// against: keep this equal to the libc in sqlite's own go.mod on upgrades.
 	modernc.org/libc v1.79.0 // indirect

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +43,11 @@ func WithClientIDGenerator(fn func() string) ClientOption { return func(c *Clien
 // Client is a Go client of the HTTP API, used by `foreman submit` and
 // `foreman status`. It is safe for concurrent use.
 type Client struct {
-	base  string
-	hc    *http.Client
-	newID func() string
+	base   string
+	hc     *http.Client
+	newID  func() string
+	token  string      // WithToken
+	tlsCfg *tls.Config // WithTLSConfig
 }
 
 // NewClient returns a client of the API at addr: host:port (e.g.
@@ -58,12 +61,19 @@ func NewClient(addr string, opts ...ClientOption) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.hc != nil && c.tlsCfg != nil {
+		return nil, fmt.Errorf("%w: WithTLSConfig and WithHTTPClient together; set the TLS config on your http.Client's transport", ErrInvalidOption)
+	}
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		// The default keeps 2 idle connections per host: concurrent
 		// submitters would open a new connection for most requests.
 		tr.MaxIdleConnsPerHost = DefaultMaxIdleConns
+		tr.TLSClientConfig = c.tlsCfg
 		c.hc = &http.Client{Transport: tr}
+	}
+	if err := c.withBearer(); err != nil {
+		return nil, err
 	}
 	if c.newID == nil {
 		return nil, fmt.Errorf("%w: nil id generator", ErrInvalidOption)

@@ -22,6 +22,8 @@ var (
 	ErrUnavailable = errors.New("httpapi: master unavailable")
 	// ErrServer: the server failed in a way the client cannot fix (HTTP 500).
 	ErrServer = errors.New("httpapi: server error")
+	// ErrUnauthorized: the request had no valid bearer token (HTTP 401).
+	ErrUnauthorized = errors.New("httpapi: unauthorized")
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("httpapi: invalid option")
 	// ErrServerState: Start on a started server, or Addr before Start.
@@ -30,7 +32,7 @@ var (
 
 // APIError is a non-2xx answer of the HTTP API as the [Client] sees it. It
 // matches the sentinel of its status code with errors.Is (400 ErrInvalid,
-// 404 ErrNotFound, 413 ErrTooLarge, 503 ErrUnavailable, other 5xx
+// 401 ErrUnauthorized, 404 ErrNotFound, 413 ErrTooLarge, 503 ErrUnavailable, other 5xx
 // ErrServer).
 type APIError struct {
 	// StatusCode is the HTTP status code.
@@ -56,6 +58,8 @@ func sentinelFor(code int) error {
 	switch {
 	case code == 400:
 		return ErrInvalid
+	case code == 401:
+		return ErrUnauthorized
 	case code == 404:
 		return ErrNotFound
 	case code == 413:

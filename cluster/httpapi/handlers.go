@@ -19,25 +19,6 @@ import (
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// endpoints lists the API for 404 answers.
-const endpoints = "POST /work, GET /work/{id}, GET /status, GET /healthz"
-
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathWork, s.handleSubmit)
-	mux.HandleFunc("GET "+PathWork+"/{id}", s.handleWork)
-	mux.HandleFunc("GET "+PathStatus, s.handleStatus)
-	mux.HandleFunc("GET "+PathHealthz, s.handleHealthz)
-	mux.HandleFunc(PathWork, methodNotAllowed(http.MethodPost))
-	mux.HandleFunc(PathWork+"/{id}", methodNotAllowed("GET, HEAD"))
-	mux.HandleFunc(PathStatus, methodNotAllowed("GET, HEAD"))
-	mux.HandleFunc(PathHealthz, methodNotAllowed("GET, HEAD"))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no endpoint %s %s; the API has %s", r.Method, r.URL.Path, endpoints)})
-	})
-	return mux
-}
-
 func methodNotAllowed(allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,8 @@ type config struct {
 	idleTimeout       time.Duration
 	newID             func() string
 	logger            *slog.Logger
+	tokens            *Tokens     // nil: no token needed (WithTokens)
+	tls               *tls.Config // nil: plain HTTP (WithTLS)
 }
 
 func defaultConfig() config {

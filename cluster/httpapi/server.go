@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("httpapi: cannot listen on %s: %w (is another node using it? choose another address, e.g. --http 127.0.0.1:0)", s.cfg.addr, err)
 	}
+	if s.cfg.tls != nil {
+		ln = tls.NewListener(ln, s.cfg.tls)
+	}
 	s.ln = ln
 	s.srv = &http.Server{
 		Handler:           s.handler,
@@ -80,7 +84,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.done = make(chan struct{})
 	go s.run(s.srv, ln, s.done)
-	s.log.Info("http api listening", "addr", ln.Addr().String())
+	s.log.Info("http api listening", "addr", ln.Addr().String(), "tls", s.cfg.tls != nil, "tokens", s.cfg.tokens != nil)
 	return nil
 }
 

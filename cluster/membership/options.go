@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/cluster/tlsconf"
 )
 
 // Defaults of the options.
@@ -75,6 +76,7 @@ type config struct {
 	clientTTL  int
 	logger     *slog.Logger
 	clock      clock.Clock
+	tls        *tlsconf.Material // nil: plain HTTP (WithTLS)
 	errs       []error
 }
 

@@ -77,13 +77,15 @@ func New(opts ...Option) (*Provider, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	dialer := &net.Dialer{Timeout: cfg.timeout}
 	tr := &http.Transport{
 		Proxy:               nil, // loopback and private addresses: never a proxy
-		DialContext:         (&net.Dialer{Timeout: cfg.timeout}).DialContext,
+		DialContext:         dialer.DialContext,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     10 * cfg.refresh,
 		DisableCompression:  true,
 	}
+	cfg.secureTransport(tr, dialer)
 	log := cfg.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -159,6 +161,7 @@ func (p *Provider) start(c *cluster.Cluster, member bool) error {
 		if err != nil {
 			return fmt.Errorf("%w: membership endpoint %s: %w (is another node using this port? set WithPortOffset or WithHTTPAddr)", ErrStart, listen, err)
 		}
+		ln = p.cfg.secureListener(ln)
 		_, lport, _ := splitHostPort(ln.Addr().String())
 		// Others reach us at our advertised host, not at a wildcard bind.
 		self.HTTP = net.JoinHostPort(host, strconv.Itoa(lport))
@@ -433,7 +436,7 @@ func nodeIDs(nodes []Node) []string {
 func (p *Provider) probe(ctx context.Context, addr string, self Node, member bool) result {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+Path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.cfg.scheme()+"://"+addr+Path, nil)
 	if err != nil {
 		return result{addr: addr, outcome: outcomeFailed}
 	}

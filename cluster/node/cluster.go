@@ -20,6 +20,7 @@ import (
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/membership/etcdmembers"
+	"github.com/foreman-actors/foreman/cluster/tlsconf"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -98,6 +99,12 @@ type ClusterConfig struct {
 	KeepAlive time.Duration
 	// RequestTimeout bounds cluster requests (default 1 s).
 	RequestTimeout time.Duration
+	// TLS, when set, gives the node's gRPC remote mutual TLS: only peers
+	// with a certificate from the same CA connect, in either direction.
+	// Certificates must name the Host every peer dials. Give the membership
+	// provider the same material (membership.WithTLS). Reloading it
+	// (tlsconf.Material.Reload) applies to new connections.
+	TLS *tlsconf.Material
 	// WrapStart, when set, is called with the function that starts the
 	// node's remote and joins the cluster, and must call it. Tests that run
 	// several members in one process use it to serialise remote start-ups
@@ -208,7 +215,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		kinds = append(kinds, cluster.NewKind(MasterKind, props))
 	}
 	ccfg := cluster.Configure(ClusterName, cfg.Provider, disthash.New(),
-		remote.Configure(cfg.Host, cfg.Port),
+		remote.Configure(cfg.Host, cfg.Port, remoteOptions(cfg.TLS)...),
 		cluster.WithKinds(kinds...),
 		cluster.WithRequestTimeout(cfg.RequestTimeout))
 	// Membership comes from our provider, not from gossip. protoactor's
@@ -244,7 +251,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 	}
-	attrs := []any{"address", n.sys.Address(), "member_id", n.sys.ID}
+	attrs := []any{"address", n.sys.Address(), "member_id", n.sys.ID, "tls", cfg.TLS != nil}
 	if cfg.Role == RoleBackend {
 		attrs = append(attrs, "journal", journalDesc(cfg.Journal, loc))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/membership/etcdmembers"
+	"github.com/foreman-actors/foreman/cluster/tlsconf"
 )
 
 // Membership URLs.
@@ -70,20 +71,31 @@ func ParseMembership(s string) (Membership, error) {
 // NewMembership returns the membership provider of a cluster node for the
 // URL ([ParseMembership]): the seed provider with seeds (host:port of
 // backend nodes), or the etcd provider. host is the interface the node
-// binds (the seed provider's endpoint listens there).
-func NewMembership(url string, seeds []string, host string, log *slog.Logger) (cluster.ClusterProvider, error) {
+// binds (the seed provider's endpoint listens there). With the node's TLS
+// material (nil: plain), the seed provider serves and probes over mutual
+// TLS and the etcd client presents the node certificate and trusts only
+// the cluster CA; there is no plain fallback.
+func NewMembership(url string, seeds []string, host string, log *slog.Logger, tlsm *tlsconf.Material) (cluster.ClusterProvider, error) {
 	m, err := ParseMembership(url)
 	if err != nil {
 		return nil, err
 	}
 	if m.IsEtcd() {
-		p, err := etcdmembers.New(m.Etcd, etcdmembers.WithLogger(log))
+		opts := []etcdmembers.Option{etcdmembers.WithLogger(log)}
+		if tlsm != nil {
+			opts = append(opts, etcdmembers.WithTLS(tlsm.ClientConfig()))
+		}
+		p, err := etcdmembers.New(m.Etcd, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 		return p, nil
 	}
-	p, err := membership.New(membership.WithSeeds(seeds...), membership.WithBindHost(host), membership.WithLogger(log))
+	opts := []membership.Option{membership.WithSeeds(seeds...), membership.WithBindHost(host), membership.WithLogger(log)}
+	if tlsm != nil {
+		opts = append(opts, membership.WithTLS(tlsm))
+	}
+	p, err := membership.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -44,13 +44,13 @@ func TestParseMembership(t *testing.T) {
 
 func TestNewMembership(t *testing.T) {
 	t.Parallel()
-	p, err := node.NewMembership("seeds", []string{"127.0.0.1:2551"}, "127.0.0.1", nil)
+	p, err := node.NewMembership("seeds", []string{"127.0.0.1:2551"}, "127.0.0.1", nil, nil)
 	require.NoError(t, err)
 	require.IsType(t, &membership.Provider{}, p)
-	p, err = node.NewMembership("etcd://127.0.0.1:23790", nil, "127.0.0.1", nil)
+	p, err = node.NewMembership("etcd://127.0.0.1:23790", nil, "127.0.0.1", nil, nil)
 	require.NoError(t, err)
 	require.IsType(t, &etcdmembers.Provider{}, p)
 	require.Equal(t, etcdmembers.DefaultTTL, p.(*etcdmembers.Provider).DropAfter())
-	_, err = node.NewMembership("zk://h", nil, "127.0.0.1", nil)
+	_, err = node.NewMembership("zk://h", nil, "127.0.0.1", nil, nil)
 	require.ErrorIs(t, err, node.ErrInvalidConfig)
 }

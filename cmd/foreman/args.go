@@ -42,6 +42,7 @@ type nodeArgs struct {
 	rate       string
 	adaptive   string
 	window     int
+	sec        securityArgs
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -91,6 +92,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	a.sec.register(fs)
 	fs.Usage = func() {
 		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()
@@ -139,6 +141,9 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 			return a, fmt.Errorf("%w: --seeds: %q is not host:port", errUsage, s)
 		}
 		a.seeds = append(a.seeds, s)
+	}
+	if _, err := checkSecurity(a); err != nil {
+		return a, err
 	}
 	return a, nil
 }

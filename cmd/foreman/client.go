@@ -25,13 +25,17 @@ const (
 
 // clientFlags are the flags both client subcommands share.
 type clientFlags struct {
-	to      string
-	timeout time.Duration
+	to        string
+	timeout   time.Duration
+	tokenFile string // --token-file
+	cacert    string // --cacert
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, timeout time.Duration) {
 	fs.StringVar(&f.to, "to", httpapi.DefaultClientAddr, "HTTP API of a frontend node, `host:port` or URL")
 	fs.DurationVar(&f.timeout, "timeout", timeout, "give up after this long")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file whose first token (one per line, # comments) is sent as the bearer token")
+	fs.StringVar(&f.cacert, "cacert", "", "CA certificate(s) (PEM) to verify an https:// API with; host:port then means https")
 }
 
 // parseInterleaved parses flags that may come after positional arguments
@@ -98,9 +102,9 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	case cf.timeout <= 0:
 		return usageErr(stderr, "submit", fmt.Errorf("--timeout %v must be positive", cf.timeout))
 	}
-	c, err := httpapi.NewClient(cf.to)
+	c, err := cf.newClient()
 	if err != nil {
-		return usageErr(stderr, "submit", fmt.Errorf("--to: %w", err))
+		return usageErr(stderr, "submit", err)
 	}
 	defer c.CloseIdleConnections()
 	if id == "" {
@@ -175,9 +179,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if cf.timeout <= 0 {
 		return usageErr(stderr, "status", fmt.Errorf("--timeout %v must be positive", cf.timeout))
 	}
-	c, err := httpapi.NewClient(cf.to)
+	c, err := cf.newClient()
 	if err != nil {
-		return usageErr(stderr, "status", fmt.Errorf("--to: %w", err))
+		return usageErr(stderr, "status", err)
 	}
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)

@@ -34,8 +34,8 @@ func startProducer(n *node.ClusterNode, a nodeArgs, log *slog.Logger) error {
 
 // runClusterNode runs a backend, frontend or worker node of a cluster until
 // ctx ends (SIGTERM or Ctrl-C), then leaves the cluster gracefully.
-func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, log *slog.Logger) int {
-	prov, err := node.NewMembership(a.membership, a.seeds, a.host, log)
+func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stderr io.Writer, log *slog.Logger) int {
+	prov, err := node.NewMembership(a.membership, a.seeds, a.host, log, sec.material())
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2
@@ -56,6 +56,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		DataDir:       a.data,
 		Workers:       a.workers,
 		Logger:        log,
+		TLS:           sec.node,
 	}
 	switch {
 	case a.role == node.RoleBackend:
@@ -78,7 +79,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer, l
 		if addr == "" {
 			addr = fmt.Sprintf("%s:%d", a.host, a.port+5000)
 		}
-		stopHTTP, err = startHTTP(ctx, n, addr, log)
+		stopHTTP, err = startHTTP(ctx, n, addr, sec, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			n.Kill()

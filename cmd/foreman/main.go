@@ -6,6 +6,7 @@
 //	foreman 0               a worker node on a free port
 //	foreman bench           measure end-to-end throughput and latency in one process
 //	foreman submit|status   clients of a frontend's HTTP API
+//	foreman certs           make a CA, node certificates and API tokens
 //
 // Run `foreman -h` or `foreman bench -h` for the flags.
 package main
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runSubmit(args[1:], stdout, stderr)
 		case "status":
 			return runStatus(args[1:], stdout, stderr)
+		case "certs":
+			return runCerts(args[1:], stdout, stderr)
 		case "help":
 			args = []string{"-h"}
 		}

@@ -23,8 +23,13 @@ import (
 // until N results are consumed.
 func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	log := newLogger(stderr, a.logLevel)
+	sec, code, err := startSecurity(ctx, a, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return code
+	}
 	if a.role != node.RoleAll {
-		return runClusterNode(ctx, a, stdout, stderr, log)
+		return runClusterNode(ctx, a, sec, stdout, stderr, log)
 	}
 	mopts, wopts, closePool, err := tuning(a)
 	if err != nil {
@@ -59,7 +64,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	sys := n.System()
 	if a.http != "" {
-		stopHTTP, err = startLocalHTTP(ctx, n, a.http, log)
+		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			stopNode()

@@ -294,7 +294,9 @@ func startNetnsCluster(ctx context.Context, t *testing.T, hosts []*netns.Host, b
 // does not expect it, it is restarted.
 func (c *netnsCluster) start(ctx context.Context, h *netns.Host, name string, args ...string) *hostProc {
 	c.t.Helper()
-	hp := &hostProc{host: h, name: name, args: append(slices.Concat(args, []string{"--host", h.Addr.String()}), c.member...)}
+	// The namespaces' addresses are not loopback: the test runs plain, so
+	// it says so (--insecure), as a deployment without TLS must.
+	hp := &hostProc{host: h, name: name, args: append(slices.Concat(args, []string{"--host", h.Addr.String(), "--insecure"}), c.member...)}
 	c.mu.Lock()
 	c.procs = append(c.procs, hp)
 	c.mu.Unlock()

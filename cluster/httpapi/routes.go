@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Route is one entry of the API's route table. Every route of the server
+// is in the table, so the token check wraps them all and tests can walk
+// them (see [Server.Routes]).
+type Route struct {
+	// Method is the HTTP method, "" for the fallback that answers 405 (or
+	// 404 on "/") for every other method.
+	Method string
+	// Path is the http.ServeMux path pattern, e.g. "/work/{id}".
+	Path string
+	// Public routes are served without a bearer token. Only routes that
+	// carry no data may be public: /healthz says only that the server runs.
+	Public bool
+
+	handler http.HandlerFunc
+}
+
+// Pattern returns the route's http.ServeMux pattern.
+func (r Route) Pattern() string {
+	if r.Method == "" {
+		return r.Path
+	}
+	return r.Method + " " + r.Path
+}
+
+// routeTable lists every route of the API. Handlers of new endpoints join
+// it here, with their 405 fallback.
+func (s *Server) routeTable() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: PathWork, handler: s.handleSubmit},
+		{Method: http.MethodGet, Path: PathWork + "/{id}", handler: s.handleWork},
+		{Method: http.MethodGet, Path: PathStatus, handler: s.handleStatus},
+		{Method: http.MethodGet, Path: PathHealthz, Public: true, handler: s.handleHealthz},
+		{Path: PathWork, handler: methodNotAllowed(http.MethodPost)},
+		{Path: PathWork + "/{id}", handler: methodNotAllowed("GET, HEAD")},
+		{Path: PathStatus, handler: methodNotAllowed("GET, HEAD")},
+		{Path: PathHealthz, Public: true, handler: methodNotAllowed("GET, HEAD")},
+		{Path: "/", handler: s.notFound},
+	}
+}
+
+// Routes returns the server's route table: method, path pattern and
+// whether it is public.
+func (s *Server) Routes() []Route {
+	t := s.routeTable()
+	for i := range t {
+		t[i].handler = nil
+	}
+	return t
+}
+
+// routes builds the handler: every route that is not public goes through
+// the bearer-token check when the server has tokens.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range s.routeTable() {
+		h := http.Handler(r.handler)
+		if !r.Public {
+			h = s.requireToken(h)
+		}
+		mux.Handle(r.Pattern(), h)
+	}
+	return mux
+}
+
+// notFound answers a path the API does not have, listing the endpoints.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var eps []string
+	for _, rt := range s.routeTable() {
+		if rt.Method != "" {
+			eps = append(eps, rt.Method+" "+rt.Path)
+		}
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no endpoint %s %s; the API has %s", r.Method, r.URL.Path, strings.Join(eps, ", "))})
+}
