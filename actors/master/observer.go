@@ -1,6 +1,8 @@
 package master
 
 import (
+	"time"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -20,6 +22,9 @@ type Observer interface {
 	// Counts: the master's counts and its idle and busy workers, after each
 	// group commit, recovery and worker (de)registration.
 	Counts(stream string, c Counts, idle, busy int)
+	// Permit: a dispatch limiter (WithDispatchLimiter) of jobType granted a
+	// hand-out, or refused one (the work waits in the queue).
+	Permit(jobType string, granted bool)
 }
 
 // NopObserver ignores everything; embed it in partial Observers.
@@ -33,6 +38,9 @@ func (NopObserver) Durable(string, proto.Message, string) {}
 
 // Counts implements Observer.
 func (NopObserver) Counts(string, Counts, int, int) {}
+
+// Permit implements Observer.
+func (NopObserver) Permit(string, bool) {}
 
 // WithObserver reports the master's durable facts to o (nil: none).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
@@ -110,4 +118,28 @@ func (a *masterActor) workerLoad() (idle, busy int) {
 		}
 	}
 	return idle, busy
+}
+
+// observedLimiter tells the observer each of a dispatch limiter's answers.
+type observedLimiter struct {
+	jobType string
+	lim     DispatchLimiter
+	obs     Observer
+}
+
+func (l observedLimiter) Reserve(now time.Time) (bool, time.Duration) {
+	ok, wait := l.lim.Reserve(now)
+	l.obs.Permit(l.jobType, ok)
+	return ok, wait
+}
+
+// observeLimiters wraps the dispatch limiters so that the observer sees their
+// answers; Props calls it once the options are applied.
+func (c *config) observeLimiters() {
+	if c.observer == nil {
+		return
+	}
+	for jt, lim := range c.limiters {
+		c.limiters[jt] = observedLimiter{jobType: jt, lim: lim, obs: c.observer}
+	}
 }
