@@ -236,6 +236,133 @@ func (x *WorkList) GetTotal() int64 {
 	return 0
 }
 
+// ResubmitWork asks the master to run an ended (dead) work again, with its
+// id, job type and payload: its acceptance is journalled like a submission's.
+type ResubmitWork struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResubmitWork) Reset() {
+	*x = ResubmitWork{}
+	mi := &file_query_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResubmitWork) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResubmitWork) ProtoMessage() {}
+
+func (x *ResubmitWork) ProtoReflect() protoreflect.Message {
+	mi := &file_query_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResubmitWork.ProtoReflect.Descriptor instead.
+func (*ResubmitWork) Descriptor() ([]byte, []int) {
+	return file_query_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResubmitWork) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
+// ResubmitReply answers ResubmitWork once the new acceptance is durable.
+type ResubmitReply struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	WorkId string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	// True when the work is pending again.
+	Accepted bool `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	// Not accepted: the work's status (UNKNOWN when the master does not know
+	// it) and why.
+	Status WorkStatus `protobuf:"varint,3,opt,name=status,proto3,enum=foreman.messages.WorkStatus" json:"status,omitempty"`
+	Reason string     `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Not accepted because the master is recovering: retry later.
+	Unavailable   bool `protobuf:"varint,5,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResubmitReply) Reset() {
+	*x = ResubmitReply{}
+	mi := &file_query_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResubmitReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResubmitReply) ProtoMessage() {}
+
+func (x *ResubmitReply) ProtoReflect() protoreflect.Message {
+	mi := &file_query_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResubmitReply.ProtoReflect.Descriptor instead.
+func (*ResubmitReply) Descriptor() ([]byte, []int) {
+	return file_query_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResubmitReply) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
+func (x *ResubmitReply) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *ResubmitReply) GetStatus() WorkStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WorkStatus_WORK_STATUS_UNKNOWN
+}
+
+func (x *ResubmitReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResubmitReply) GetUnavailable() bool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return false
+}
+
 var File_query_proto protoreflect.FileDescriptor
 
 const file_query_proto_rawDesc = "" +
@@ -257,7 +384,15 @@ const file_query_proto_rawDesc = "" +
 	"\x15finished_at_unix_nano\x18\b \x01(\x03R\x12finishedAtUnixNano\"U\n" +
 	"\bWorkList\x123\n" +
 	"\x05works\x18\x01 \x03(\v2\x1d.foreman.messages.WorkSummaryR\x05works\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x03R\x05totalB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x05total\x18\x02 \x01(\x03R\x05total\"'\n" +
+	"\fResubmitWork\x12\x17\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"\xb4\x01\n" +
+	"\rResubmitReply\x12\x17\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1a\n" +
+	"\baccepted\x18\x02 \x01(\bR\baccepted\x124\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12 \n" +
+	"\vunavailable\x18\x05 \x01(\bR\vunavailableB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_query_proto_rawDescOnce sync.Once
@@ -271,22 +406,25 @@ func file_query_proto_rawDescGZIP() []byte {
 	return file_query_proto_rawDescData
 }
 
-var file_query_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_query_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_query_proto_goTypes = []any{
-	(*ListWork)(nil),    // 0: foreman.messages.ListWork
-	(*WorkSummary)(nil), // 1: foreman.messages.WorkSummary
-	(*WorkList)(nil),    // 2: foreman.messages.WorkList
-	(WorkStatus)(0),     // 3: foreman.messages.WorkStatus
+	(*ListWork)(nil),      // 0: foreman.messages.ListWork
+	(*WorkSummary)(nil),   // 1: foreman.messages.WorkSummary
+	(*WorkList)(nil),      // 2: foreman.messages.WorkList
+	(*ResubmitWork)(nil),  // 3: foreman.messages.ResubmitWork
+	(*ResubmitReply)(nil), // 4: foreman.messages.ResubmitReply
+	(WorkStatus)(0),       // 5: foreman.messages.WorkStatus
 }
 var file_query_proto_depIdxs = []int32{
-	3, // 0: foreman.messages.ListWork.status:type_name -> foreman.messages.WorkStatus
-	3, // 1: foreman.messages.WorkSummary.status:type_name -> foreman.messages.WorkStatus
+	5, // 0: foreman.messages.ListWork.status:type_name -> foreman.messages.WorkStatus
+	5, // 1: foreman.messages.WorkSummary.status:type_name -> foreman.messages.WorkStatus
 	1, // 2: foreman.messages.WorkList.works:type_name -> foreman.messages.WorkSummary
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: foreman.messages.ResubmitReply.status:type_name -> foreman.messages.WorkStatus
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_query_proto_init() }
@@ -301,7 +439,7 @@ func file_query_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_query_proto_rawDesc), len(file_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

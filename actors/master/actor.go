@@ -72,6 +72,8 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onGetMasterStatus(c)
 	case *messages.ListWork:
 		a.onListWork(c, msg)
+	case *messages.ResubmitWork:
+		a.onResubmit(c, msg)
 	case *cleanupTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
 			a.onCleanup(c)

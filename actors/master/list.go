@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -70,4 +71,41 @@ func (a *masterActor) onListWork(c actor.Context, m *messages.ListWork) {
 		return
 	}
 	a.rt.Reply(c.Sender(), a.state.List(m.GetStatus(), int(m.GetLimit())))
+}
+
+// resubmittable reports whether a work in status can be re-submitted: one
+// that ended without a result.
+func resubmittable(status messages.WorkStatus) bool { return status == statusDead }
+
+// onResubmit accepts an ended work again with its stored id, type and
+// payload, as a submission of the same id would, and answers once the
+// acceptance is durable.
+func (a *masterActor) onResubmit(c actor.Context, m *messages.ResubmitWork) {
+	id := m.GetWorkId()
+	if !a.rt.Recovered() {
+		c.Respond(&messages.ResubmitReply{WorkId: id, Unavailable: true, Reason: "master: recovering from the journal; retry later"})
+		return
+	}
+	e, ok := a.state.entries[id]
+	if !ok {
+		c.Respond(&messages.ResubmitReply{WorkId: id, Reason: "unknown work: never accepted, or forgotten after the retention"})
+		return
+	}
+	if !resubmittable(e.status) {
+		a.rt.Reply(c.Sender(), &messages.ResubmitReply{WorkId: id, Status: e.status,
+			Reason: "only dead works can be re-submitted; this one is " + e.status.String()})
+		return
+	}
+	// The caller who set a deadline is long gone: a re-submission is a new
+	// request, without it.
+	w := proto.CloneOf(e.work)
+	w.DeadlineUnixNano = 0
+	ev := &messages.WorkAccepted{Work: w, AtUnixNano: a.clock.Now().UnixNano()}
+	a.state.AcceptHeld(ev)
+	a.journal([]proto.Message{ev}, func() {
+		a.state.Release(id)
+		a.releasedWork = true
+	})
+	a.rt.Reply(c.Sender(), &messages.ResubmitReply{WorkId: id, Accepted: true})
+	a.log.Info("dead work re-submitted", "work_id", id)
 }
