@@ -77,6 +77,9 @@ type WorkInfo struct {
 	Attempts int32 `json:"attempts"`
 	// LastError is the error of the latest failed attempt, if any.
 	LastError string `json:"last_error,omitempty"`
+	// History is what happened to the job, oldest first (bounded: the
+	// first transitions and the latest ones).
+	History []HistoryEntry `json:"history,omitempty"`
 }
 
 // StatusInfo is the body of GET /status: the members of the cluster, where
@@ -189,6 +192,7 @@ func WorkInfoFromReply(r *messages.WorkStatusReply) (info WorkInfo, ok bool) {
 		Result:    resultJSON(r.GetResult()),
 		Attempts:  r.GetAttempts(),
 		LastError: r.GetLastError(),
+		History:   historyFromReply(r.GetHistory()),
 	}, true
 }
 

@@ -20,15 +20,16 @@ import (
 )
 
 // endpoints lists the API for 404 answers.
-const endpoints = "POST /work, GET /work/{id}, GET /status, GET /healthz"
+const endpoints = "POST /work, GET /work?status=, GET /work/{id}, POST /work/{id}/resubmit, GET /status, GET /healthz, GET /metrics, GET /openapi.json, GET /ui"
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathWork, s.handleSubmit)
+	mux.HandleFunc("POST "+PathWork, s.timeSubmit(s.handleSubmit))
+	s.obsRoutes(mux) // observability routes (obsroutes.go): move into the route table at the merge
 	mux.HandleFunc("GET "+PathWork+"/{id}", s.handleWork)
 	mux.HandleFunc("GET "+PathStatus, s.handleStatus)
 	mux.HandleFunc("GET "+PathHealthz, s.handleHealthz)
-	mux.HandleFunc(PathWork, methodNotAllowed(http.MethodPost))
+	mux.HandleFunc(PathWork, methodNotAllowed("GET, HEAD, POST"))
 	mux.HandleFunc(PathWork+"/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc(PathStatus, methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc(PathHealthz, methodNotAllowed("GET, HEAD"))
@@ -133,6 +134,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		{http.StatusRequestEntityTooLarge, ErrTooLarge},
 		{http.StatusBadRequest, ErrInvalid},
 		{http.StatusNotFound, ErrNotFound},
+		{http.StatusConflict, ErrConflict},
+		{http.StatusNotImplemented, ErrNotImplemented},
 		{http.StatusServiceUnavailable, ErrUnavailable},
 	} {
 		if errors.Is(err, c.err) {

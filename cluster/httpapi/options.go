@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/foreman-actors/foreman/cluster/metrics"
 )
 
 // Defaults of the server.
@@ -55,6 +57,7 @@ type config struct {
 	idleTimeout       time.Duration
 	newID             func() string
 	logger            *slog.Logger
+	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
 }
 
 func defaultConfig() config {
