@@ -5,30 +5,31 @@ import (
 	"log/slog"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
 // startHTTP serves the HTTP API of a frontend node on addr and returns the
 // function that shuts it down.
-func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, log *slog.Logger) (func(context.Context) error, error) {
+func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
 	b, err := httpapi.NewActorBackend(n.Client(), httpapi.ClusterMembers(n.Cluster()))
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, log)
+	return serveHTTP(ctx, b, addr, m, log)
 }
 
 // startLocalHTTP serves the HTTP API of an all-in-one node.
-func startLocalHTTP(ctx context.Context, n *node.Local, addr string, log *slog.Logger) (func(context.Context) error, error) {
+func startLocalHTTP(ctx context.Context, n *node.Local, addr string, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
 	b, err := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, log)
+	return serveHTTP(ctx, b, addr, m, log)
 }
 
-func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, log *slog.Logger) (func(context.Context) error, error) {
-	srv, err := httpapi.New(b, httpapi.WithAddr(addr), httpapi.WithLogger(log))
+func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
+	srv, err := httpapi.New(b, httpapi.WithAddr(addr), httpapi.WithLogger(log), httpapi.WithMetrics(m))
 	if err != nil {
 		return nil, err
 	}

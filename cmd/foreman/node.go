@@ -15,6 +15,8 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/route"
+	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -26,14 +28,18 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	if a.role != node.RoleAll {
 		return runClusterNode(ctx, a, stdout, stderr, log)
 	}
-	mopts, wopts, closePool, err := tuning(a)
+	m := metrics.New()
+	mopts, wopts, closePool, err := tuning(a, m)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
 	defer closePool()
 	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithJournalURL(a.journal), node.WithWorkers(a.workers), node.WithLogger(log),
-		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...)}
+		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...), node.WithMetrics(m)}
+	if a.actorMetrics {
+		opts = append(opts, node.WithActorMetrics())
+	}
 	if a.delaySet {
 		opts = append(opts, node.WithSquareDelay(a.delay, a.delay))
 	}
@@ -42,6 +48,14 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
+	stopMetrics, err := startMetricsServer(ctx, a, m, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		_ = n.Stop(context.Background())
+		return 1
+	}
+	defer stopMetrics()
+	watchMembers(m, httpapi.LocalMembers(n.System()), log)
 	var stopHTTP func(context.Context) error
 	stopNode := func() int {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -59,7 +73,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	sys := n.System()
 	if a.http != "" {
-		stopHTTP, err = startLocalHTTP(ctx, n, a.http, log)
+		stopHTTP, err = startLocalHTTP(ctx, n, a.http, m, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			stopNode()
@@ -89,7 +103,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 			close(allDone)
 		}
 	}
-	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(onResult), frontend.WithDedupe(1<<16))
+	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(countResults(m, onResult)), frontend.WithDedupe(1<<16))
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
