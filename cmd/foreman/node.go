@@ -13,11 +13,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/progress"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -84,6 +86,13 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	// Results: the consumer logs `Consumed result`; with --jobs N we count
 	// the results of this run's own work ids.
 	runID := newRunID()
+	// With --jobs N, a progress line on stderr (stdout keeps the result).
+	rep := progress.New("results", int64(a.jobs), stderr, progress.IsTerminal(stderr), clock.Real)
+	if a.jobs > 0 {
+		pctx, stopProgress := context.WithCancel(ctx)
+		defer stopProgress()
+		go rep.Run(pctx)
+	}
 	var (
 		mu       sync.Mutex
 		consumed = map[string]bool{}
@@ -99,6 +108,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 			return
 		}
 		consumed[r.GetWorkId()] = true
+		rep.Add(1)
 		if len(consumed) == a.jobs {
 			close(allDone)
 		}
@@ -152,6 +162,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	select {
 	case <-allDone:
+		rep.Finish()
 		stopClients()
 		code := stopNode()
 		if _, err := fmt.Fprintf(stdout, "consumed %d results\n", a.jobs); err != nil {
