@@ -56,7 +56,7 @@ func artifactDir(t *testing.T) string {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		return d
 	}
-	d, err := os.MkdirTemp("", "foreman-dashboard-")
+	d, err := os.MkdirTemp("", "foreman-dashboard-") //nolint:usetesting // kept after the test, so the screenshots can be looked at
 	require.NoError(t, err)
 	return d
 }
@@ -74,7 +74,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	shots := artifactDir(t)
 	// A fresh profile; chromium may still write to it as it exits, so it
 	// is removed without t.TempDir's check.
-	profile, err := os.MkdirTemp("", "foreman-chromium-")
+	profile, err := os.MkdirTemp("", "foreman-chromium-") //nolint:usetesting // chromium may still write to it as it exits; t.TempDir would fail the test
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(profile) })
 
