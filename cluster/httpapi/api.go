@@ -78,7 +78,8 @@ type WorkInfo struct {
 	// LastError is the error of the latest failed attempt, if any.
 	LastError string `json:"last_error,omitempty"`
 	// History is what happened to the job, oldest first (bounded: the
-	// first transitions and the latest ones).
+	// first transitions and the latest ones); GET /work/{id} includes it
+	// when asked with ?history=true.
 	History []HistoryEntry `json:"history,omitempty"`
 }
 

@@ -93,6 +93,9 @@ func (s *Server) handleWork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.ID = id
+	if r.URL.Query().Get("history") != "true" {
+		info.History = nil // asked for with ?history=true (obsroutes.go)
+	}
 	writeJSON(w, http.StatusOK, info)
 }
 

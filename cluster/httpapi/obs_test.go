@@ -112,7 +112,7 @@ func TestDashboardAPIAndMetrics(t *testing.T) {
 
 	// Its history tells the whole story, the re-submission included.
 	var info httpapi.WorkInfo
-	require.NoError(t, json.Unmarshal([]byte(s.get(t, "/work/f1")), &info))
+	require.NoError(t, json.Unmarshal([]byte(s.get(t, "/work/f1?history=true")), &info))
 	require.Equal(t, httpapi.StatusDone, info.Status)
 	var events []string
 	for _, h := range info.History {

@@ -242,7 +242,8 @@ func TestRoutes(t *testing.T) {
 		want      string
 	}{
 		{name: "Healthz", method: "GET", path: "/healthz", wantCode: 200, want: `{"status":"ok"}`},
-		{name: "GetOnSubmit", method: "GET", path: "/work", wantCode: 405, wantAllow: "POST"},
+		{name: "PutOnSubmit", method: "PUT", path: "/work", wantCode: 405, wantAllow: "GET, HEAD, POST"},
+		{name: "ListWithoutStatus", method: "GET", path: "/work", wantCode: 400},
 		{name: "DeleteWork", method: "DELETE", path: "/work/x", wantCode: 405, wantAllow: "GET, HEAD"},
 		{name: "PostStatus", method: "POST", path: "/status", wantCode: 405, wantAllow: "GET, HEAD"},
 		{name: "PutHealthz", method: "PUT", path: "/healthz", wantCode: 405, wantAllow: "GET, HEAD"},

@@ -212,7 +212,7 @@ async function refreshJob() {
   const box = $("job");
   let job;
   try {
-    job = await api("/work/" + encodeURIComponent(lookupId));
+    job = await api("/work/" + encodeURIComponent(lookupId) + "?history=true");
   } catch (e) {
     box.replaceChildren(el("p", e.status === 404 ? "No job " + lookupId + " (never accepted, or forgotten after the retention)." : e.message, "muted"));
     return;
