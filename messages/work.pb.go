@@ -1092,6 +1092,8 @@ type MasterStatus struct {
 	Dead          int64                  `protobuf:"varint,6,opt,name=dead,proto3" json:"dead,omitempty"`
 	AcceptedTotal int64                  `protobuf:"varint,7,opt,name=accepted_total,json=acceptedTotal,proto3" json:"accepted_total,omitempty"`
 	Address       string                 `protobuf:"bytes,8,opt,name=address,proto3" json:"address,omitempty"`
+	// The master's journal epoch (a new one for every activation).
+	Epoch         int64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1184,13 @@ func (x *MasterStatus) GetAddress() string {
 	return ""
 }
 
+func (x *MasterStatus) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_work_proto protoreflect.FileDescriptor
 
 const file_work_proto_rawDesc = "" +
@@ -1249,7 +1258,7 @@ const file_work_proto_rawDesc = "" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\"\x11\n" +
-	"\x0fGetMasterStatus\"\xf8\x01\n" +
+	"\x0fGetMasterStatus\"\x8e\x02\n" +
 	"\fMasterStatus\x12\x18\n" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1f\n" +
 	"\vin_progress\x18\x02 \x01(\x03R\n" +
@@ -1259,7 +1268,8 @@ const file_work_proto_rawDesc = "" +
 	"\x04done\x18\x05 \x01(\x03R\x04done\x12\x12\n" +
 	"\x04dead\x18\x06 \x01(\x03R\x04dead\x12%\n" +
 	"\x0eaccepted_total\x18\a \x01(\x03R\racceptedTotal\x12\x18\n" +
-	"\aaddress\x18\b \x01(\tR\aaddress*\x98\x01\n" +
+	"\aaddress\x18\b \x01(\tR\aaddress\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch*\x98\x01\n" +
 	"\n" +
 	"RejectCode\x12\x1b\n" +
 	"\x17REJECT_CODE_UNSPECIFIED\x10\x00\x12\x19\n" +

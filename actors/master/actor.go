@@ -430,7 +430,7 @@ func (a *masterActor) onGetWorkStatus(c actor.Context, m *messages.GetWorkStatus
 }
 
 func (a *masterActor) onGetMasterStatus(c actor.Context) {
-	st := &messages.MasterStatus{Address: a.self.GetAddress()}
+	st := &messages.MasterStatus{Address: a.self.GetAddress(), Epoch: a.rt.Epoch()}
 	if !a.rt.Recovered() {
 		c.Respond(st)
 		return

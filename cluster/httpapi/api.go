@@ -128,6 +128,9 @@ type MasterInfo struct {
 	Address string `json:"address,omitempty"`
 	// Member is the ID of the member that hosts the master, when known.
 	Member string `json:"member,omitempty"`
+	// Epoch is the master's journal epoch: a new one for every activation
+	// (failover, restart).
+	Epoch int64 `json:"epoch,omitempty"`
 	// Error says why the master did not answer (when not Reachable).
 	Error string `json:"error,omitempty"`
 }

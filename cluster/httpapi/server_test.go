@@ -208,7 +208,7 @@ func TestStatus(t *testing.T) {
 		ID: sys.ID, Address: sys.Address(), Roles: []string{httpapi.RoleAll},
 		HTTP: s.srv.Addr(), Self: true, Master: true,
 	}}, info.Members)
-	require.Equal(t, httpapi.MasterInfo{Reachable: true, Address: sys.Address(), Member: sys.ID}, info.Master)
+	require.Equal(t, httpapi.MasterInfo{Reachable: true, Address: sys.Address(), Member: sys.ID, Epoch: 1}, info.Master)
 	require.Equal(t, httpapi.QueueInfo{Done: 1, AcceptedTotal: 1}, info.Queue)
 	require.Equal(t, int64(2), info.Workers.Idle+info.Workers.Busy, "both workers registered: %+v", info.Workers)
 }

@@ -144,7 +144,7 @@ function renderStatus(st) {
   $("c-workers").textContent = (wk.idle ?? "–") + " / " + (wk.busy ?? "–");
   const m = st.master || {};
   $("master").textContent = m.reachable
-    ? "Master at " + m.address + (m.member ? " (member " + m.member + ")" : "")
+    ? "Master at " + m.address + (m.member ? " (member " + m.member + ")" : "") + (m.epoch ? ", epoch " + m.epoch : "")
     : "Master not reachable" + (m.error ? ": " + m.error : "");
   fill($("members"), (st.members || []).map(mb => {
     const roles = el("span");
