@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -51,9 +52,9 @@ func (m *Metrics) Mailbox(kind string) actor.PropsOption {
 // ActorSystemOption returns the actor-system option that turns on
 // protoactor's own actor metrics (receive time, spawns, stops, restarts,
 // failures, dead letters, futures) and exports them into this registry,
-// with seconds buckets for the receive time. protoactor hands the provider
-// to OpenTelemetry's process-wide one, so use it for one actor system per
-// process.
+// with seconds buckets for the receive time. protoactor records
+// its instruments through OpenTelemetry's process-wide provider, which this
+// sets: use it for one actor system per process (the last call wins).
 func (m *Metrics) ActorSystemOption() (actor.ConfigOption, error) {
 	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
 	if err != nil {
@@ -66,5 +67,9 @@ func (m *Metrics) ActorSystemOption() (actor.ConfigOption, error) {
 		}},
 	)
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(receive))
+	// protoactor only checks that a provider was given; it makes its
+	// instruments with OpenTelemetry's global meter, so the global
+	// provider must be ours (protoactor's own :2222 provider sets it too).
+	otel.SetMeterProvider(provider)
 	return actor.WithMetricProviders(provider), nil
 }
