@@ -549,8 +549,10 @@ type WorkEntry struct {
 	StartedAtUnixNano int64  `protobuf:"varint,9,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	// Done or dead: when it finished (for the retention).
 	FinishedAtUnixNano int64 `protobuf:"varint,10,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The job's history (see WorkStatusReply.history).
+	History       []*WorkHistoryEvent `protobuf:"bytes,11,rep,name=history,proto3" json:"history,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkEntry) Reset() {
@@ -651,6 +653,13 @@ func (x *WorkEntry) GetFinishedAtUnixNano() int64 {
 		return x.FinishedAtUnixNano
 	}
 	return 0
+}
+
+func (x *WorkEntry) GetHistory() []*WorkHistoryEvent {
+	if x != nil {
+		return x.History
+	}
+	return nil
 }
 
 // MasterSnapshot is the WorkState after the event with the snapshot's
@@ -761,7 +770,7 @@ const file_master_proto_rawDesc = "" +
 	"\x10before_unix_nano\x18\x01 \x01(\x03R\x0ebeforeUnixNano\"3\n" +
 	"\x0fMasterRecovered\x12 \n" +
 	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
-	"atUnixNano\"\x84\x03\n" +
+	"atUnixNano\"\xc2\x03\n" +
 	"\tWorkEntry\x12*\n" +
 	"\x04work\x18\x01 \x01(\v2\x16.foreman.messages.WorkR\x04work\x124\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x1a\n" +
@@ -774,7 +783,8 @@ const file_master_proto_rawDesc = "" +
 	"\tworker_id\x18\b \x01(\tR\bworkerId\x12/\n" +
 	"\x14started_at_unix_nano\x18\t \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\n" +
-	" \x01(\x03R\x12finishedAtUnixNano\"\x8d\x01\n" +
+	" \x01(\x03R\x12finishedAtUnixNano\x12<\n" +
+	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\x8d\x01\n" +
 	"\x0eMasterSnapshot\x125\n" +
 	"\aentries\x18\x01 \x03(\v2\x1b.foreman.messages.WorkEntryR\aentries\x12\x1d\n" +
 	"\n" +
@@ -807,17 +817,19 @@ var file_master_proto_goTypes = []any{
 	(*MasterSnapshot)(nil),    // 9: foreman.messages.MasterSnapshot
 	(*Work)(nil),              // 10: foreman.messages.Work
 	(WorkStatus)(0),           // 11: foreman.messages.WorkStatus
+	(*WorkHistoryEvent)(nil),  // 12: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
 	10, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
 	10, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
 	11, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
-	8,  // 3: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
-	4,  // [4:4] is the sub-list for method output_type
-	4,  // [4:4] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	12, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
+	8,  // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }

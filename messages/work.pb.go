@@ -148,6 +148,78 @@ func (WorkStatus) EnumDescriptor() ([]byte, []int) {
 	return file_work_proto_rawDescGZIP(), []int{1}
 }
 
+// WorkHistoryKind names one transition of a job's life.
+type WorkHistoryKind int32
+
+const (
+	WorkHistoryKind_WORK_HISTORY_KIND_UNSPECIFIED WorkHistoryKind = 0
+	// Accepted (again, after a re-submission).
+	WorkHistoryKind_WORK_HISTORY_KIND_ACCEPTED WorkHistoryKind = 1
+	// Handed to a worker: attempt n.
+	WorkHistoryKind_WORK_HISTORY_KIND_STARTED WorkHistoryKind = 2
+	// An attempt failed; the job waits for its next attempt.
+	WorkHistoryKind_WORK_HISTORY_KIND_FAILED WorkHistoryKind = 3
+	// An attempt ran past the work timeout; the job waits for its next attempt.
+	WorkHistoryKind_WORK_HISTORY_KIND_TIMED_OUT WorkHistoryKind = 4
+	// Completed with a result.
+	WorkHistoryKind_WORK_HISTORY_KIND_COMPLETED WorkHistoryKind = 5
+	// Dead: out of attempts, a permanent failure, or past its deadline.
+	WorkHistoryKind_WORK_HISTORY_KIND_DEAD WorkHistoryKind = 6
+	// Returned to the queue because a new master took over while it ran.
+	WorkHistoryKind_WORK_HISTORY_KIND_REQUEUED WorkHistoryKind = 7
+)
+
+// Enum value maps for WorkHistoryKind.
+var (
+	WorkHistoryKind_name = map[int32]string{
+		0: "WORK_HISTORY_KIND_UNSPECIFIED",
+		1: "WORK_HISTORY_KIND_ACCEPTED",
+		2: "WORK_HISTORY_KIND_STARTED",
+		3: "WORK_HISTORY_KIND_FAILED",
+		4: "WORK_HISTORY_KIND_TIMED_OUT",
+		5: "WORK_HISTORY_KIND_COMPLETED",
+		6: "WORK_HISTORY_KIND_DEAD",
+		7: "WORK_HISTORY_KIND_REQUEUED",
+	}
+	WorkHistoryKind_value = map[string]int32{
+		"WORK_HISTORY_KIND_UNSPECIFIED": 0,
+		"WORK_HISTORY_KIND_ACCEPTED":    1,
+		"WORK_HISTORY_KIND_STARTED":     2,
+		"WORK_HISTORY_KIND_FAILED":      3,
+		"WORK_HISTORY_KIND_TIMED_OUT":   4,
+		"WORK_HISTORY_KIND_COMPLETED":   5,
+		"WORK_HISTORY_KIND_DEAD":        6,
+		"WORK_HISTORY_KIND_REQUEUED":    7,
+	}
+)
+
+func (x WorkHistoryKind) Enum() *WorkHistoryKind {
+	p := new(WorkHistoryKind)
+	*p = x
+	return p
+}
+
+func (x WorkHistoryKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkHistoryKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_work_proto_enumTypes[2].Descriptor()
+}
+
+func (WorkHistoryKind) Type() protoreflect.EnumType {
+	return &file_work_proto_enumTypes[2]
+}
+
+func (x WorkHistoryKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkHistoryKind.Descriptor instead.
+func (WorkHistoryKind) EnumDescriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{2}
+}
+
 // Work is one job: submitted by a frontend, handed to a worker.
 type Work struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -798,13 +870,16 @@ func (x *GetWorkStatus) GetWorkId() string {
 
 // WorkStatusReply answers GetWorkStatus.
 type WorkStatusReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
-	Status        WorkStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=foreman.messages.WorkStatus" json:"status,omitempty"`
-	Result        []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
-	Attempts      int32                  `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
-	LastError     string                 `protobuf:"bytes,5,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	JobType       string                 `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	WorkId    string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	Status    WorkStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=foreman.messages.WorkStatus" json:"status,omitempty"`
+	Result    []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	Attempts  int32                  `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	LastError string                 `protobuf:"bytes,5,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	JobType   string                 `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	// What happened to the job, oldest first (bounded: the first transitions
+	// and the latest ones; see WorkHistoryEvent).
+	History       []*WorkHistoryEvent `protobuf:"bytes,7,rep,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -881,6 +956,94 @@ func (x *WorkStatusReply) GetJobType() string {
 	return ""
 }
 
+func (x *WorkStatusReply) GetHistory() []*WorkHistoryEvent {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+// WorkHistoryEvent is one transition in a job's history, rebuilt from the
+// master's journal events (so it survives failover and replay).
+type WorkHistoryEvent struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Kind       WorkHistoryKind        `protobuf:"varint,1,opt,name=kind,proto3,enum=foreman.messages.WorkHistoryKind" json:"kind,omitempty"`
+	AtUnixNano int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	// The worker of the attempt (started, failed, timed out, completed).
+	WorkerId string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// The attempt number (started, failed, timed out, dead after an attempt).
+	Attempt int32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Why it failed, timed out or died.
+	Error         string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkHistoryEvent) Reset() {
+	*x = WorkHistoryEvent{}
+	mi := &file_work_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkHistoryEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkHistoryEvent) ProtoMessage() {}
+
+func (x *WorkHistoryEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkHistoryEvent.ProtoReflect.Descriptor instead.
+func (*WorkHistoryEvent) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *WorkHistoryEvent) GetKind() WorkHistoryKind {
+	if x != nil {
+		return x.Kind
+	}
+	return WorkHistoryKind_WORK_HISTORY_KIND_UNSPECIFIED
+}
+
+func (x *WorkHistoryEvent) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *WorkHistoryEvent) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkHistoryEvent) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *WorkHistoryEvent) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // GetMasterStatus asks the master for an overview.
 type GetMasterStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -890,7 +1053,7 @@ type GetMasterStatus struct {
 
 func (x *GetMasterStatus) Reset() {
 	*x = GetMasterStatus{}
-	mi := &file_work_proto_msgTypes[12]
+	mi := &file_work_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1065,7 @@ func (x *GetMasterStatus) String() string {
 func (*GetMasterStatus) ProtoMessage() {}
 
 func (x *GetMasterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[12]
+	mi := &file_work_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1078,7 @@ func (x *GetMasterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterStatus.ProtoReflect.Descriptor instead.
 func (*GetMasterStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{12}
+	return file_work_proto_rawDescGZIP(), []int{13}
 }
 
 // MasterStatus answers GetMasterStatus.
@@ -929,13 +1092,15 @@ type MasterStatus struct {
 	Dead          int64                  `protobuf:"varint,6,opt,name=dead,proto3" json:"dead,omitempty"`
 	AcceptedTotal int64                  `protobuf:"varint,7,opt,name=accepted_total,json=acceptedTotal,proto3" json:"accepted_total,omitempty"`
 	Address       string                 `protobuf:"bytes,8,opt,name=address,proto3" json:"address,omitempty"`
+	// The master's journal epoch (a new one for every activation).
+	Epoch         int64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MasterStatus) Reset() {
 	*x = MasterStatus{}
-	mi := &file_work_proto_msgTypes[13]
+	mi := &file_work_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1112,7 @@ func (x *MasterStatus) String() string {
 func (*MasterStatus) ProtoMessage() {}
 
 func (x *MasterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[13]
+	mi := &file_work_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1125,7 @@ func (x *MasterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterStatus.ProtoReflect.Descriptor instead.
 func (*MasterStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{13}
+	return file_work_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MasterStatus) GetPending() int64 {
@@ -1019,6 +1184,13 @@ func (x *MasterStatus) GetAddress() string {
 	return ""
 }
 
+func (x *MasterStatus) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_work_proto protoreflect.FileDescriptor
 
 const file_work_proto_rawDesc = "" +
@@ -1069,7 +1241,7 @@ const file_work_proto_rawDesc = "" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x16\n" +
 	"\x06result\x18\x03 \x01(\fR\x06result\"(\n" +
 	"\rGetWorkStatus\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\"\xce\x01\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"\x8c\x02\n" +
 	"\x0fWorkStatusReply\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x124\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x16\n" +
@@ -1077,8 +1249,16 @@ const file_work_proto_rawDesc = "" +
 	"\battempts\x18\x04 \x01(\x05R\battempts\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x05 \x01(\tR\tlastError\x12\x19\n" +
-	"\bjob_type\x18\x06 \x01(\tR\ajobType\"\x11\n" +
-	"\x0fGetMasterStatus\"\xf8\x01\n" +
+	"\bjob_type\x18\x06 \x01(\tR\ajobType\x12<\n" +
+	"\ahistory\x18\a \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xb8\x01\n" +
+	"\x10WorkHistoryEvent\x125\n" +
+	"\x04kind\x18\x01 \x01(\x0e2!.foreman.messages.WorkHistoryKindR\x04kind\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
+	"atUnixNano\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\x11\n" +
+	"\x0fGetMasterStatus\"\x8e\x02\n" +
 	"\fMasterStatus\x12\x18\n" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1f\n" +
 	"\vin_progress\x18\x02 \x01(\x03R\n" +
@@ -1088,7 +1268,8 @@ const file_work_proto_rawDesc = "" +
 	"\x04done\x18\x05 \x01(\x03R\x04done\x12\x12\n" +
 	"\x04dead\x18\x06 \x01(\x03R\x04dead\x12%\n" +
 	"\x0eaccepted_total\x18\a \x01(\x03R\racceptedTotal\x12\x18\n" +
-	"\aaddress\x18\b \x01(\tR\aaddress*\x98\x01\n" +
+	"\aaddress\x18\b \x01(\tR\aaddress\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch*\x98\x01\n" +
 	"\n" +
 	"RejectCode\x12\x1b\n" +
 	"\x17REJECT_CODE_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -1103,7 +1284,16 @@ const file_work_proto_rawDesc = "" +
 	"\x13WORK_STATUS_RUNNING\x10\x02\x12\x14\n" +
 	"\x10WORK_STATUS_DONE\x10\x03\x12\x16\n" +
 	"\x12WORK_STATUS_FAILED\x10\x04\x12\x14\n" +
-	"\x10WORK_STATUS_DEAD\x10\x05B,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x10WORK_STATUS_DEAD\x10\x05*\x8f\x02\n" +
+	"\x0fWorkHistoryKind\x12!\n" +
+	"\x1dWORK_HISTORY_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aWORK_HISTORY_KIND_ACCEPTED\x10\x01\x12\x1d\n" +
+	"\x19WORK_HISTORY_KIND_STARTED\x10\x02\x12\x1c\n" +
+	"\x18WORK_HISTORY_KIND_FAILED\x10\x03\x12\x1f\n" +
+	"\x1bWORK_HISTORY_KIND_TIMED_OUT\x10\x04\x12\x1f\n" +
+	"\x1bWORK_HISTORY_KIND_COMPLETED\x10\x05\x12\x1a\n" +
+	"\x16WORK_HISTORY_KIND_DEAD\x10\x06\x12\x1e\n" +
+	"\x1aWORK_HISTORY_KIND_REQUEUED\x10\aB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_work_proto_rawDescOnce sync.Once
@@ -1117,38 +1307,42 @@ func file_work_proto_rawDescGZIP() []byte {
 	return file_work_proto_rawDescData
 }
 
-var file_work_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_work_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_work_proto_goTypes = []any{
 	(RejectCode)(0),            // 0: foreman.messages.RejectCode
 	(WorkStatus)(0),            // 1: foreman.messages.WorkStatus
-	(*Work)(nil),               // 2: foreman.messages.Work
-	(*Ack)(nil),                // 3: foreman.messages.Ack
-	(*WorkRejected)(nil),       // 4: foreman.messages.WorkRejected
-	(*RegisterWorker)(nil),     // 5: foreman.messages.RegisterWorker
-	(*DeregisterWorker)(nil),   // 6: foreman.messages.DeregisterWorker
-	(*WorkerRequestsWork)(nil), // 7: foreman.messages.WorkerRequestsWork
-	(*WorkIsReady)(nil),        // 8: foreman.messages.WorkIsReady
-	(*WorkIsDone)(nil),         // 9: foreman.messages.WorkIsDone
-	(*WorkFailed)(nil),         // 10: foreman.messages.WorkFailed
-	(*WorkResult)(nil),         // 11: foreman.messages.WorkResult
-	(*GetWorkStatus)(nil),      // 12: foreman.messages.GetWorkStatus
-	(*WorkStatusReply)(nil),    // 13: foreman.messages.WorkStatusReply
-	(*GetMasterStatus)(nil),    // 14: foreman.messages.GetMasterStatus
-	(*MasterStatus)(nil),       // 15: foreman.messages.MasterStatus
-	(*actor.PID)(nil),          // 16: actor.PID
+	(WorkHistoryKind)(0),       // 2: foreman.messages.WorkHistoryKind
+	(*Work)(nil),               // 3: foreman.messages.Work
+	(*Ack)(nil),                // 4: foreman.messages.Ack
+	(*WorkRejected)(nil),       // 5: foreman.messages.WorkRejected
+	(*RegisterWorker)(nil),     // 6: foreman.messages.RegisterWorker
+	(*DeregisterWorker)(nil),   // 7: foreman.messages.DeregisterWorker
+	(*WorkerRequestsWork)(nil), // 8: foreman.messages.WorkerRequestsWork
+	(*WorkIsReady)(nil),        // 9: foreman.messages.WorkIsReady
+	(*WorkIsDone)(nil),         // 10: foreman.messages.WorkIsDone
+	(*WorkFailed)(nil),         // 11: foreman.messages.WorkFailed
+	(*WorkResult)(nil),         // 12: foreman.messages.WorkResult
+	(*GetWorkStatus)(nil),      // 13: foreman.messages.GetWorkStatus
+	(*WorkStatusReply)(nil),    // 14: foreman.messages.WorkStatusReply
+	(*WorkHistoryEvent)(nil),   // 15: foreman.messages.WorkHistoryEvent
+	(*GetMasterStatus)(nil),    // 16: foreman.messages.GetMasterStatus
+	(*MasterStatus)(nil),       // 17: foreman.messages.MasterStatus
+	(*actor.PID)(nil),          // 18: actor.PID
 }
 var file_work_proto_depIdxs = []int32{
-	16, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
+	18, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
 	0,  // 1: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
-	16, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
-	16, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
+	18, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
+	18, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
 	1,  // 4: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	15, // 5: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
+	2,  // 6: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_work_proto_init() }
@@ -1161,8 +1355,8 @@ func file_work_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_work_proto_rawDesc), len(file_work_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   14,
+			NumEnums:      3,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -70,6 +70,10 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onGetWorkStatus(c, msg)
 	case *messages.GetMasterStatus:
 		a.onGetMasterStatus(c)
+	case *messages.ListWork:
+		a.onListWork(c, msg)
+	case *messages.ResubmitWork:
+		a.onResubmit(c, msg)
 	case *cleanupTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
 			a.onCleanup(c)
@@ -104,6 +108,7 @@ func (a *masterActor) onRecovered(c actor.Context) {
 	cnt := a.state.Counts()
 	a.log.Info("master recovered", "epoch", a.rt.Epoch(), "seq", a.rt.DurableSeq(), "pending", cnt.Pending,
 		"done", cnt.Done, "dead", cnt.Dead, "stashed", len(a.stash))
+	a.observeRecovered()
 	a.armCleanup()
 	a.notifyWorkers(c)
 	for _, s := range a.stash {
@@ -166,7 +171,7 @@ func (a *masterActor) persist(ev proto.Message, then func()) {
 	if err := a.state.Apply(ev); err != nil {
 		panic(err) // the master only persists events WorkState knows
 	}
-	a.rt.Persist([]proto.Message{ev}, then)
+	a.journal([]proto.Message{ev}, then)
 }
 
 func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
@@ -200,7 +205,7 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	// event is durable: a crash can never erase work a worker has run.
 	a.state.AcceptHeld(ev)
 	id := ev.GetWork().GetWorkId()
-	a.rt.Persist([]proto.Message{ev}, func() {
+	a.journal([]proto.Message{ev}, func() {
 		a.state.Release(id)
 		a.releasedWork = true
 	})
@@ -211,6 +216,7 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 // commit accepted is released, idle workers are told, one WorkIsReady per
 // commit.
 func (a *masterActor) AfterDurable(c actor.Context) {
+	a.observeCounts()
 	if a.releasedWork {
 		a.releasedWork = false
 		a.notifyWorkers(c)
@@ -252,6 +258,7 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 	w, isNew := a.workers.register(m.GetWorkerId(), pid, m.GetJobTypes(), now)
 	if isNew {
 		a.log.Info("worker registered", "worker_id", w.id, "worker", pid.GetAddress()+"/"+pid.GetId())
+		a.observeCounts()
 	}
 	if !a.rt.Recovered() {
 		return
@@ -296,7 +303,7 @@ func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequests
 func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.Time) {
 	p := planDispatch(a.state, a.cfg.limiters, w.accepts, w.id, n, now)
 	if len(p.events) > 0 {
-		a.rt.Persist(p.events, nil)
+		a.journal(p.events, nil)
 	}
 	for _, out := range p.works {
 		if a.cfg.awaitStarted {
@@ -375,6 +382,7 @@ func (a *masterActor) onDeregister(c actor.Context, m *messages.DeregisterWorker
 		return
 	}
 	a.workers.remove(m.GetWorkerId())
+	a.observeCounts()
 	if !a.rt.Recovered() {
 		return
 	}
@@ -400,7 +408,7 @@ func (a *masterActor) onCleanup(c actor.Context) {
 		}
 	}
 	if len(events) > 0 {
-		a.rt.Persist(events, nil)
+		a.journal(events, nil)
 	}
 	for _, id := range a.workers.stale(now, a.cfg.workerDeadAfter, func(id string) bool { return a.state.RunningCount(id) > 0 }) {
 		a.log.Info("too long since heard from worker; pruning", "worker_id", id)
@@ -422,7 +430,7 @@ func (a *masterActor) onGetWorkStatus(c actor.Context, m *messages.GetWorkStatus
 }
 
 func (a *masterActor) onGetMasterStatus(c actor.Context) {
-	st := &messages.MasterStatus{Address: a.self.GetAddress()}
+	st := &messages.MasterStatus{Address: a.self.GetAddress(), Epoch: a.rt.Epoch()}
 	if !a.rt.Recovered() {
 		c.Respond(st)
 		return

@@ -98,6 +98,7 @@ type config struct {
 	recoveryStash   int           // submissions held while recovering
 	leaseTTL        time.Duration // 0: off
 	leaseGuard      func() bool   // nil: always true
+	observer        Observer      // nil: none (observer.go)
 }
 
 func defaultConfig() config {

@@ -31,6 +31,7 @@ func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.observeLimiters()
 	if _, err := persistence.New(j, cfg.stream, cfg.runtimeOptions()...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}

@@ -35,7 +35,8 @@ type entry struct {
 	workerID   string
 	startedAt  int64
 	finishedAt int64
-	held       bool // accepted, its event not yet durable: not queued (AcceptHeld)
+	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
+	history    []histEvent // see history.go
 }
 
 func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
@@ -139,15 +140,15 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	case *messages.WorkCompleted:
 		s.applyCompleted(ev)
 	case *messages.WorkerFailed:
-		s.applyFailed(ev.GetWorkId(), ev.GetWorkerId(), ev.GetError(), ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
+		s.applyFailed(histFailed, ev.GetWorkId(), ev.GetWorkerId(), ev.GetError(), ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
 	case *messages.WorkerTimedOut:
-		s.applyFailed(ev.GetWorkId(), ev.GetWorkerId(), "work timed out", ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
+		s.applyFailed(histTimedOut, ev.GetWorkId(), ev.GetWorkerId(), "work timed out", ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
 	case *messages.WorkExpired:
 		s.applyExpired(ev)
 	case *messages.FinishedForgotten:
 		s.applyForgotten(ev.GetBeforeUnixNano())
 	case *messages.MasterRecovered:
-		s.applyRecovered()
+		s.applyRecovered(ev.GetAtUnixNano())
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
 	}
@@ -182,13 +183,16 @@ func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 	if w.GetWorkId() == "" {
 		return
 	}
+	var history []histEvent
 	if old, ok := s.entries[w.GetWorkId()]; ok {
 		if old.status != statusDead {
 			return // duplicate: never queued twice
 		}
 		s.counts.Dead--
+		history = old.history // a re-submission continues its history
 	}
-	e := &entry{work: w, status: statusAccepted, heapIdx: -1, held: held}
+	e := &entry{work: w, status: statusAccepted, heapIdx: -1, held: held, history: history}
+	e.record(histEvent{kind: histAccepted, at: ev.GetAtUnixNano()})
 	s.entries[w.GetWorkId()] = e
 	s.acceptedTotal++
 	e.readyAt = ev.GetAtUnixNano()
@@ -237,6 +241,7 @@ func (s *WorkState) applyStarted(ev *messages.WorkStarted) {
 	e.attempts++
 	e.workerID = ev.GetWorkerId()
 	e.startedAt = ev.GetAtUnixNano()
+	e.record(histEvent{kind: histStarted, at: e.startedAt, attempt: e.attempts, worker: e.workerID})
 	s.addRunning(e)
 }
 
@@ -296,18 +301,21 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		return
 	}
 	s.leave(e)
+	e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: ev.GetWorkerId()})
 	e.result = ev.GetResult()
 	s.finish(e, statusDone, ev.GetAtUnixNano())
 }
 
-func (s *WorkState) applyFailed(workID, workerID, reason string, at, notBefore int64, dead bool) {
+func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID, reason string, at, notBefore int64, dead bool) {
 	e, ok := s.entries[workID]
 	if !ok || e.status != statusRunning || e.workerID != workerID {
 		return
 	}
 	s.removeRunning(e)
 	e.lastError = reason
+	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: workerID, err: reason})
 	if dead {
+		e.record(histEvent{kind: histDead, at: at, attempt: e.attempts, err: reason})
 		s.finish(e, statusDead, at)
 		return
 	}
@@ -322,6 +330,7 @@ func (s *WorkState) applyExpired(ev *messages.WorkExpired) {
 	}
 	s.unqueue(e)
 	e.lastError = ev.GetReason()
+	e.record(histEvent{kind: histDead, at: ev.GetAtUnixNano(), attempt: e.attempts, err: ev.GetReason()})
 	s.finish(e, statusDead, ev.GetAtUnixNano())
 }
 
@@ -345,7 +354,7 @@ func (s *WorkState) applyForgotten(before int64) {
 	}
 }
 
-func (s *WorkState) applyRecovered() {
+func (s *WorkState) applyRecovered(at int64) {
 	running := make([]*entry, 0, s.counts.InProgress)
 	for _, m := range s.byWorker {
 		for _, e := range m {
@@ -359,6 +368,7 @@ func (s *WorkState) applyRecovered() {
 		return running[i].work.GetWorkId() < running[j].work.GetWorkId()
 	})
 	for _, e := range running {
+		e.record(histEvent{kind: histRequeued, at: at, attempt: e.attempts, worker: e.workerID})
 		s.removeRunning(e)
 		e.status = statusAccepted
 		if e.lastError != "" {
@@ -415,6 +425,7 @@ func (s *WorkState) Status(id string) *messages.WorkStatusReply {
 		Attempts:  e.attempts,
 		LastError: e.lastError,
 		JobType:   e.work.GetJobType(),
+		History:   historyToProto(e.history),
 	}
 }
 
@@ -574,6 +585,7 @@ func (e *entry) toProto() *messages.WorkEntry {
 		WorkerId:           e.workerID,
 		StartedAtUnixNano:  e.startedAt,
 		FinishedAtUnixNano: e.finishedAt,
+		History:            historyToProto(e.history),
 	}
 }
 
@@ -602,6 +614,7 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 			workerID:   we.GetWorkerId(),
 			startedAt:  we.GetStartedAtUnixNano(),
 			finishedAt: we.GetFinishedAtUnixNano(),
+			history:    historyFromProto(we.GetHistory()),
 		}
 		s.entries[id] = e
 		switch {

@@ -77,6 +77,10 @@ type WorkInfo struct {
 	Attempts int32 `json:"attempts"`
 	// LastError is the error of the latest failed attempt, if any.
 	LastError string `json:"last_error,omitempty"`
+	// History is what happened to the job, oldest first (bounded: the
+	// first transitions and the latest ones); GET /work/{id} includes it
+	// when asked with ?history=true.
+	History []HistoryEntry `json:"history,omitempty"`
 }
 
 // StatusInfo is the body of GET /status: the members of the cluster, where
@@ -124,6 +128,9 @@ type MasterInfo struct {
 	Address string `json:"address,omitempty"`
 	// Member is the ID of the member that hosts the master, when known.
 	Member string `json:"member,omitempty"`
+	// Epoch is the master's journal epoch: a new one for every activation
+	// (failover, restart).
+	Epoch int64 `json:"epoch,omitempty"`
 	// Error says why the master did not answer (when not Reachable).
 	Error string `json:"error,omitempty"`
 }
@@ -189,6 +196,7 @@ func WorkInfoFromReply(r *messages.WorkStatusReply) (info WorkInfo, ok bool) {
 		Result:    resultJSON(r.GetResult()),
 		Attempts:  r.GetAttempts(),
 		LastError: r.GetLastError(),
+		History:   historyFromReply(r.GetHistory()),
 	}, true
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/tlsconf"
 	"github.com/foreman-actors/foreman/cluster/tlsconf/tlsconftest"
 	"github.com/foreman-actors/foreman/messages"
@@ -69,7 +70,7 @@ func TestAuth(t *testing.T) {
 	be := &recordingBackend{}
 	tokens, err := httpapi.NewTokens(goodToken, "another-client-token-000")
 	require.NoError(t, err)
-	srv, err := httpapi.New(be, httpapi.WithTokens(tokens))
+	srv, err := httpapi.New(be, httpapi.WithTokens(tokens), httpapi.WithMetrics(metrics.New()))
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -82,8 +83,13 @@ func TestAuth(t *testing.T) {
 			public = append(public, rt.Pattern())
 		}
 	}
-	// Only routes that carry no data may be public.
-	require.ElementsMatch(t, []string{"GET " + httpapi.PathHealthz, httpapi.PathHealthz}, public)
+	// Only routes that carry no data may be public: the health check, the
+	// OpenAPI document and the dashboard's static files.
+	require.ElementsMatch(t, []string{
+		"GET " + httpapi.PathHealthz, httpapi.PathHealthz,
+		"GET " + httpapi.PathOpenAPI, httpapi.PathOpenAPI,
+		"GET " + httpapi.PathUI, "GET " + httpapi.PathUI + "/{file...}", httpapi.PathUI,
+	}, public)
 	headers := map[string]string{
 		"none":         "",
 		"not bearer":   "Basic " + goodToken,

@@ -125,7 +125,7 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 		info.Master.Error = b.queryErr(ctx, err).Error()
 		return info, nil
 	}
-	info.Master = MasterInfo{Reachable: true, Address: ms.GetAddress()}
+	info.Master = MasterInfo{Reachable: true, Address: ms.GetAddress(), Epoch: ms.GetEpoch()}
 	info.Queue = QueueInfo{
 		Pending:       ms.GetPending(),
 		InProgress:    ms.GetInProgress(),

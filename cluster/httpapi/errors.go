@@ -20,6 +20,11 @@ var (
 	// ErrUnavailable: the master did not answer in time or cannot be
 	// reached; retrying later with the same work id is safe (HTTP 503).
 	ErrUnavailable = errors.New("httpapi: master unavailable")
+	// ErrConflict: the work is not in a state that allows the request,
+	// such as re-submitting a work that is not dead (HTTP 409).
+	ErrConflict = errors.New("httpapi: conflict")
+	// ErrNotImplemented: the Backend does not offer this request (HTTP 501).
+	ErrNotImplemented = errors.New("httpapi: not implemented")
 	// ErrServer: the server failed in a way the client cannot fix (HTTP 500).
 	ErrServer = errors.New("httpapi: server error")
 	// ErrUnauthorized: the request had no valid bearer token (HTTP 401).
@@ -62,8 +67,12 @@ func sentinelFor(code int) error {
 		return ErrUnauthorized
 	case code == 404:
 		return ErrNotFound
+	case code == 409:
+		return ErrConflict
 	case code == 413:
 		return ErrTooLarge
+	case code == 501:
+		return ErrNotImplemented
 	case code == 503:
 		return ErrUnavailable
 	case code >= 500:

@@ -73,6 +73,9 @@ func (s *Server) handleWork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.ID = id
+	if r.URL.Query().Get("history") != "true" {
+		info.History = nil // asked for with ?history=true (obsroutes.go)
+	}
 	writeJSON(w, http.StatusOK, info)
 }
 
@@ -114,6 +117,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		{http.StatusRequestEntityTooLarge, ErrTooLarge},
 		{http.StatusBadRequest, ErrInvalid},
 		{http.StatusNotFound, ErrNotFound},
+		{http.StatusConflict, ErrConflict},
+		{http.StatusNotImplemented, ErrNotImplemented},
 		{http.StatusServiceUnavailable, ErrUnavailable},
 	} {
 		if errors.Is(err, c.err) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/foreman-actors/foreman/cluster/metrics"
 )
 
 // Defaults of the server.
@@ -56,8 +58,9 @@ type config struct {
 	idleTimeout       time.Duration
 	newID             func() string
 	logger            *slog.Logger
-	tokens            *Tokens     // nil: no token needed (WithTokens)
-	tls               *tls.Config // nil: plain HTTP (WithTLS)
+	tokens            *Tokens          // nil: no token needed (WithTokens)
+	tls               *tls.Config      // nil: plain HTTP (WithTLS)
+	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
 }
 
 func defaultConfig() config {

@@ -31,19 +31,36 @@ func (r Route) Pattern() string {
 }
 
 // routeTable lists every route of the API. Handlers of new endpoints join
-// it here, with their 405 fallback.
+// it here, with their 405 fallback. Public routes carry no data: the
+// health check, the OpenAPI document and the dashboard's static files
+// (the page sends the token on its API calls, which stay protected).
 func (s *Server) routeTable() []Route {
-	return []Route{
-		{Method: http.MethodPost, Path: PathWork, handler: s.handleSubmit},
+	t := []Route{
+		{Method: http.MethodPost, Path: PathWork, handler: s.timeSubmit(s.handleSubmit)},
+		{Method: http.MethodGet, Path: PathWork, handler: s.handleList},
 		{Method: http.MethodGet, Path: PathWork + "/{id}", handler: s.handleWork},
+		{Method: http.MethodPost, Path: PathWork + "/{id}" + PathResubmit, handler: s.handleResubmit},
 		{Method: http.MethodGet, Path: PathStatus, handler: s.handleStatus},
 		{Method: http.MethodGet, Path: PathHealthz, Public: true, handler: s.handleHealthz},
-		{Path: PathWork, handler: methodNotAllowed(http.MethodPost)},
-		{Path: PathWork + "/{id}", handler: methodNotAllowed("GET, HEAD")},
-		{Path: PathStatus, handler: methodNotAllowed("GET, HEAD")},
-		{Path: PathHealthz, Public: true, handler: methodNotAllowed("GET, HEAD")},
-		{Path: "/", handler: s.notFound},
+		{Method: http.MethodGet, Path: PathOpenAPI, Public: true, handler: s.handleOpenAPI},
+		{Method: http.MethodGet, Path: PathUI, Public: true, handler: s.handleUI},
+		{Method: http.MethodGet, Path: PathUI + "/{file...}", Public: true, handler: s.handleUI},
 	}
+	if s.cfg.metrics != nil {
+		t = append(t,
+			Route{Method: http.MethodGet, Path: PathMetrics, handler: s.cfg.metrics.Handler().ServeHTTP},
+			Route{Path: PathMetrics, handler: methodNotAllowed("GET, HEAD")})
+	}
+	return append(t,
+		Route{Path: PathWork, handler: methodNotAllowed("GET, HEAD, POST")},
+		Route{Path: PathWork + "/{id}", handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: PathWork + "/{id}" + PathResubmit, handler: methodNotAllowed(http.MethodPost)},
+		Route{Path: PathStatus, handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: PathHealthz, Public: true, handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: PathOpenAPI, Public: true, handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: PathUI, Public: true, handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: "/", handler: s.notFound},
+	)
 }
 
 // Routes returns the server's route table: method, path pattern and

@@ -208,7 +208,7 @@ func TestStatus(t *testing.T) {
 		ID: sys.ID, Address: sys.Address(), Roles: []string{httpapi.RoleAll},
 		HTTP: s.srv.Addr(), Self: true, Master: true,
 	}}, info.Members)
-	require.Equal(t, httpapi.MasterInfo{Reachable: true, Address: sys.Address(), Member: sys.ID}, info.Master)
+	require.Equal(t, httpapi.MasterInfo{Reachable: true, Address: sys.Address(), Member: sys.ID, Epoch: 1}, info.Master)
 	require.Equal(t, httpapi.QueueInfo{Done: 1, AcceptedTotal: 1}, info.Queue)
 	require.Equal(t, int64(2), info.Workers.Idle+info.Workers.Busy, "both workers registered: %+v", info.Workers)
 }
@@ -242,7 +242,8 @@ func TestRoutes(t *testing.T) {
 		want      string
 	}{
 		{name: "Healthz", method: "GET", path: "/healthz", wantCode: 200, want: `{"status":"ok"}`},
-		{name: "GetOnSubmit", method: "GET", path: "/work", wantCode: 405, wantAllow: "POST"},
+		{name: "PutOnSubmit", method: "PUT", path: "/work", wantCode: 405, wantAllow: "GET, HEAD, POST"},
+		{name: "ListWithoutStatus", method: "GET", path: "/work", wantCode: 400},
 		{name: "DeleteWork", method: "DELETE", path: "/work/x", wantCode: 405, wantAllow: "GET, HEAD"},
 		{name: "PostStatus", method: "POST", path: "/status", wantCode: 405, wantAllow: "GET, HEAD"},
 		{name: "PutHealthz", method: "PUT", path: "/healthz", wantCode: 405, wantAllow: "GET, HEAD"},

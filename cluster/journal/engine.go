@@ -102,6 +102,8 @@ type engine struct {
 	wake    chan struct{}
 	stopped chan struct{}
 	comp    *completer
+
+	commitObserver func(CommitStats) // nil: none (observe.go)
 }
 
 func newEngine(name string, cfg config, be backend) *engine {
@@ -113,6 +115,8 @@ func newEngine(name string, cfg config, be backend) *engine {
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		comp:     newCompleter(),
+
+		commitObserver: cfg.commitObserver,
 	}
 	go e.run()
 	return e
@@ -239,7 +243,9 @@ func (e *engine) commit(batch []*op) {
 	if len(live) == 0 {
 		return
 	}
+	start := time.Now()
 	began, err := e.tryCommit(live)
+	e.observeCommit(live, start, err)
 	if err == nil {
 		return
 	}

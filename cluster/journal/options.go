@@ -34,6 +34,8 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	clock       clock.Clock
+	// commitObserver is told every group commit (observe.go); nil: none.
+	commitObserver func(CommitStats)
 }
 
 func newConfig(opts []Option) (config, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/membership"
 	"github.com/foreman-actors/foreman/cluster/membership/etcdmembers"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/tlsconf"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -110,6 +111,10 @@ type ClusterConfig struct {
 	// several members in one process use it to serialise remote start-ups
 	// (see testkit.StartRemoteWith).
 	WrapStart func(start func())
+	// Metrics, when set, is fed by the node (see WithMetrics); ActorMetrics
+	// also exports protoactor's actor metrics into it.
+	Metrics      *metrics.Metrics
+	ActorMetrics bool
 }
 
 // ClusterNode is a running backend, frontend or worker node.
@@ -172,7 +177,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	}
 	n := &ClusterNode{cfg: cfg, log: log.With("component", "node", "role", cfg.Role.String())}
 	lib, factory := libraryLogger(log)
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(factory))
+	sysOpts, err := metricsSystem(cfg.Metrics, cfg.ActorMetrics)
+	if err != nil {
+		return nil, err
+	}
+	n.sys = actor.NewActorSystem(append(sysOpts, actor.WithLoggerFactory(factory))...)
 	// The library's log handler reports a lost connection only for a
 	// member; it learns the members from the topology.
 	n.sys.EventStream.Subscribe(func(evt any) {
@@ -205,6 +214,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		if ttl, ok := masterLeaseFor(cfg.Provider); ok {
 			mopts = append(mopts, master.WithLeaseTTL(ttl))
 		}
+		mopts = append(mopts, metricsMaster(cfg.Metrics)...)
 		mopts = append(mopts, cfg.MasterOptions...)
 		props, err := master.Props(n.jrnl, mopts...)
 		if err != nil {
@@ -212,7 +222,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			n.sys.Shutdown()
 			return nil, err
 		}
-		kinds = append(kinds, cluster.NewKind(MasterKind, props))
+		kinds = append(kinds, cluster.NewKind(MasterKind, metricsMailbox(props, cfg.Metrics, metrics.ActorMaster)))
 	}
 	ccfg := cluster.Configure(ClusterName, cfg.Provider, disthash.New(),
 		remote.Configure(cfg.Host, cfg.Port, remoteOptions(cfg.TLS)...),
@@ -302,7 +312,7 @@ func (n *ClusterNode) openJournal(ctx context.Context, loc journal.Location) err
 		n.jrnl = n.cfg.Journal
 		return nil
 	}
-	j, err := openJournal(ctx, loc, n.log)
+	j, err := openJournal(ctx, loc, n.log, metricsJournal(n.cfg.Metrics)...)
 	if err != nil {
 		return err
 	}
@@ -402,7 +412,7 @@ func (n *ClusterNode) startFrontend(bg context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.results = n.sys.Root.Spawn(props)
+	n.results = n.sys.Root.Spawn(metricsMailbox(props, n.cfg.Metrics, metrics.ActorFrontend))
 	// protoactor's pub-sub keeps subscriptions in the topic actor's memory
 	// and loses them when the topic moves: subscribe again periodically
 	// (subscribing is idempotent per PID).
@@ -471,7 +481,7 @@ func (n *ClusterNode) startWorkers() error {
 		if err != nil {
 			return err
 		}
-		n.workers = append(n.workers, n.sys.Root.Spawn(props))
+		n.workers = append(n.workers, n.sys.Root.Spawn(metricsMailbox(props, n.cfg.Metrics, metrics.ActorWorker)))
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func journalLocation(rawURL, dataDir string) (journal.Location, error) {
 // openJournal opens the journal at loc for a node. A SQLite file's
 // directory is created if missing. Errors name the location with its
 // password masked and say what to check.
-func openJournal(ctx context.Context, loc journal.Location, log *slog.Logger) (persistence.Journal, error) {
+func openJournal(ctx context.Context, loc journal.Location, log *slog.Logger, opts ...journal.Option) (persistence.Journal, error) {
 	if loc.Scheme == journal.SchemeSQLite {
 		dir := filepath.Dir(loc.Path)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -46,7 +46,7 @@ func openJournal(ctx context.Context, loc journal.Location, log *slog.Logger) (p
 	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultJournalOpenTimeout)
 	defer cancel()
-	j, err := journal.Open(ctx, loc, journal.WithLogger(log))
+	j, err := journal.Open(ctx, loc, append([]journal.Option{journal.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("node: cannot open the journal %s: %w", loc, err)
 	}

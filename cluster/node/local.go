@@ -14,6 +14,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/protolog"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -48,6 +49,8 @@ type localConfig struct {
 	squareDelayLo time.Duration
 	squareDelayHi time.Duration
 	squareDelay   bool
+	metrics       *metrics.Metrics // metrics.go
+	actorMetrics  bool
 }
 
 // WithDataDir sets the directory of the SQLite journal (created if missing).
@@ -133,7 +136,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	if cfg.journal != nil {
 		n.jrnl = cfg.journal
 	} else {
-		j, err := openJournal(ctx, loc, log)
+		j, err := openJournal(ctx, loc, log, metricsJournal(cfg.metrics)...)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +160,12 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		n.sys = cfg.system
 	} else {
 		_, factory := libraryLogger(log)
-		n.sys = actor.NewActorSystem(actor.WithLoggerFactory(factory))
+		sysOpts, err := metricsSystem(cfg.metrics, cfg.actorMetrics)
+		if err != nil {
+			n.closeJournal()
+			return nil, err
+		}
+		n.sys = actor.NewActorSystem(append(sysOpts, actor.WithLoggerFactory(factory))...)
 		n.ownSystem = true
 	}
 
@@ -167,13 +175,13 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	// arbitrates between a cluster singleton's activations, and this
 	// master is a plain actor that nothing re-activates, so a lease lost
 	// to a stall of the process would stop the node's master for good.
-	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, cfg.masterOpts...)
+	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, append(metricsMaster(cfg.metrics), cfg.masterOpts...)...)
 	mprops, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()
 		return nil, err
 	}
-	n.master, err = n.sys.Root.SpawnNamed(mprops, "master")
+	n.master, err = n.sys.Root.SpawnNamed(metricsMailbox(mprops, cfg.metrics, metrics.ActorMaster), "master")
 	if err != nil {
 		n.shutdown()
 		return nil, fmt.Errorf("node: spawn master: %w", err)
@@ -184,7 +192,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 			n.shutdown()
 			return nil, err
 		}
-		n.workers = append(n.workers, n.sys.Root.Spawn(wprops))
+		n.workers = append(n.workers, n.sys.Root.Spawn(metricsMailbox(wprops, cfg.metrics, metrics.ActorWorker)))
 	}
 	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), frontend.WithLogger(log))
 	if err != nil {

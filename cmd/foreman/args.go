@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
@@ -43,6 +44,10 @@ type nodeArgs struct {
 	adaptive   string
 	window     int
 	sec        securityArgs
+	// metrics is --metrics ADDR (empty: off); actorMetrics adds
+	// protoactor's own actor metrics.
+	metrics      string
+	actorMetrics bool
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -91,6 +96,8 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&a.adaptive, "adaptive", "off", "size the node's worker pool itself: default, seed, vegas or off (worker and all-in-one nodes)")
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
+	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
+	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)
 	fs.Usage = func() {
@@ -125,6 +132,11 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		return a, fmt.Errorf("%w: --adaptive: %w", errUsage, err)
 	} else if lim != nil {
 		lim.Close()
+	}
+	if a.metrics != "" {
+		if _, err := metrics.ListenAddr(a.metrics); err != nil {
+			return a, fmt.Errorf("%w: --metrics: %w", errUsage, err)
+		}
 	}
 	if a.jobs < 0 {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)

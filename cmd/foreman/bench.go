@@ -9,8 +9,10 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/progress"
 )
 
 // runBench runs `foreman bench`: end-to-end throughput and latency in one
@@ -69,7 +71,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	if _, err := fmt.Fprintf(stdout, "foreman bench: %d jobs, %d submitters, %d workers x window %d, SQLite journal in %s\n", cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window, cfg.DataDir); err != nil {
 		return outputFailed(stderr, "foreman bench", err)
 	}
+	// A progress line on stderr: stdout keeps only the figures.
+	rep := progress.New("bench results", int64(cfg.Jobs+cfg.LightJobs), stderr, progress.IsTerminal(stderr), clock.Real)
+	cfg.OnResult = func() { rep.Add(1) }
+	pctx, stopProgress := context.WithCancel(ctx)
+	go rep.Run(pctx)
 	res, err := bench.Run(ctx, cfg)
+	stopProgress()
+	rep.Finish()
 	if err != nil {
 		if errors.Is(err, node.ErrInvalidConfig) {
 			printErr(stderr, "foreman bench: %v\n", err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
+	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
@@ -40,7 +42,8 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
-	mopts, wopts, closePool, err := tuning(a)
+	m := metrics.New()
+	mopts, wopts, closePool, err := tuning(a, m)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2
@@ -57,6 +60,11 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		Workers:       a.workers,
 		Logger:        log,
 		TLS:           sec.node,
+		Metrics:       m,
+		ActorMetrics:  a.actorMetrics,
+	}
+	if a.role == node.RoleFrontend {
+		cfg.OnResult = countResults(m, nil)
 	}
 	switch {
 	case a.role == node.RoleBackend:
@@ -73,13 +81,21 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
+	stopMetrics, err := startMetricsServer(ctx, a, m, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		n.Kill()
+		return 1
+	}
+	defer stopMetrics()
+	watchMembers(m, httpapi.ClusterMembers(n.Cluster()), log)
 	var stopHTTP func(context.Context) error
 	if a.role == node.RoleFrontend {
 		addr := a.http
 		if addr == "" {
 			addr = fmt.Sprintf("%s:%d", a.host, a.port+5000)
 		}
-		stopHTTP, err = startHTTP(ctx, n, addr, sec, log)
+		stopHTTP, err = startHTTP(ctx, n, addr, sec, m, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			n.Kill()

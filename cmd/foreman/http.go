@@ -5,34 +5,35 @@ import (
 	"log/slog"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
 // startHTTP serves the HTTP API of a frontend node on addr and returns the
 // function that shuts it down.
-func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *security, log *slog.Logger) (func(context.Context) error, error) {
+func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *security, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
 	b, err := httpapi.NewActorBackend(n.Client(), httpapi.ClusterMembers(n.Cluster()))
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, log)
+	return serveHTTP(ctx, b, addr, sec, m, log)
 }
 
 // startLocalHTTP serves the HTTP API of an all-in-one node.
-func startLocalHTTP(ctx context.Context, n *node.Local, addr string, sec *security, log *slog.Logger) (func(context.Context) error, error) {
+func startLocalHTTP(ctx context.Context, n *node.Local, addr string, sec *security, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
 	b, err := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, log)
+	return serveHTTP(ctx, b, addr, sec, m, log)
 }
 
-func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, log *slog.Logger) (func(context.Context) error, error) {
+func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
 	secOpts, err := sec.httpOptions()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := httpapi.New(b, append([]httpapi.Option{httpapi.WithAddr(addr), httpapi.WithLogger(log)}, secOpts...)...)
+	srv, err := httpapi.New(b, append([]httpapi.Option{httpapi.WithAddr(addr), httpapi.WithLogger(log), httpapi.WithMetrics(m)}, secOpts...)...)
 	if err != nil {
 		return nil, err
 	}

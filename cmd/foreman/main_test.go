@@ -74,6 +74,8 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "BadRate", args: []string{"--rate", "square=fast"}, want: "--rate:"},
 		{name: "BadAdaptive", args: []string{"--adaptive", "wild"}, want: `unknown policy: "wild"`},
 		{name: "BadWindow", args: []string{"--window", "0"}, want: "--window 0: must be 1 or more"},
+		{name: "BadMetricsAddr", args: []string{"--metrics", "host:port"}, want: "--metrics: metrics address"},
+		{name: "MetricsPortTooLarge", args: []string{"--metrics", "99999"}, want: "not a number in 0..65535"},
 		{name: "BenchExtraArgument", args: []string{"bench", "x"}, want: `unexpected argument "x"`},
 		{name: "BenchBadJobs", args: []string{"bench", "--jobs", "0"}, want: "bench needs jobs"},
 	}

@@ -13,9 +13,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/route"
+	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/progress"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -31,14 +35,18 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	if a.role != node.RoleAll {
 		return runClusterNode(ctx, a, sec, stdout, stderr, log)
 	}
-	mopts, wopts, closePool, err := tuning(a)
+	m := metrics.New()
+	mopts, wopts, closePool, err := tuning(a, m)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
 	defer closePool()
 	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithJournalURL(a.journal), node.WithWorkers(a.workers), node.WithLogger(log),
-		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...)}
+		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...), node.WithMetrics(m)}
+	if a.actorMetrics {
+		opts = append(opts, node.WithActorMetrics())
+	}
 	if a.delaySet {
 		opts = append(opts, node.WithSquareDelay(a.delay, a.delay))
 	}
@@ -47,6 +55,14 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
+	stopMetrics, err := startMetricsServer(ctx, a, m, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		_ = n.Stop(context.Background())
+		return 1
+	}
+	defer stopMetrics()
+	watchMembers(m, httpapi.LocalMembers(n.System()), log)
 	var stopHTTP func(context.Context) error
 	stopNode := func() int {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -64,7 +80,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	sys := n.System()
 	if a.http != "" {
-		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, log)
+		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, m, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			stopNode()
@@ -75,6 +91,13 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	// Results: the consumer logs `Consumed result`; with --jobs N we count
 	// the results of this run's own work ids.
 	runID := newRunID()
+	// With --jobs N, a progress line on stderr (stdout keeps the result).
+	rep := progress.New("results", int64(a.jobs), stderr, progress.IsTerminal(stderr), clock.Real)
+	if a.jobs > 0 {
+		pctx, stopProgress := context.WithCancel(ctx)
+		defer stopProgress()
+		go rep.Run(pctx)
+	}
 	var (
 		mu       sync.Mutex
 		consumed = map[string]bool{}
@@ -90,11 +113,12 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 			return
 		}
 		consumed[r.GetWorkId()] = true
+		rep.Add(1)
 		if len(consumed) == a.jobs {
 			close(allDone)
 		}
 	}
-	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(onResult), frontend.WithDedupe(1<<16))
+	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(countResults(m, onResult)), frontend.WithDedupe(1<<16))
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
@@ -143,6 +167,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	select {
 	case <-allDone:
+		rep.Finish()
 		stopClients()
 		code := stopNode()
 		if _, err := fmt.Fprintf(stdout, "consumed %d results\n", a.jobs); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
@@ -22,7 +23,7 @@ func builtinRegistry(a nodeArgs) *worker.Registry {
 
 // tuning turns --rate, --adaptive and --window into master and worker
 // options. done closes the adaptive pool; call it after the workers stop.
-func tuning(a nodeArgs) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
+func tuning(a nodeArgs, m *metrics.Metrics) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
 	mopts, err = node.MasterRateOptions(a.rate)
 	if err != nil {
 		return nil, nil, nil, err
@@ -36,6 +37,10 @@ func tuning(a nodeArgs) (mopts []master.Option, wopts []worker.Option, done func
 	if lim != nil {
 		wopts = append(wopts, worker.WithLimiter(lim))
 		done = func() { lim.Close() }
+		if err := m.WatchAdaptive(lim); err != nil {
+			lim.Close()
+			return nil, nil, nil, err
+		}
 	}
 	return mopts, wopts, done, nil
 }

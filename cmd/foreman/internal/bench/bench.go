@@ -41,6 +41,9 @@ type Config struct {
 	DataDir string
 	// Logger receives the node's logs (nil: discarded).
 	Logger *slog.Logger
+	// OnResult, when set, is called once per distinct result (of both
+	// phases), for a progress line; it must be quick.
+	OnResult func()
 }
 
 // Result holds the figures of a run.
@@ -134,6 +137,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return
 		}
 		seen[r.GetWorkId()] = true
+		if cfg.OnResult != nil {
+			cfg.OnResult()
+		}
 		if remaining--; remaining == 0 {
 			close(all)
 		}

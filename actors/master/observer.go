@@ -1,0 +1,145 @@
+package master
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Observer is told the master's durable facts, for metrics. Its methods run
+// on the master's goroutine, so they must be quick and must not block; they
+// are never called concurrently for one master. Embed NopObserver to
+// implement only some of them.
+type Observer interface {
+	// Recovered: the master of stream serves, with this journal epoch
+	// (once per activation, and after each re-sync).
+	Recovered(stream string, epoch int64)
+	// Durable: ev (a journal event such as *messages.WorkAccepted or
+	// *messages.WorkerFailed) of a work of jobType is durable.
+	Durable(stream string, ev proto.Message, jobType string)
+	// Counts: the master's counts and its idle and busy workers, after each
+	// group commit, recovery and worker (de)registration.
+	Counts(stream string, c Counts, idle, busy int)
+	// Permit: a dispatch limiter (WithDispatchLimiter) of jobType granted a
+	// hand-out, or refused one (the work waits in the queue).
+	Permit(jobType string, granted bool)
+}
+
+// NopObserver ignores everything; embed it in partial Observers.
+type NopObserver struct{}
+
+// Recovered implements Observer.
+func (NopObserver) Recovered(string, int64) {}
+
+// Durable implements Observer.
+func (NopObserver) Durable(string, proto.Message, string) {}
+
+// Counts implements Observer.
+func (NopObserver) Counts(string, Counts, int, int) {}
+
+// Permit implements Observer.
+func (NopObserver) Permit(string, bool) {}
+
+// WithObserver reports the master's durable facts to o (nil: none).
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// journal persists events and, once they are durable, reports them to the
+// observer and runs then (nil: nothing). Every journal write of the master
+// goes through it.
+func (a *masterActor) journal(events []proto.Message, then func()) {
+	if a.cfg.observer == nil {
+		a.rt.Persist(events, then)
+		return
+	}
+	types := make([]string, len(events))
+	for i, ev := range events {
+		types[i] = a.jobTypeOf(ev)
+	}
+	a.rt.Persist(events, func() {
+		for i, ev := range events {
+			a.cfg.observer.Durable(a.cfg.stream, ev, types[i])
+		}
+		if then != nil {
+			then()
+		}
+	})
+}
+
+// jobTypeOf names the job type of ev's work, read when ev is written (a
+// finished work may be forgotten by the time it is durable).
+func (a *masterActor) jobTypeOf(ev proto.Message) string {
+	var id string
+	switch ev := ev.(type) {
+	case *messages.WorkAccepted:
+		return ev.GetWork().GetJobType()
+	case *messages.WorkStarted:
+		id = ev.GetWorkId()
+	case *messages.WorkCompleted:
+		id = ev.GetWorkId()
+	case *messages.WorkerFailed:
+		id = ev.GetWorkId()
+	case *messages.WorkerTimedOut:
+		id = ev.GetWorkId()
+	case *messages.WorkExpired:
+		id = ev.GetWorkId()
+	default:
+		return ""
+	}
+	return a.state.Work(id).GetJobType()
+}
+
+// observeCounts reports the counts and the workers' idleness.
+func (a *masterActor) observeCounts() {
+	if a.cfg.observer == nil || !a.rt.Recovered() {
+		return
+	}
+	idle, busy := a.workerLoad()
+	a.cfg.observer.Counts(a.cfg.stream, a.state.Counts(), idle, busy)
+}
+
+// observeRecovered reports a recovery and the counts it restored.
+func (a *masterActor) observeRecovered() {
+	if a.cfg.observer == nil {
+		return
+	}
+	a.cfg.observer.Recovered(a.cfg.stream, a.rt.Epoch())
+	a.observeCounts()
+}
+
+// workerLoad counts the registered workers holding no work and some.
+func (a *masterActor) workerLoad() (idle, busy int) {
+	for _, w := range a.workers.byID {
+		if a.state.RunningCount(w.id) > 0 {
+			busy++
+		} else {
+			idle++
+		}
+	}
+	return idle, busy
+}
+
+// observedLimiter tells the observer each of a dispatch limiter's answers.
+type observedLimiter struct {
+	jobType string
+	lim     DispatchLimiter
+	obs     Observer
+}
+
+func (l observedLimiter) Reserve(now time.Time) (bool, time.Duration) {
+	ok, wait := l.lim.Reserve(now)
+	l.obs.Permit(l.jobType, ok)
+	return ok, wait
+}
+
+// observeLimiters wraps the dispatch limiters so that the observer sees their
+// answers; Props calls it once the options are applied.
+func (c *config) observeLimiters() {
+	if c.observer == nil {
+		return
+	}
+	for jt, lim := range c.limiters {
+		c.limiters[jt] = observedLimiter{jobType: jt, lim: lim, obs: c.observer}
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// startMetricsServer serves m on --metrics ADDR when given and returns the
+// function that stops it (a no-op without the flag).
+func startMetricsServer(ctx context.Context, a nodeArgs, m *metrics.Metrics, log *slog.Logger) (func(), error) {
+	if a.metrics == "" {
+		return func() {}, nil
+	}
+	srv, err := metrics.Serve(ctx, a.metrics, m)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("stopping the metrics server", "error", err)
+		}
+	}, nil
+}
+
+// watchMembers reports the members by role at each scrape, read with
+// members (bounded by a short timeout: a scrape must not hang).
+func watchMembers(m *metrics.Metrics, members httpapi.MembersFunc, log *slog.Logger) {
+	err := m.WatchMembers(func() map[string]int {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		list, err := members(ctx)
+		if err != nil {
+			return nil
+		}
+		out := make(map[string]int)
+		for _, mb := range list {
+			for _, r := range mb.Roles {
+				out[r]++
+			}
+		}
+		return out
+	})
+	if err != nil {
+		log.Warn("members metric not registered", "error", err)
+	}
+}
+
+// countResults wraps a result hook so that each result is counted in m.
+func countResults(m *metrics.Metrics, next func(*messages.WorkResult)) func(*messages.WorkResult) {
+	return func(r *messages.WorkResult) {
+		m.ResultConsumed(r.GetJobType())
+		if next != nil {
+			next(r)
+		}
+	}
+}
