@@ -431,7 +431,7 @@ func TestMaster(t *testing.T) {
 
 	t.Run("SnapshotsBoundRecovery", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, master.WithSnapshotEvery(10))
+		b := setup(t, master.WithSnapshotEvery(10), master.WithFeedRetention(0))
 		for i := range 40 {
 			b.submit(t, string(rune('A'+i)))
 		}
