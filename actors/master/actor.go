@@ -58,6 +58,7 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onStarted(c)
 	case *actor.Stopping, *actor.Restarting:
 		a.stopTimers()
+		a.feed.close()
 		a.rejectStash("master: stopping; retry later")
 	case *messages.Work:
 		a.onWork(c, msg)

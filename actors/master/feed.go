@@ -59,11 +59,16 @@ type feedHub struct {
 	durable int64
 	changed chan struct{} // closed and replaced on every advance
 	readers chan struct{} // semaphore of reads in flight
+	stopped chan struct{} // closed when the master stops: held reads answer
+	stop    sync.Once
 }
 
 func newFeedHub() *feedHub {
-	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders)}
+	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders), stopped: make(chan struct{})}
 }
+
+// close answers the held reads: the master stops.
+func (h *feedHub) close() { h.stop.Do(func() { close(h.stopped) }) }
 
 // advance records that the stream is durable up to seq; wake wakes the
 // waiting readers (a finishing event is among the new ones): the others
@@ -147,6 +152,8 @@ func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 			select {
 			case <-changed:
 			case <-timer.C():
+				break read
+			case <-hub.stopped:
 				break read
 			}
 		}

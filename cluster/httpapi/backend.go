@@ -76,10 +76,14 @@ func NewActorBackend(client *frontend.Client, members MembersFunc) (*ActorBacken
 // master's rejections map to ErrTooLarge or ErrInvalid; a master that did
 // not acknowledge before ctx ended maps to ErrUnavailable.
 func (b *ActorBackend) Submit(ctx context.Context, w *messages.Work) error {
-	err := b.client.Submit(ctx, w)
-	if err == nil {
-		return nil
+	if err := b.client.Submit(ctx, w); err != nil {
+		return b.submitErr(ctx, w, err)
 	}
+	return nil
+}
+
+// submitErr maps a failed submission to the API's errors.
+func (b *ActorBackend) submitErr(ctx context.Context, w *messages.Work, err error) error {
 	var rej *frontend.RejectedError
 	switch {
 	case errors.As(err, &rej):

@@ -138,7 +138,7 @@ func (c *Client) Work(ctx context.Context, id string) (*WorkInfo, error) {
 }
 
 // Wait polls the work every interval (DefaultPollInterval when 0) until it
-// is done or dead, and returns its last state; it returns early with the
+// is done, dead or cancelled, and returns its last state; it returns early with the
 // error when ctx ends or a query fails with anything but 503.
 func (c *Client) Wait(ctx context.Context, id string, interval time.Duration) (*WorkInfo, error) {
 	if interval <= 0 {
@@ -147,7 +147,7 @@ func (c *Client) Wait(ctx context.Context, id string, interval time.Duration) (*
 	for {
 		info, err := c.Work(ctx, id)
 		switch {
-		case err == nil && (info.Status == StatusDone || info.Status == StatusDead):
+		case err == nil && (info.Status == StatusDone || info.Status == StatusDead || info.Status == StatusCancelled):
 			return info, nil
 		case err != nil && !errors.Is(err, ErrUnavailable):
 			return info, err

@@ -20,7 +20,7 @@ import (
 )
 
 // endpoints lists the API for 404 answers.
-const endpoints = "POST /work, GET /work/{id}, GET /status, GET /healthz"
+const endpoints = "POST /work, GET /work/{id}, GET /status, GET /healthz, GET /results, GET /results/stream"
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -28,6 +28,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+PathWork+"/{id}", s.handleWork)
 	mux.HandleFunc("GET "+PathStatus, s.handleStatus)
 	mux.HandleFunc("GET "+PathHealthz, s.handleHealthz)
+	s.resultRoutes(mux) // GET /results, GET /results/stream: feed.go
 	mux.HandleFunc(PathWork, methodNotAllowed(http.MethodPost))
 	mux.HandleFunc(PathWork+"/{id}", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc(PathStatus, methodNotAllowed("GET, HEAD"))
@@ -63,6 +64,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
 	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	if r.URL.Query().Has("wait") { // POST /work?wait=D: wait.go
+		s.submitWait(ctx, w, r, work)
+		return
+	}
 	if err := s.backend.Submit(ctx, work); err != nil {
 		s.fail(w, r, err)
 		return
