@@ -31,6 +31,19 @@ func (b *bundle) restart(t *testing.T) {
 	b.master = b.start(t)
 }
 
+// take asks for work as worker w1 until n works are handed out: the Ack of
+// a submission leaves once the work is durable, a moment before the master
+// releases it to workers.
+func (b *bundle) take(t *testing.T, n int) []*messages.Work {
+	t.Helper()
+	var works []*messages.Work
+	require.Eventually(t, func() bool {
+		works = append(works, b.requestWork(t, b.worker, "w1", n-len(works))...)
+		return len(works) >= n
+	}, testkit.Timeout(), time.Millisecond)
+	return works
+}
+
 func (b *bundle) readResults(t *testing.T, after int64, limit int32, wait time.Duration) *messages.ResultsPage {
 	t.Helper()
 	b.front.Request(b.master, &messages.ReadResults{AfterSeq: after, Limit: limit, WaitMs: wait.Milliseconds()})
@@ -46,7 +59,7 @@ func TestWaiterAndCancelled(t *testing.T) {
 		waiter := testkit.NewProbe(t, b.sys)
 		b.submitWaited(t, "a", waiter)
 		b.register(t, b.worker, "w1")
-		works := b.requestWork(t, b.worker, "w1", 1)
+		works := b.take(t, 1)
 		require.Len(t, works, 1)
 		require.NotNil(t, works[0].GetWaiter(), "the worker must be able to ask the caller")
 		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("42")})
@@ -68,7 +81,7 @@ func TestWaiterAndCancelled(t *testing.T) {
 		waiter := testkit.NewProbe(t, b.sys)
 		b.submitWaited(t, "c", waiter)
 		b.register(t, b.worker, "w1")
-		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+		require.Len(t, b.take(t, 1), 1)
 		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "c", Error: "caller gone", Permanent: true, Cancelled: true})
 		res := testkit.ExpectMsgType[*messages.WorkResult](waiter, testkit.Timeout())
 		require.Equal(t, messages.WorkStatus_WORK_STATUS_CANCELLED, res.GetStatus())
@@ -99,7 +112,7 @@ func TestWaiterAndCancelled(t *testing.T) {
 		b := setup(t, master.WithSnapshotEvery(1), master.WithFeedRetention(0))
 		b.submit(t, "c")
 		b.register(t, b.worker, "w1")
-		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+		require.Len(t, b.take(t, 1), 1)
 		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "c", Error: "caller gone", Cancelled: true})
 		n := 0
 		require.Eventually(t, func() bool {
@@ -130,7 +143,7 @@ func TestWaiterAndCancelled(t *testing.T) {
 		b.front.ExpectMsg(&messages.Ack{WorkId: "d"}, testkit.Timeout())
 		b.restart(t) // the detach is journaled
 		b.register(t, b.worker, "w1")
-		works := b.requestWork(t, b.worker, "w1", 1)
+		works := b.take(t, 1)
 		require.Len(t, works, 1)
 		require.Nil(t, works[0].GetWaiter())
 		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "d", Result: []byte("1")})
@@ -149,7 +162,7 @@ func TestResultFeed(t *testing.T) {
 			b.submit(t, id)
 		}
 		b.register(t, b.worker, "w1")
-		require.Len(t, b.requestWork(t, b.worker, "w1", 4), 4)
+		require.Len(t, b.take(t, 4), 4)
 		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "b", Result: []byte("4")})
 		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "a", Error: "boom"})
 		b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "c", Error: "gone", Cancelled: true})
@@ -199,7 +212,7 @@ func TestResultFeed(t *testing.T) {
 		b.register(t, b.worker, "w1")
 		for i := range 10 {
 			b.submit(t, fmt.Sprint("w", i))
-			require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+			require.Len(t, b.take(t, 1), 1)
 			b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: fmt.Sprint("w", i)})
 		}
 		require.Eventually(t, func() bool {
