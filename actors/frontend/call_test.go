@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -223,5 +224,56 @@ func TestParseCursor(t *testing.T) {
 		}
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, c.String())
+	}
+}
+
+func TestConsumerReadsTheFeed(t *testing.T) {
+	t.Parallel()
+	r := newCallRig(t)
+	r.startWorker(t)
+	store := frontend.FileCursor{Path: filepath.Join(t.TempDir(), "results.cursor")}
+	consumed := make(chan string, 64)
+	start := func() *actor.PID {
+		props, err := frontend.ConsumerProps(frontend.WithoutEventStream(), frontend.WithFeed(r.client, store),
+			frontend.WithOnResult(func(m *messages.WorkResult) { consumed <- m.GetWorkId() }))
+		require.NoError(t, err)
+		return r.sys.Root.Spawn(props)
+	}
+	expect := func(ids ...string) {
+		t.Helper()
+		for _, want := range ids {
+			select {
+			case got := <-consumed:
+				require.Equal(t, want, got)
+			case <-time.After(testkit.Timeout()):
+				t.Fatalf("%s not consumed", want)
+			}
+		}
+	}
+	do := func(id string) {
+		_, err := r.client.Do(context.Background(), &messages.Work{WorkId: id, JobType: "echo"})
+		require.NoError(t, err)
+	}
+	do("a")
+	do("b")
+	c := start()
+	expect("a", "b")
+	do("c")
+	expect("c")
+	require.Eventually(t, func() bool { // the cursor is saved after the batch
+		cur, err := store.Load()
+		return err == nil && cur.Seq(0) > 0
+	}, testkit.Timeout(), 5*time.Millisecond)
+	require.NoError(t, r.sys.Root.StopFuture(c).Wait())
+
+	// A new consumer on the same cursor file goes on after c, and a stopped
+	// one missed nothing.
+	do("d")
+	start()
+	expect("d")
+	select {
+	case id := <-consumed:
+		t.Fatalf("consumed %s again", id)
+	case <-time.After(50 * time.Millisecond):
 	}
 }

@@ -118,6 +118,7 @@ type ClusterNode struct {
 	client    *frontend.Client
 	workers   []*actor.PID
 	results   *actor.PID
+	peers     *peers // whether a waiter's node has gone (peers.go); nil until workers start
 	prodMu    sync.Mutex                // guards prod and prodAt
 	prod      *cluster.BatchingProducer // results producer of a backend
 	prodAt    time.Time                 // when prod was made
@@ -433,7 +434,8 @@ func (n *ClusterNode) startWorkers() error {
 		// Register every second (the sample: 10 s): registration is how a
 		// worker finds a new master after a failover, so it bounds how long
 		// work waits for workers then.
-		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister)}, n.cfg.WorkerOptions...)
+		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
+			worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...)
 		props, err := worker.Props(n.locator.Route(), reg, wopts...)
 		if err != nil {
 			return err
@@ -563,6 +565,9 @@ func (n *ClusterNode) stopWorkers() []error {
 }
 
 func (n *ClusterNode) closeLocator() {
+	if n.peers != nil {
+		n.peers.close()
+	}
 	if n.ownership != nil {
 		n.ownership.Close()
 	}
