@@ -29,7 +29,7 @@ const callPollInterval = 2 * time.Second
 // on without a waiter). A Call is safe for concurrent use.
 type Call struct {
 	c        *Client
-	ctx      context.Context
+	gone     <-chan struct{} // the call's ctx's Done: the caller left
 	work     *messages.Work
 	interest *waiter.Interest
 
@@ -50,7 +50,7 @@ func (c *Client) NewCall(ctx context.Context, w *messages.Work) *Call {
 		work = &messages.Work{}
 	}
 	work.Waiter = in.PID()
-	call := &Call{c: c, ctx: ctx, work: work, interest: in, done: make(chan struct{})}
+	call := &Call{c: c, gone: ctx.Done(), work: work, interest: in, done: make(chan struct{})}
 	go call.watch()
 	return call
 }
@@ -187,10 +187,20 @@ func (call *Call) Detach(ctx context.Context) error {
 // itself after its linger.
 func (call *Call) Close() {
 	call.released.Do(func() {}) // after this, detached no longer changes
-	if call.ctx.Err() == nil && !call.detached {
+	if !call.callerGone() && !call.detached {
 		call.interest.Close()
 	}
 	call.once.Do(func() { close(call.done) }) // ends watch; res stays nil
+}
+
+// callerGone reports whether the call's ctx has ended.
+func (call *Call) callerGone() bool {
+	select {
+	case <-call.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // outcomeErr is the error of an outcome that is not DONE.

@@ -106,17 +106,21 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	}
 }
 
-// WorkStatus asks the master about one job (one attempt).
+// WorkStatus asks the master about one job (one attempt). A master still
+// recovering answers a temporary *RejectedError (REJECT_CODE_UNAVAILABLE).
 func (c *Client) WorkStatus(ctx context.Context, workID string) (*messages.WorkStatusReply, error) {
 	res, err := c.ask(ctx, &messages.GetWorkStatus{WorkId: workID})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(*messages.WorkStatusReply)
-	if !ok {
+	switch r := res.(type) {
+	case *messages.WorkStatusReply:
+		return r, nil
+	case *messages.WorkRejected: // the master is recovering: temporary
+		return nil, &RejectedError{WorkID: workID, Code: r.GetCode(), Reason: r.GetReason()}
+	default:
 		return nil, fmt.Errorf("%w: %T answering GetWorkStatus", ErrUnexpectedReply, res)
 	}
-	return r, nil
 }
 
 // MasterStatus asks the master for its overview (one attempt).

@@ -113,8 +113,8 @@ func WithFeed(client *Client, store CursorStore) Option {
 const (
 	feedConsumerWait  = 10 * time.Second
 	feedConsumerLimit = 1000
-	feedRetryMin      = 100 * time.Millisecond
-	feedRetryMax      = 2 * time.Second
+	feedBackoffFirst  = 100 * time.Millisecond
+	feedBackoffCap    = 2 * time.Second
 )
 
 // feedBatch is a page read by the consumer's reader, consumed by the actor,
@@ -138,7 +138,7 @@ func (r *consumer) startFeed(c actor.Context) {
 			log.Error("cannot load the result cursor; reading the feed from its oldest result", "error", err)
 			cur = Cursor{}
 		}
-		backoff := feedRetryMin
+		backoff := feedBackoffFirst
 		for ctx.Err() == nil {
 			page, err := client.ReadFeed(ctx, cur, feedConsumerLimit, feedConsumerWait)
 			var gone *FeedGoneError
@@ -162,10 +162,10 @@ func (r *consumer) startFeed(c actor.Context) {
 					t.Stop()
 					return
 				}
-				backoff = min(2*backoff, feedRetryMax)
+				backoff = min(2*backoff, feedBackoffCap)
 				continue
 			}
-			backoff = feedRetryMin
+			backoff = feedBackoffFirst
 			if len(page.Entries) > 0 {
 				b := &feedBatch{page: page, done: make(chan struct{})}
 				root.Send(self, b)

@@ -500,7 +500,11 @@ func (a *masterActor) onCleanup(c actor.Context) {
 // crash could undo.
 func (a *masterActor) onGetWorkStatus(c actor.Context, m *messages.GetWorkStatus) {
 	if !a.rt.Recovered() {
-		c.Respond(&messages.WorkStatusReply{WorkId: m.GetWorkId()})
+		// Not "unknown": the state is not read back yet, and a caller
+		// that took this for "never accepted" would be wrong (HTTP 503,
+		// not 404).
+		c.Respond(&messages.WorkRejected{WorkId: m.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE,
+			Reason: "master: recovering from the journal; ask again later"})
 		return
 	}
 	a.rt.Reply(c.Sender(), a.state.Status(m.GetWorkId()))

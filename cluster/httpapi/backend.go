@@ -151,6 +151,10 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 
 // queryErr maps a failed one-shot query to the API's errors.
 func (b *ActorBackend) queryErr(ctx context.Context, err error) error {
+	var rej *frontend.RejectedError
+	if errors.As(err, &rej) && rej.Temporary() {
+		return fmt.Errorf("%w: %s", ErrUnavailable, rej.Reason) // the master is recovering
+	}
 	if ctx.Err() != nil || errors.Is(err, frontend.ErrTimeout) || errors.Is(err, route.ErrNoMaster) {
 		return fmt.Errorf("%w: the master did not answer in time (%w)", ErrUnavailable, err)
 	}

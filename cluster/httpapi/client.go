@@ -216,17 +216,22 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, want 
 }
 
 func answerErr(resp *http.Response, data []byte) *APIError {
-	e := &APIError{StatusCode: resp.StatusCode}
+	return apiError(resp.StatusCode, resp.Header, data)
+}
+
+// apiError is the *APIError of an answer with status code and header h.
+func apiError(code int, h http.Header, data []byte) *APIError {
+	e := &APIError{StatusCode: code}
 	var eb errorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
 		e.Message = eb.Error
 	} else {
 		e.Message = strings.TrimSpace(string(data))
 		if e.Message == "" {
-			e.Message = http.StatusText(resp.StatusCode)
+			e.Message = http.StatusText(code)
 		}
 	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
 	return e

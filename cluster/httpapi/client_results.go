@@ -55,7 +55,7 @@ func (c *Client) postWait(ctx context.Context, path string, body []byte) (*WorkI
 	if err != nil {
 		return nil, false, err
 	}
-	switch resp.StatusCode {
+	switch resp.code {
 	case http.StatusOK:
 		var info WorkInfo
 		if err := json.Unmarshal(data, &info); err != nil {
@@ -72,7 +72,7 @@ func (c *Client) postWait(ctx context.Context, path string, body []byte) (*WorkI
 		}
 		return &WorkInfo{ID: p.ID, Status: p.Status, Result: json.RawMessage("null")}, false, nil
 	default:
-		return nil, false, answerErr(resp, data)
+		return nil, false, apiError(resp.code, resp.header, data)
 	}
 }
 
@@ -125,9 +125,9 @@ func (c *Client) ReadResults(ctx context.Context, cursor string, wait time.Durat
 	if err != nil {
 		return nil, cursor, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		e := answerErr(resp, data)
-		if resp.StatusCode == http.StatusGone {
+	if resp.code != http.StatusOK {
+		e := apiError(resp.code, resp.header, data)
+		if resp.code == http.StatusGone {
 			var g FeedGone
 			if json.Unmarshal(data, &g) == nil {
 				e.OldestCursor = g.OldestCursor
@@ -148,7 +148,7 @@ func (c *Client) ReadResults(ctx context.Context, cursor string, wait time.Durat
 		}
 		lines = append(lines, l)
 	}
-	next := resp.Header.Get(HeaderNextCursor)
+	next := resp.header.Get(HeaderNextCursor)
 	if next == "" && len(lines) > 0 {
 		next = lines[len(lines)-1].Cursor
 	}
@@ -195,16 +195,23 @@ func (c *Client) Results(ctx context.Context, cursor string) iter.Seq2[ResultLin
 	}
 }
 
+// sent is the status and header of an answer whose body was read and
+// closed.
+type sent struct {
+	code   int
+	header http.Header
+}
+
 // send makes one request and reads the whole answer (at most
 // maxAnswerBytes).
-func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, []byte, error) {
+func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (sent, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+		return sent{}, nil, fmt.Errorf("httpapi: %s %s: %w", method, path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -212,12 +219,12 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, acc
 	req.Header.Set("Accept", accept)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("httpapi: %s %s at %s: %w", method, path, c.base, err)
+		return sent{}, nil, fmt.Errorf("httpapi: %s %s at %s: %w", method, path, c.base, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return nil, nil, fmt.Errorf("httpapi: reading the answer to %s %s: %w", method, path, err)
+		return sent{}, nil, fmt.Errorf("httpapi: reading the answer to %s %s: %w", method, path, err)
 	}
-	return resp, data, nil
+	return sent{code: resp.StatusCode, header: resp.Header}, data, nil
 }
