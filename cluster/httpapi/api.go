@@ -143,6 +143,8 @@ type QueueInfo struct {
 	Done int64 `json:"done"`
 	// Dead is work out of attempts.
 	Dead int64 `json:"dead"`
+	// Cancelled is work whose caller stopped waiting (POST /work?wait=).
+	Cancelled int64 `json:"cancelled"`
 	// AcceptedTotal counts every work accepted since the journal began.
 	AcceptedTotal int64 `json:"accepted_total"`
 }

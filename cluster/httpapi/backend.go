@@ -135,6 +135,7 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 		InProgress:    ms.GetInProgress(),
 		Done:          ms.GetDone(),
 		Dead:          ms.GetDead(),
+		Cancelled:     ms.GetCancelled(),
 		AcceptedTotal: ms.GetAcceptedTotal(),
 	}
 	info.Workers = WorkersInfo{Idle: ms.GetIdleWorkers(), Busy: ms.GetBusyWorkers()}
