@@ -150,6 +150,7 @@ type WorkCompleted struct {
 	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Result        []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	AtUnixNano    int64                  `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	JobType       string                 `protobuf:"bytes,5,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -212,6 +213,13 @@ func (x *WorkCompleted) GetAtUnixNano() int64 {
 	return 0
 }
 
+func (x *WorkCompleted) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
 // WorkerFailed: the executor failed, or the worker left with the work. The
 // work goes back to pending not before not_before_unix_nano, or is dead.
 type WorkerFailed struct {
@@ -222,8 +230,12 @@ type WorkerFailed struct {
 	AtUnixNano        int64                  `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
 	NotBeforeUnixNano int64                  `protobuf:"varint,5,opt,name=not_before_unix_nano,json=notBeforeUnixNano,proto3" json:"not_before_unix_nano,omitempty"`
 	Dead              bool                   `protobuf:"varint,6,opt,name=dead,proto3" json:"dead,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// cancelled: the caller stopped waiting (WorkFailed.cancelled); the work
+	// ends CANCELLED.
+	Cancelled     bool   `protobuf:"varint,7,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	JobType       string `protobuf:"bytes,8,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerFailed) Reset() {
@@ -298,6 +310,20 @@ func (x *WorkerFailed) GetDead() bool {
 	return false
 }
 
+func (x *WorkerFailed) GetCancelled() bool {
+	if x != nil {
+		return x.Cancelled
+	}
+	return false
+}
+
+func (x *WorkerFailed) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
 // WorkerTimedOut: the worker did not report within the work timeout. Same
 // effect as WorkerFailed.
 type WorkerTimedOut struct {
@@ -307,6 +333,7 @@ type WorkerTimedOut struct {
 	AtUnixNano        int64                  `protobuf:"varint,3,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
 	NotBeforeUnixNano int64                  `protobuf:"varint,4,opt,name=not_before_unix_nano,json=notBeforeUnixNano,proto3" json:"not_before_unix_nano,omitempty"`
 	Dead              bool                   `protobuf:"varint,5,opt,name=dead,proto3" json:"dead,omitempty"`
+	JobType           string                 `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -376,6 +403,13 @@ func (x *WorkerTimedOut) GetDead() bool {
 	return false
 }
 
+func (x *WorkerTimedOut) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
 // WorkExpired: the submitter's deadline passed before the work was started;
 // it is dead with the reason as its last error.
 type WorkExpired struct {
@@ -383,6 +417,7 @@ type WorkExpired struct {
 	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
 	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	AtUnixNano    int64                  `protobuf:"varint,3,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	JobType       string                 `protobuf:"bytes,4,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -438,6 +473,59 @@ func (x *WorkExpired) GetAtUnixNano() int64 {
 	return 0
 }
 
+func (x *WorkExpired) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+// WaiterDetached: the work's caller stopped waiting but the job goes on
+// (DetachWaiter); workers are no longer asked about it.
+type WaiterDetached struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaiterDetached) Reset() {
+	*x = WaiterDetached{}
+	mi := &file_master_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaiterDetached) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaiterDetached) ProtoMessage() {}
+
+func (x *WaiterDetached) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaiterDetached.ProtoReflect.Descriptor instead.
+func (*WaiterDetached) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WaiterDetached) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
 // FinishedForgotten: done and dead works finished before before_unix_nano
 // are forgotten (the done-id retention). Re-submitting such an id runs it
 // again.
@@ -450,7 +538,7 @@ type FinishedForgotten struct {
 
 func (x *FinishedForgotten) Reset() {
 	*x = FinishedForgotten{}
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +550,7 @@ func (x *FinishedForgotten) String() string {
 func (*FinishedForgotten) ProtoMessage() {}
 
 func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +563,7 @@ func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishedForgotten.ProtoReflect.Descriptor instead.
 func (*FinishedForgotten) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{6}
+	return file_master_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FinishedForgotten) GetBeforeUnixNano() int64 {
@@ -496,7 +584,7 @@ type MasterRecovered struct {
 
 func (x *MasterRecovered) Reset() {
 	*x = MasterRecovered{}
-	mi := &file_master_proto_msgTypes[7]
+	mi := &file_master_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +596,7 @@ func (x *MasterRecovered) String() string {
 func (*MasterRecovered) ProtoMessage() {}
 
 func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[7]
+	mi := &file_master_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +609,7 @@ func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterRecovered.ProtoReflect.Descriptor instead.
 func (*MasterRecovered) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{7}
+	return file_master_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MasterRecovered) GetAtUnixNano() int64 {
@@ -557,7 +645,7 @@ type WorkEntry struct {
 
 func (x *WorkEntry) Reset() {
 	*x = WorkEntry{}
-	mi := &file_master_proto_msgTypes[8]
+	mi := &file_master_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +657,7 @@ func (x *WorkEntry) String() string {
 func (*WorkEntry) ProtoMessage() {}
 
 func (x *WorkEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[8]
+	mi := &file_master_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +670,7 @@ func (x *WorkEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkEntry.ProtoReflect.Descriptor instead.
 func (*WorkEntry) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{8}
+	return file_master_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WorkEntry) GetWork() *Work {
@@ -676,7 +764,7 @@ type MasterSnapshot struct {
 
 func (x *MasterSnapshot) Reset() {
 	*x = MasterSnapshot{}
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +776,7 @@ func (x *MasterSnapshot) String() string {
 func (*MasterSnapshot) ProtoMessage() {}
 
 func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +789,7 @@ func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterSnapshot.ProtoReflect.Descriptor instead.
 func (*MasterSnapshot) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{9}
+	return file_master_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MasterSnapshot) GetEntries() []*WorkEntry {
@@ -739,13 +827,14 @@ const file_master_proto_rawDesc = "" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12 \n" +
 	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
-	"atUnixNano\"\x7f\n" +
+	"atUnixNano\"\x9a\x01\n" +
 	"\rWorkCompleted\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06result\x18\x03 \x01(\fR\x06result\x12 \n" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
-	"atUnixNano\"\xc1\x01\n" +
+	"atUnixNano\x12\x19\n" +
+	"\bjob_type\x18\x05 \x01(\tR\ajobType\"\xfa\x01\n" +
 	"\fWorkerFailed\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -753,19 +842,25 @@ const file_master_proto_rawDesc = "" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
 	"atUnixNano\x12/\n" +
 	"\x14not_before_unix_nano\x18\x05 \x01(\x03R\x11notBeforeUnixNano\x12\x12\n" +
-	"\x04dead\x18\x06 \x01(\bR\x04dead\"\xad\x01\n" +
+	"\x04dead\x18\x06 \x01(\bR\x04dead\x12\x1c\n" +
+	"\tcancelled\x18\a \x01(\bR\tcancelled\x12\x19\n" +
+	"\bjob_type\x18\b \x01(\tR\ajobType\"\xc8\x01\n" +
 	"\x0eWorkerTimedOut\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12 \n" +
 	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
 	"atUnixNano\x12/\n" +
 	"\x14not_before_unix_nano\x18\x04 \x01(\x03R\x11notBeforeUnixNano\x12\x12\n" +
-	"\x04dead\x18\x05 \x01(\bR\x04dead\"`\n" +
+	"\x04dead\x18\x05 \x01(\bR\x04dead\x12\x19\n" +
+	"\bjob_type\x18\x06 \x01(\tR\ajobType\"{\n" +
 	"\vWorkExpired\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
-	"atUnixNano\"=\n" +
+	"atUnixNano\x12\x19\n" +
+	"\bjob_type\x18\x04 \x01(\tR\ajobType\")\n" +
+	"\x0eWaiterDetached\x12\x17\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"=\n" +
 	"\x11FinishedForgotten\x12(\n" +
 	"\x10before_unix_nano\x18\x01 \x01(\x03R\x0ebeforeUnixNano\"3\n" +
 	"\x0fMasterRecovered\x12 \n" +
@@ -803,7 +898,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_master_proto_goTypes = []any{
 	(*WorkAccepted)(nil),      // 0: foreman.messages.WorkAccepted
 	(*WorkStarted)(nil),       // 1: foreman.messages.WorkStarted
@@ -811,20 +906,21 @@ var file_master_proto_goTypes = []any{
 	(*WorkerFailed)(nil),      // 3: foreman.messages.WorkerFailed
 	(*WorkerTimedOut)(nil),    // 4: foreman.messages.WorkerTimedOut
 	(*WorkExpired)(nil),       // 5: foreman.messages.WorkExpired
-	(*FinishedForgotten)(nil), // 6: foreman.messages.FinishedForgotten
-	(*MasterRecovered)(nil),   // 7: foreman.messages.MasterRecovered
-	(*WorkEntry)(nil),         // 8: foreman.messages.WorkEntry
-	(*MasterSnapshot)(nil),    // 9: foreman.messages.MasterSnapshot
-	(*Work)(nil),              // 10: foreman.messages.Work
-	(WorkStatus)(0),           // 11: foreman.messages.WorkStatus
-	(*WorkHistoryEvent)(nil),  // 12: foreman.messages.WorkHistoryEvent
+	(*WaiterDetached)(nil),    // 6: foreman.messages.WaiterDetached
+	(*FinishedForgotten)(nil), // 7: foreman.messages.FinishedForgotten
+	(*MasterRecovered)(nil),   // 8: foreman.messages.MasterRecovered
+	(*WorkEntry)(nil),         // 9: foreman.messages.WorkEntry
+	(*MasterSnapshot)(nil),    // 10: foreman.messages.MasterSnapshot
+	(*Work)(nil),              // 11: foreman.messages.Work
+	(WorkStatus)(0),           // 12: foreman.messages.WorkStatus
+	(*WorkHistoryEvent)(nil),  // 13: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
-	10, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
-	10, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
-	11, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
-	12, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
-	8,  // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
+	11, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
+	11, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
+	12, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
+	13, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
+	9,  // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
 	5,  // [5:5] is the sub-list for method output_type
 	5,  // [5:5] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
@@ -844,7 +940,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

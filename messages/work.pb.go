@@ -98,7 +98,8 @@ const (
 	// Failed at least once and waiting for its next attempt.
 	WorkStatus_WORK_STATUS_FAILED WorkStatus = 4
 	// Used up its attempts; re-submitting the same id makes it pending again.
-	WorkStatus_WORK_STATUS_DEAD WorkStatus = 5
+	WorkStatus_WORK_STATUS_DEAD      WorkStatus = 5
+	WorkStatus_WORK_STATUS_CANCELLED WorkStatus = 6
 )
 
 // Enum value maps for WorkStatus.
@@ -110,14 +111,16 @@ var (
 		3: "WORK_STATUS_DONE",
 		4: "WORK_STATUS_FAILED",
 		5: "WORK_STATUS_DEAD",
+		6: "WORK_STATUS_CANCELLED",
 	}
 	WorkStatus_value = map[string]int32{
-		"WORK_STATUS_UNKNOWN":  0,
-		"WORK_STATUS_ACCEPTED": 1,
-		"WORK_STATUS_RUNNING":  2,
-		"WORK_STATUS_DONE":     3,
-		"WORK_STATUS_FAILED":   4,
-		"WORK_STATUS_DEAD":     5,
+		"WORK_STATUS_UNKNOWN":   0,
+		"WORK_STATUS_ACCEPTED":  1,
+		"WORK_STATUS_RUNNING":   2,
+		"WORK_STATUS_DONE":      3,
+		"WORK_STATUS_FAILED":    4,
+		"WORK_STATUS_DEAD":      5,
+		"WORK_STATUS_CANCELLED": 6,
 	}
 )
 
@@ -167,6 +170,8 @@ const (
 	WorkHistoryKind_WORK_HISTORY_KIND_DEAD WorkHistoryKind = 6
 	// Returned to the queue because a new master took over while it ran.
 	WorkHistoryKind_WORK_HISTORY_KIND_REQUEUED WorkHistoryKind = 7
+	// Cancelled: its caller went away (not retried; re-submitting runs it again).
+	WorkHistoryKind_WORK_HISTORY_KIND_CANCELLED WorkHistoryKind = 8
 )
 
 // Enum value maps for WorkHistoryKind.
@@ -180,6 +185,7 @@ var (
 		5: "WORK_HISTORY_KIND_COMPLETED",
 		6: "WORK_HISTORY_KIND_DEAD",
 		7: "WORK_HISTORY_KIND_REQUEUED",
+		8: "WORK_HISTORY_KIND_CANCELLED",
 	}
 	WorkHistoryKind_value = map[string]int32{
 		"WORK_HISTORY_KIND_UNSPECIFIED": 0,
@@ -190,6 +196,7 @@ var (
 		"WORK_HISTORY_KIND_COMPLETED":   5,
 		"WORK_HISTORY_KIND_DEAD":        6,
 		"WORK_HISTORY_KIND_REQUEUED":    7,
+		"WORK_HISTORY_KIND_CANCELLED":   8,
 	}
 )
 
@@ -699,7 +706,11 @@ type WorkFailed struct {
 	// The failure will not go away on a retry (bad payload, unknown job
 	// type, the caller's deadline passed or the caller has gone): the master
 	// marks the work dead at once instead of retrying it.
-	Permanent     bool `protobuf:"varint,4,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	Permanent bool `protobuf:"varint,4,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	// cancelled: the work's caller no longer waits (its waiter said so, is
+	// gone, or its node left). The master ends the work CANCELLED: not
+	// retried, not dead; re-submitting the id runs it again.
+	Cancelled     bool `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -762,12 +773,25 @@ func (x *WorkFailed) GetPermanent() bool {
 	return false
 }
 
+func (x *WorkFailed) GetCancelled() bool {
+	if x != nil {
+		return x.Cancelled
+	}
+	return false
+}
+
 // WorkResult is published to subscribers once a job's completion is durable.
 type WorkResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
-	JobType       string                 `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
-	Result        []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	WorkId  string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	JobType string                 `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Result  []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// status is the work's final status (DONE, DEAD or CANCELLED) when the
+	// master sends it to the work's waiter; UNSPECIFIED (UNKNOWN) on the
+	// published results of completed work, which are DONE.
+	Status WorkStatus `protobuf:"varint,4,opt,name=status,proto3,enum=foreman.messages.WorkStatus" json:"status,omitempty"`
+	// error is the last error of a DEAD or CANCELLED work.
+	Error         string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,6 +847,319 @@ func (x *WorkResult) GetResult() []byte {
 	return nil
 }
 
+func (x *WorkResult) GetStatus() WorkStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WorkStatus_WORK_STATUS_UNKNOWN
+}
+
+func (x *WorkResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// DetachWaiter asks the master to forget the waiter of a work: the caller
+// stopped waiting but wants the job to go on. The master answers Ack once
+// the WaiterDetached event is durable (at once when there is nothing to do).
+type DetachWaiter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DetachWaiter) Reset() {
+	*x = DetachWaiter{}
+	mi := &file_work_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DetachWaiter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DetachWaiter) ProtoMessage() {}
+
+func (x *DetachWaiter) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DetachWaiter.ProtoReflect.Descriptor instead.
+func (*DetachWaiter) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DetachWaiter) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
+// ReadResults asks the master for the result feed: the finishing events
+// (completed, dead, cancelled) of its journal stream after after_seq, at
+// most limit of them. When none is durable yet, the master holds the
+// question up to wait_ms for one (a long poll). It answers ResultsPage.
+type ReadResults struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AfterSeq      int64                  `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	WaitMs        int64                  `protobuf:"varint,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadResults) Reset() {
+	*x = ReadResults{}
+	mi := &file_work_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadResults) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadResults) ProtoMessage() {}
+
+func (x *ReadResults) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadResults.ProtoReflect.Descriptor instead.
+func (*ReadResults) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ReadResults) GetAfterSeq() int64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *ReadResults) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ReadResults) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+// FeedEntry is one finished work in the result feed.
+type FeedEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq is the journal sequence number of the finishing event: the
+	// entry's cursor within its shard.
+	Seq           int64      `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	WorkId        string     `protobuf:"bytes,2,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	JobType       string     `protobuf:"bytes,3,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Status        WorkStatus `protobuf:"varint,4,opt,name=status,proto3,enum=foreman.messages.WorkStatus" json:"status,omitempty"`
+	Result        []byte     `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
+	Error         string     `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	AtUnixNano    int64      `protobuf:"varint,7,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedEntry) Reset() {
+	*x = FeedEntry{}
+	mi := &file_work_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedEntry) ProtoMessage() {}
+
+func (x *FeedEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedEntry.ProtoReflect.Descriptor instead.
+func (*FeedEntry) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *FeedEntry) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *FeedEntry) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
+func (x *FeedEntry) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+func (x *FeedEntry) GetStatus() WorkStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WorkStatus_WORK_STATUS_UNKNOWN
+}
+
+func (x *FeedEntry) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *FeedEntry) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *FeedEntry) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+// ResultsPage answers ReadResults.
+type ResultsPage struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*FeedEntry           `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// next_seq is where the next read starts (after_seq of the next
+	// ReadResults): the last event read, finishing or not.
+	NextSeq int64 `protobuf:"varint,2,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	// gone: events after after_seq were deleted (past the retention);
+	// oldest_seq is the oldest cursor still readable.
+	Gone      bool  `protobuf:"varint,3,opt,name=gone,proto3" json:"gone,omitempty"`
+	OldestSeq int64 `protobuf:"varint,4,opt,name=oldest_seq,json=oldestSeq,proto3" json:"oldest_seq,omitempty"`
+	// error: the master could not answer (recovering, journal failing,
+	// a cursor ahead of the stream); say why.
+	Error string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// ahead: after_seq is past the stream's last durable event (the journal
+	// was replaced); read from 0 again.
+	Ahead         bool `protobuf:"varint,6,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultsPage) Reset() {
+	*x = ResultsPage{}
+	mi := &file_work_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultsPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultsPage) ProtoMessage() {}
+
+func (x *ResultsPage) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultsPage.ProtoReflect.Descriptor instead.
+func (*ResultsPage) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ResultsPage) GetEntries() []*FeedEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ResultsPage) GetNextSeq() int64 {
+	if x != nil {
+		return x.NextSeq
+	}
+	return 0
+}
+
+func (x *ResultsPage) GetGone() bool {
+	if x != nil {
+		return x.Gone
+	}
+	return false
+}
+
+func (x *ResultsPage) GetOldestSeq() int64 {
+	if x != nil {
+		return x.OldestSeq
+	}
+	return 0
+}
+
+func (x *ResultsPage) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ResultsPage) GetAhead() bool {
+	if x != nil {
+		return x.Ahead
+	}
+	return false
+}
+
 // GetWorkStatus asks the master about one job.
 type GetWorkStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -833,7 +1170,7 @@ type GetWorkStatus struct {
 
 func (x *GetWorkStatus) Reset() {
 	*x = GetWorkStatus{}
-	mi := &file_work_proto_msgTypes[10]
+	mi := &file_work_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +1182,7 @@ func (x *GetWorkStatus) String() string {
 func (*GetWorkStatus) ProtoMessage() {}
 
 func (x *GetWorkStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[10]
+	mi := &file_work_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +1195,7 @@ func (x *GetWorkStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkStatus.ProtoReflect.Descriptor instead.
 func (*GetWorkStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{10}
+	return file_work_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetWorkStatus) GetWorkId() string {
@@ -886,7 +1223,7 @@ type WorkStatusReply struct {
 
 func (x *WorkStatusReply) Reset() {
 	*x = WorkStatusReply{}
-	mi := &file_work_proto_msgTypes[11]
+	mi := &file_work_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1235,7 @@ func (x *WorkStatusReply) String() string {
 func (*WorkStatusReply) ProtoMessage() {}
 
 func (x *WorkStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[11]
+	mi := &file_work_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1248,7 @@ func (x *WorkStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkStatusReply.ProtoReflect.Descriptor instead.
 func (*WorkStatusReply) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{11}
+	return file_work_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkStatusReply) GetWorkId() string {
@@ -981,7 +1318,7 @@ type WorkHistoryEvent struct {
 
 func (x *WorkHistoryEvent) Reset() {
 	*x = WorkHistoryEvent{}
-	mi := &file_work_proto_msgTypes[12]
+	mi := &file_work_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1330,7 @@ func (x *WorkHistoryEvent) String() string {
 func (*WorkHistoryEvent) ProtoMessage() {}
 
 func (x *WorkHistoryEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[12]
+	mi := &file_work_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1343,7 @@ func (x *WorkHistoryEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkHistoryEvent.ProtoReflect.Descriptor instead.
 func (*WorkHistoryEvent) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{12}
+	return file_work_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WorkHistoryEvent) GetKind() WorkHistoryKind {
@@ -1053,7 +1390,7 @@ type GetMasterStatus struct {
 
 func (x *GetMasterStatus) Reset() {
 	*x = GetMasterStatus{}
-	mi := &file_work_proto_msgTypes[13]
+	mi := &file_work_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1402,7 @@ func (x *GetMasterStatus) String() string {
 func (*GetMasterStatus) ProtoMessage() {}
 
 func (x *GetMasterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[13]
+	mi := &file_work_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1415,7 @@ func (x *GetMasterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterStatus.ProtoReflect.Descriptor instead.
 func (*GetMasterStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{13}
+	return file_work_proto_rawDescGZIP(), []int{17}
 }
 
 // MasterStatus answers GetMasterStatus.
@@ -1093,14 +1430,16 @@ type MasterStatus struct {
 	AcceptedTotal int64                  `protobuf:"varint,7,opt,name=accepted_total,json=acceptedTotal,proto3" json:"accepted_total,omitempty"`
 	Address       string                 `protobuf:"bytes,8,opt,name=address,proto3" json:"address,omitempty"`
 	// The master's journal epoch (a new one for every activation).
-	Epoch         int64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch int64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Works whose caller went away before they finished (not retried).
+	Cancelled     int64 `protobuf:"varint,10,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MasterStatus) Reset() {
 	*x = MasterStatus{}
-	mi := &file_work_proto_msgTypes[14]
+	mi := &file_work_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1451,7 @@ func (x *MasterStatus) String() string {
 func (*MasterStatus) ProtoMessage() {}
 
 func (x *MasterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[14]
+	mi := &file_work_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1464,7 @@ func (x *MasterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterStatus.ProtoReflect.Descriptor instead.
 func (*MasterStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{14}
+	return file_work_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MasterStatus) GetPending() int64 {
@@ -1191,6 +1530,13 @@ func (x *MasterStatus) GetEpoch() int64 {
 	return 0
 }
 
+func (x *MasterStatus) GetCancelled() int64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
 var File_work_proto protoreflect.FileDescriptor
 
 const file_work_proto_rawDesc = "" +
@@ -1228,18 +1574,44 @@ const file_work_proto_rawDesc = "" +
 	"WorkIsDone\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x16\n" +
-	"\x06result\x18\x03 \x01(\fR\x06result\"v\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\"\x94\x01\n" +
 	"\n" +
 	"WorkFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
-	"\tpermanent\x18\x04 \x01(\bR\tpermanent\"X\n" +
+	"\tpermanent\x18\x04 \x01(\bR\tpermanent\x12\x1c\n" +
+	"\tcancelled\x18\x05 \x01(\bR\tcancelled\"\xa4\x01\n" +
 	"\n" +
 	"WorkResult\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x16\n" +
-	"\x06result\x18\x03 \x01(\fR\x06result\"(\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\x124\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"'\n" +
+	"\fDetachWaiter\x12\x17\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"Y\n" +
+	"\vReadResults\x12\x1b\n" +
+	"\tafter_seq\x18\x01 \x01(\x03R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x17\n" +
+	"\await_ms\x18\x03 \x01(\x03R\x06waitMs\"\xd7\x01\n" +
+	"\tFeedEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x17\n" +
+	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x19\n" +
+	"\bjob_type\x18\x03 \x01(\tR\ajobType\x124\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x16\n" +
+	"\x06result\x18\x05 \x01(\fR\x06result\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12 \n" +
+	"\fat_unix_nano\x18\a \x01(\x03R\n" +
+	"atUnixNano\"\xbe\x01\n" +
+	"\vResultsPage\x125\n" +
+	"\aentries\x18\x01 \x03(\v2\x1b.foreman.messages.FeedEntryR\aentries\x12\x19\n" +
+	"\bnext_seq\x18\x02 \x01(\x03R\anextSeq\x12\x12\n" +
+	"\x04gone\x18\x03 \x01(\bR\x04gone\x12\x1d\n" +
+	"\n" +
+	"oldest_seq\x18\x04 \x01(\x03R\toldestSeq\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12\x14\n" +
+	"\x05ahead\x18\x06 \x01(\bR\x05ahead\"(\n" +
 	"\rGetWorkStatus\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\"\x8c\x02\n" +
 	"\x0fWorkStatusReply\x12\x17\n" +
@@ -1258,7 +1630,7 @@ const file_work_proto_rawDesc = "" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\"\x11\n" +
-	"\x0fGetMasterStatus\"\x8e\x02\n" +
+	"\x0fGetMasterStatus\"\xac\x02\n" +
 	"\fMasterStatus\x12\x18\n" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1f\n" +
 	"\vin_progress\x18\x02 \x01(\x03R\n" +
@@ -1269,14 +1641,16 @@ const file_work_proto_rawDesc = "" +
 	"\x04dead\x18\x06 \x01(\x03R\x04dead\x12%\n" +
 	"\x0eaccepted_total\x18\a \x01(\x03R\racceptedTotal\x12\x18\n" +
 	"\aaddress\x18\b \x01(\tR\aaddress\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch*\x98\x01\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch\x12\x1c\n" +
+	"\tcancelled\x18\n" +
+	" \x01(\x03R\tcancelled*\x98\x01\n" +
 	"\n" +
 	"RejectCode\x12\x1b\n" +
 	"\x17REJECT_CODE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REJECT_CODE_TOO_LARGE\x10\x01\x12\x1c\n" +
 	"\x18REJECT_CODE_UNKNOWN_TYPE\x10\x02\x12\x17\n" +
 	"\x13REJECT_CODE_INVALID\x10\x03\x12\x1b\n" +
-	"\x17REJECT_CODE_UNAVAILABLE\x10\x04*\x9c\x01\n" +
+	"\x17REJECT_CODE_UNAVAILABLE\x10\x04*\xb7\x01\n" +
 	"\n" +
 	"WorkStatus\x12\x17\n" +
 	"\x13WORK_STATUS_UNKNOWN\x10\x00\x12\x18\n" +
@@ -1284,7 +1658,8 @@ const file_work_proto_rawDesc = "" +
 	"\x13WORK_STATUS_RUNNING\x10\x02\x12\x14\n" +
 	"\x10WORK_STATUS_DONE\x10\x03\x12\x16\n" +
 	"\x12WORK_STATUS_FAILED\x10\x04\x12\x14\n" +
-	"\x10WORK_STATUS_DEAD\x10\x05*\x8f\x02\n" +
+	"\x10WORK_STATUS_DEAD\x10\x05\x12\x19\n" +
+	"\x15WORK_STATUS_CANCELLED\x10\x06*\xb0\x02\n" +
 	"\x0fWorkHistoryKind\x12!\n" +
 	"\x1dWORK_HISTORY_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aWORK_HISTORY_KIND_ACCEPTED\x10\x01\x12\x1d\n" +
@@ -1293,7 +1668,8 @@ const file_work_proto_rawDesc = "" +
 	"\x1bWORK_HISTORY_KIND_TIMED_OUT\x10\x04\x12\x1f\n" +
 	"\x1bWORK_HISTORY_KIND_COMPLETED\x10\x05\x12\x1a\n" +
 	"\x16WORK_HISTORY_KIND_DEAD\x10\x06\x12\x1e\n" +
-	"\x1aWORK_HISTORY_KIND_REQUEUED\x10\aB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x1aWORK_HISTORY_KIND_REQUEUED\x10\a\x12\x1f\n" +
+	"\x1bWORK_HISTORY_KIND_CANCELLED\x10\bB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_work_proto_rawDescOnce sync.Once
@@ -1308,7 +1684,7 @@ func file_work_proto_rawDescGZIP() []byte {
 }
 
 var file_work_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_work_proto_goTypes = []any{
 	(RejectCode)(0),            // 0: foreman.messages.RejectCode
 	(WorkStatus)(0),            // 1: foreman.messages.WorkStatus
@@ -1323,26 +1699,33 @@ var file_work_proto_goTypes = []any{
 	(*WorkIsDone)(nil),         // 10: foreman.messages.WorkIsDone
 	(*WorkFailed)(nil),         // 11: foreman.messages.WorkFailed
 	(*WorkResult)(nil),         // 12: foreman.messages.WorkResult
-	(*GetWorkStatus)(nil),      // 13: foreman.messages.GetWorkStatus
-	(*WorkStatusReply)(nil),    // 14: foreman.messages.WorkStatusReply
-	(*WorkHistoryEvent)(nil),   // 15: foreman.messages.WorkHistoryEvent
-	(*GetMasterStatus)(nil),    // 16: foreman.messages.GetMasterStatus
-	(*MasterStatus)(nil),       // 17: foreman.messages.MasterStatus
-	(*actor.PID)(nil),          // 18: actor.PID
+	(*DetachWaiter)(nil),       // 13: foreman.messages.DetachWaiter
+	(*ReadResults)(nil),        // 14: foreman.messages.ReadResults
+	(*FeedEntry)(nil),          // 15: foreman.messages.FeedEntry
+	(*ResultsPage)(nil),        // 16: foreman.messages.ResultsPage
+	(*GetWorkStatus)(nil),      // 17: foreman.messages.GetWorkStatus
+	(*WorkStatusReply)(nil),    // 18: foreman.messages.WorkStatusReply
+	(*WorkHistoryEvent)(nil),   // 19: foreman.messages.WorkHistoryEvent
+	(*GetMasterStatus)(nil),    // 20: foreman.messages.GetMasterStatus
+	(*MasterStatus)(nil),       // 21: foreman.messages.MasterStatus
+	(*actor.PID)(nil),          // 22: actor.PID
 }
 var file_work_proto_depIdxs = []int32{
-	18, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
+	22, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
 	0,  // 1: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
-	18, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
-	18, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
-	1,  // 4: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
-	15, // 5: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
-	2,  // 6: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	22, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
+	22, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
+	1,  // 4: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
+	1,  // 5: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
+	15, // 6: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
+	1,  // 7: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
+	19, // 8: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
+	2,  // 9: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_work_proto_init() }
@@ -1356,7 +1739,7 @@ func file_work_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_work_proto_rawDesc), len(file_work_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   15,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -106,17 +106,21 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	}
 }
 
-// WorkStatus asks the master about one job (one attempt).
+// WorkStatus asks the master about one job (one attempt). A master still
+// recovering answers a temporary *RejectedError (REJECT_CODE_UNAVAILABLE).
 func (c *Client) WorkStatus(ctx context.Context, workID string) (*messages.WorkStatusReply, error) {
 	res, err := c.ask(ctx, &messages.GetWorkStatus{WorkId: workID})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(*messages.WorkStatusReply)
-	if !ok {
+	switch r := res.(type) {
+	case *messages.WorkStatusReply:
+		return r, nil
+	case *messages.WorkRejected: // the master is recovering: temporary
+		return nil, &RejectedError{WorkID: workID, Code: r.GetCode(), Reason: r.GetReason()}
+	default:
 		return nil, fmt.Errorf("%w: %T answering GetWorkStatus", ErrUnexpectedReply, res)
 	}
-	return r, nil
 }
 
 // MasterStatus asks the master for its overview (one attempt).
@@ -132,17 +136,33 @@ func (c *Client) MasterStatus(ctx context.Context) (*messages.MasterStatus, erro
 	return r, nil
 }
 
-// cancelled completes a future early when the caller's ctx ends.
-type cancelled struct{}
+// replyBox is the reply address of one ask: a process of our own with a
+// one-slot channel, so nothing but the reply ever writes to it (completing
+// protoactor's Future from our side, when the caller leaves, races with a
+// reply arriving at that moment: the pinned protoactor writes a Future's
+// result without a lock).
+type replyBox struct{ ch chan any }
 
-// masterGone answers an ask's future in place of the master when the route
-// says the master's node left the cluster: the request is sent again at
-// once rather than after the ask timeout.
-type masterGone struct{}
+func (b *replyBox) SendUserMessage(_ *actor.PID, m any) {
+	_, msg, _ := actor.UnwrapEnvelope(m)
+	select {
+	case b.ch <- msg:
+	default: // only the first reply counts
+	}
+}
+
+func (b *replyBox) SendSystemMessage(*actor.PID, any) {}
+
+func (b *replyBox) Stop(*actor.PID) {}
 
 // ask sends msg to the master and waits for the reply, at most the ask
 // timeout and never past ctx.
 func (c *Client) ask(ctx context.Context, msg any) (any, error) {
+	return c.askFor(ctx, msg, c.cfg.askTimeout)
+}
+
+// askFor is ask with its own timeout (a held feed read waits longer).
+func (c *Client) askFor(ctx context.Context, msg any, timeout time.Duration) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -155,7 +175,6 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 		}
 		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
 	}
-	timeout := c.cfg.askTimeout
 	callersDeadline := false // the caller's ctx ends before the ask timeout
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
@@ -165,14 +184,36 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 			timeout, callersDeadline = left, true
 		}
 	}
-	fut := c.sys.Root.RequestFuture(pid, msg, timeout)
-	stop := context.AfterFunc(ctx, func() { c.sys.Root.Send(fut.PID(), cancelled{}) })
-	defer stop()
-	stopGone := c.master.AfterGone(pid, func() { c.sys.Root.Send(fut.PID(), masterGone{}) })
+	box := &replyBox{ch: make(chan any, 1)}
+	reg := c.sys.ProcessRegistry
+	self, ok := reg.Add(box, "frontend-ask$"+reg.NextId())
+	if !ok {
+		return nil, fmt.Errorf("%w: could not register a reply address", ErrUnexpectedReply)
+	}
+	defer reg.Remove(self)
+	gone := make(chan struct{}, 1)
+	stopGone := c.master.AfterGone(pid, func() {
+		select {
+		case gone <- struct{}{}:
+		default:
+		}
+	})
 	defer stopGone()
-	res, err := fut.Result()
-	switch {
-	case errors.Is(err, actor.ErrTimeout):
+	c.sys.Root.RequestWithCustomSender(pid, msg, self)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case res := <-box.ch:
+		if _, dead := res.(*actor.DeadLetterResponse); dead {
+			c.master.Forget(pid)
+			return nil, fmt.Errorf("frontend: %w: %s is gone (dead letter)", route.ErrNoMaster, pid)
+		}
+		return res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-gone:
+		return nil, fmt.Errorf("frontend: %w: %w (the node of %s left the cluster)", route.ErrNoMaster, errMasterGone, pid)
+	case <-t.C:
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -183,19 +224,7 @@ func (c *Client) ask(ctx context.Context, msg any) (any, error) {
 			c.master.Forget(pid)
 		}
 		return nil, fmt.Errorf("%w (ask timeout %v, master %s)", ErrTimeout, timeout, pid)
-	case errors.Is(err, actor.ErrDeadLetter):
-		c.master.Forget(pid)
-		return nil, fmt.Errorf("frontend: %w: %s is gone (dead letter)", route.ErrNoMaster, pid)
-	case err != nil:
-		return nil, fmt.Errorf("frontend: %w: %w", route.ErrNoMaster, err)
 	}
-	switch res.(type) {
-	case cancelled:
-		return nil, ctx.Err()
-	case masterGone:
-		return nil, fmt.Errorf("frontend: %w: %w (the node of %s left the cluster)", route.ErrNoMaster, errMasterGone, pid)
-	}
-	return res, nil
 }
 
 // Submit is Client.Submit without keeping a client: it sends w to master

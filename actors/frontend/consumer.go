@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -24,7 +25,10 @@ type Stats struct {
 // to *messages.WorkResult on the actor system's EventStream (unless
 // WithoutEventStream) and also consumes results sent to its PID, logs
 // "Consumed result" for each, calls WithOnResult, and counts duplicates by
-// work id (WithDedupe). It answers GetStats with Stats.
+// work id (WithDedupe). It answers GetStats with Stats. With WithFeed it
+// reads the durable result feed (every completed, dead or cancelled work,
+// at least once across restarts and failovers) instead of relying on
+// pub-sub, which may lose results.
 func ConsumerProps(opts ...Option) (*actor.Props, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -40,6 +44,9 @@ type consumer struct {
 	sub   *eventstream.Subscription
 	seen  *seenSet // nil when deduplication is off
 	stats Stats
+
+	stopFeed context.CancelFunc // WithFeed: ends the reader
+	feedDone chan struct{}      // closed when the reader ended
 }
 
 // Receive handles results, GetStats and lifecycle messages.
@@ -53,6 +60,9 @@ func (r *consumer) Receive(c actor.Context) {
 		r.log = r.log.With("component", "result_consumer")
 		if r.cfg.dedupe > 0 {
 			r.seen = newSeenSet(r.cfg.dedupe)
+		}
+		if r.cfg.feedClient != nil {
+			r.startFeed(c)
 		}
 		if !r.cfg.noStream {
 			sys, self := c.ActorSystem(), c.Self()
@@ -68,11 +78,17 @@ func (r *consumer) Receive(c actor.Context) {
 		}
 	case *messages.WorkResult:
 		r.consume(m)
+	case *feedBatch:
+		r.consumeBatch(m)
 	case *GetStats:
 		c.Respond(r.stats)
 	case GetStats:
 		c.Respond(r.stats)
 	case *actor.Stopping:
+		if r.stopFeed != nil {
+			r.stopFeed()
+			<-r.feedDone
+		}
 		if r.sub != nil {
 			r.sys.EventStream.Unsubscribe(r.sub)
 			r.sub = nil

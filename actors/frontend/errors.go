@@ -20,6 +20,20 @@ var (
 	ErrInvalidWork = errors.New("frontend: invalid work")
 	// ErrUnexpectedReply: the master answered with a message of the wrong type.
 	ErrUnexpectedReply = errors.New("frontend: unexpected reply from master")
+	// ErrWorkDead: the waited-for work is dead (out of attempts, a
+	// permanent error, its deadline passed); re-submit the id to run it again.
+	ErrWorkDead = errors.New("frontend: work is dead")
+	// ErrWorkCancelled: the waited-for work was cancelled because its
+	// caller stopped waiting; re-submit the id to run it again.
+	ErrWorkCancelled = errors.New("frontend: work was cancelled")
+	// ErrFeedGone: the result feed's cursor is older than the master's
+	// retention (see *FeedGoneError for the oldest cursor still readable).
+	ErrFeedGone = errors.New("frontend: result feed cursor is past the retention")
+	// ErrFeedAhead: the cursor is ahead of the master's journal (it was
+	// replaced); read from the start again.
+	ErrFeedAhead = errors.New("frontend: result feed cursor is ahead of the journal")
+	// ErrInvalidCursor: a cursor token that cannot be parsed.
+	ErrInvalidCursor = errors.New("frontend: invalid result feed cursor")
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("frontend: invalid option")
 )

@@ -65,6 +65,8 @@ type config struct {
 	onDuplicate func(*messages.WorkResult)
 	dedupe      int
 	noStream    bool
+	feedClient  *Client     // WithFeed
+	feedStore   CursorStore // WithFeed
 }
 
 func defaultConfig() config {

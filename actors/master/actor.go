@@ -22,6 +22,7 @@ type (
 type masterActor struct {
 	cfg       config
 	rt        *persistence.Runtime
+	j         persistence.Journal // read by the result feed, off the actor
 	clock     clock.Clock
 	policy    Policy
 	log       *slog.Logger
@@ -41,6 +42,10 @@ type masterActor struct {
 	cleanupTimer clock.Timer
 	wakeTimer    clock.Timer
 	wakeAt       time.Time
+
+	// feed wakes the result feed's readers (feed.go); shared with their
+	// goroutines, created with the actor.
+	feed *feedHub
 }
 
 // Receive implements actor.Actor.
@@ -53,6 +58,7 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onStarted(c)
 	case *actor.Stopping, *actor.Restarting:
 		a.stopTimers()
+		a.feed.close()
 		a.rejectStash("master: stopping; retry later")
 	case *messages.Work:
 		a.onWork(c, msg)
@@ -74,6 +80,10 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onListWork(c, msg)
 	case *messages.ResubmitWork:
 		a.onResubmit(c, msg)
+	case *messages.DetachWaiter:
+		a.onDetachWaiter(c, msg)
+	case *messages.ReadResults:
+		a.onReadResults(c, msg)
 	case *cleanupTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
 			a.onCleanup(c)
@@ -107,9 +117,10 @@ func (a *masterActor) onRecovered(c actor.Context) {
 	a.stopTimers()
 	cnt := a.state.Counts()
 	a.log.Info("master recovered", "epoch", a.rt.Epoch(), "seq", a.rt.DurableSeq(), "pending", cnt.Pending,
-		"done", cnt.Done, "dead", cnt.Dead, "stashed", len(a.stash))
+		"done", cnt.Done, "dead", cnt.Dead, "cancelled", cnt.Cancelled, "stashed", len(a.stash))
 	a.observeRecovered()
 	a.armCleanup()
+	a.feed.advance(a.rt.DurableSeq(), true)
 	a.notifyWorkers(c)
 	for _, s := range a.stash {
 		// Behind what is already in the mailbox: submissions from different
@@ -174,6 +185,72 @@ func (a *masterActor) persist(ev proto.Message, then func()) {
 	a.journal([]proto.Message{ev}, then)
 }
 
+// outcome is a work that an event just finished: what its waiter is told.
+type outcome struct {
+	waiter *actor.PID
+	res    *messages.WorkResult
+}
+
+// journal persists events already applied to the decision state: every
+// journal write of the master goes through it. Once they are durable it
+// reports them to the observer, runs then, tells the waiter of each work
+// they finished its outcome (WorkResult with the final status), publishes
+// completed results and wakes the result feed's readers.
+func (a *masterActor) journal(events []proto.Message, then func()) {
+	observed := a.observeDurable(events)
+	var outs []outcome
+	for _, ev := range events {
+		if id, ok := finishingID(ev); ok && a.state.IsFinished(id) {
+			st := a.state.Status(id)
+			outs = append(outs, outcome{
+				waiter: a.state.Work(id).GetWaiter(),
+				res: &messages.WorkResult{WorkId: id, JobType: st.GetJobType(), Result: st.GetResult(),
+					Status: st.GetStatus(), Error: st.GetLastError()},
+			})
+		}
+	}
+	if len(outs) == 0 && observed == nil {
+		a.rt.Persist(events, then)
+		return
+	}
+	seq := a.rt.LastSeq() + int64(len(events))
+	a.rt.Persist(events, func() {
+		if observed != nil {
+			observed()
+		}
+		if then != nil {
+			then()
+		}
+		if len(outs) == 0 {
+			return
+		}
+		for _, o := range outs {
+			if o.waiter != nil {
+				a.tell(actor.NewPID(o.waiter.GetAddress(), o.waiter.GetId()), o.res)
+			}
+			if o.res.GetStatus() == statusDone {
+				a.publisher.Publish(&messages.WorkResult{WorkId: o.res.GetWorkId(), JobType: o.res.GetJobType(), Result: o.res.GetResult()})
+			}
+		}
+		a.feed.advance(seq, true)
+	})
+}
+
+// finishingID returns the work id of an event that may finish a work.
+func finishingID(ev proto.Message) (string, bool) {
+	switch ev := ev.(type) {
+	case *messages.WorkCompleted:
+		return ev.GetWorkId(), true
+	case *messages.WorkerFailed:
+		return ev.GetWorkId(), ev.GetDead() || ev.GetCancelled()
+	case *messages.WorkerTimedOut:
+		return ev.GetWorkId(), ev.GetDead()
+	case *messages.WorkExpired:
+		return ev.GetWorkId(), true
+	}
+	return "", false
+}
+
 func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	sender := c.Sender()
 	if !a.rt.Recovered() {
@@ -198,6 +275,13 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	if a.state.IsAccepted(w.GetWorkId()) {
 		// A duplicate: acknowledged again once what holds it is durable.
 		a.rt.Reply(sender, ack)
+		if wp := w.GetWaiter(); wp != nil && a.state.IsFinished(w.GetWorkId()) {
+			// A caller waiting on a job that already finished (a retried
+			// POST ?wait): tell its waiter the outcome now.
+			st := a.state.Status(w.GetWorkId())
+			a.rt.Reply(actor.NewPID(wp.GetAddress(), wp.GetId()), &messages.WorkResult{WorkId: st.GetWorkId(), JobType: st.GetJobType(),
+				Result: st.GetResult(), Status: st.GetStatus(), Error: st.GetLastError()})
+		}
 		return
 	}
 	ev := &messages.WorkAccepted{Work: messages.StoredWork(w), AtUnixNano: a.clock.Now().UnixNano()}
@@ -217,6 +301,7 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 // commit.
 func (a *masterActor) AfterDurable(c actor.Context) {
 	a.observeCounts()
+	a.feed.advance(a.rt.DurableSeq(), false)
 	if a.releasedWork {
 		a.releasedWork = false
 		a.notifyWorkers(c)
@@ -340,9 +425,8 @@ func (a *masterActor) onWorkIsDone(c actor.Context, m *messages.WorkIsDone) {
 	case a.state.IsDone(m.GetWorkId()):
 		// Idempotent: the previous Ack was lost.
 	default:
-		res := &messages.WorkResult{WorkId: m.GetWorkId(), JobType: work.GetJobType(), Result: m.GetResult()}
-		a.persist(&messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(), AtUnixNano: now.UnixNano()},
-			func() { a.publisher.Publish(res) })
+		a.persist(&messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(),
+			AtUnixNano: now.UnixNano(), JobType: work.GetJobType()}, nil)
 	}
 	a.rt.Reply(to, &messages.Ack{WorkId: m.GetWorkId()})
 }
@@ -360,7 +444,12 @@ func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
 		a.log.Debug("failure reported for work the worker does not hold", "work_id", m.GetWorkId(), "worker_id", m.GetWorkerId())
 		return
 	}
-	if m.GetPermanent() {
+	if m.GetCancelled() {
+		// The caller stopped waiting: the work ends CANCELLED, not retried
+		// (no one would take the result) and not dead (nothing is wrong
+		// with it); re-submitting the id runs it again.
+		ev.Cancelled, ev.Dead, ev.NotBeforeUnixNano = true, false, 0
+	} else if m.GetPermanent() {
 		// A retry cannot help (bad payload, unknown type, caller gone):
 		// the work is dead now, visible and re-submittable, and its
 		// remaining attempts are not wasted. The event records the
@@ -368,9 +457,12 @@ func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
 		ev.Dead, ev.NotBeforeUnixNano = true, 0
 	}
 	a.persist(ev, nil)
-	if ev.GetDead() {
+	switch {
+	case ev.GetCancelled():
+		a.log.Info("work cancelled: its caller stopped waiting", "work_id", m.GetWorkId(), "error", m.GetError())
+	case ev.GetDead():
 		a.log.Warn("work is dead: out of attempts", "work_id", m.GetWorkId(), "attempts", a.state.Attempts(m.GetWorkId()), "error", m.GetError())
-	} else {
+	default:
 		a.log.Info("work failed; retrying later", "work_id", m.GetWorkId(), "worker_id", m.GetWorkerId(), "error", m.GetError(),
 			"not_before", time.Unix(0, ev.GetNotBeforeUnixNano()))
 	}
@@ -423,7 +515,11 @@ func (a *masterActor) onCleanup(c actor.Context) {
 // crash could undo.
 func (a *masterActor) onGetWorkStatus(c actor.Context, m *messages.GetWorkStatus) {
 	if !a.rt.Recovered() {
-		c.Respond(&messages.WorkStatusReply{WorkId: m.GetWorkId()})
+		// Not "unknown": the state is not read back yet, and a caller
+		// that took this for "never accepted" would be wrong (HTTP 503,
+		// not 404).
+		c.Respond(&messages.WorkRejected{WorkId: m.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE,
+			Reason: "master: recovering from the journal; ask again later"})
 		return
 	}
 	a.rt.Reply(c.Sender(), a.state.Status(m.GetWorkId()))
@@ -436,8 +532,8 @@ func (a *masterActor) onGetMasterStatus(c actor.Context) {
 		return
 	}
 	cnt := a.state.Counts()
-	st.Pending, st.InProgress, st.Done, st.Dead, st.AcceptedTotal =
-		int64(cnt.Pending), int64(cnt.InProgress), int64(cnt.Done), int64(cnt.Dead), cnt.AcceptedTotal
+	st.Pending, st.InProgress, st.Done, st.Dead, st.AcceptedTotal, st.Cancelled =
+		int64(cnt.Pending), int64(cnt.InProgress), int64(cnt.Done), int64(cnt.Dead), cnt.AcceptedTotal, int64(cnt.Cancelled)
 	for _, w := range a.workers.byID {
 		if a.state.RunningCount(w.id) > 0 {
 			st.BusyWorkers++
@@ -446,4 +542,18 @@ func (a *masterActor) onGetMasterStatus(c actor.Context) {
 		}
 	}
 	a.rt.Reply(c.Sender(), st)
+}
+
+// onDetachWaiter forgets the waiter of an unfinished work (its caller stopped
+// waiting, the job goes on) and acknowledges once that is durable.
+func (a *masterActor) onDetachWaiter(c actor.Context, m *messages.DetachWaiter) {
+	if !a.rt.Recovered() {
+		a.tell(c.Sender(), &messages.WorkRejected{WorkId: m.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE,
+			Reason: "master: recovering from the journal; retry later"})
+		return
+	}
+	if w := a.state.Work(m.GetWorkId()); w.GetWaiter() != nil && !a.state.IsFinished(m.GetWorkId()) {
+		a.persist(&messages.WaiterDetached{WorkId: m.GetWorkId()}, nil)
+	}
+	a.rt.Reply(c.Sender(), &messages.Ack{WorkId: m.GetWorkId()})
 }

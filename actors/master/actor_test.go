@@ -431,7 +431,7 @@ func TestMaster(t *testing.T) {
 
 	t.Run("SnapshotsBoundRecovery", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, master.WithSnapshotEvery(10))
+		b := setup(t, master.WithSnapshotEvery(10), master.WithFeedRetention(0))
 		for i := range 40 {
 			b.submit(t, string(rune('A'+i)))
 		}
@@ -476,6 +476,11 @@ func TestMaster(t *testing.T) {
 			}
 			require.True(t, time.Now().Before(deadline), "master kept silent")
 		}
+		// Nor does it say "unknown" about work while it cannot read its
+		// state (HTTP 503, not 404).
+		b.front.Request(b.master, &messages.GetWorkStatus{WorkId: "a"})
+		rej := testkit.ExpectMsgType[*messages.WorkRejected](b.front, testkit.Timeout())
+		require.Equal(t, messages.RejectCode_REJECT_CODE_UNAVAILABLE, rej.GetCode())
 		b.j.FailWrites(nil)
 		b.advance(t, 1, 5*time.Second) // the recovery retry
 		require.Eventually(t, func() bool {

@@ -19,6 +19,7 @@ const (
 	histCompleted = messages.WorkHistoryKind_WORK_HISTORY_KIND_COMPLETED
 	histDead      = messages.WorkHistoryKind_WORK_HISTORY_KIND_DEAD
 	histRequeued  = messages.WorkHistoryKind_WORK_HISTORY_KIND_REQUEUED
+	histCancelled = messages.WorkHistoryKind_WORK_HISTORY_KIND_CANCELLED
 )
 
 // histEvent is one transition of a work, as WorkState records it while it

@@ -74,8 +74,10 @@ func (a *masterActor) onListWork(c actor.Context, m *messages.ListWork) {
 }
 
 // resubmittable reports whether a work in status can be re-submitted: one
-// that ended without a result.
-func resubmittable(status messages.WorkStatus) bool { return status == statusDead }
+// that ended without a result (dead, or cancelled when its caller left).
+func resubmittable(status messages.WorkStatus) bool {
+	return status == statusDead || status == statusCancelled
+}
 
 // onResubmit accepts an ended work again with its stored id, type and
 // payload, as a submission of the same id would, and answers once the
@@ -93,7 +95,7 @@ func (a *masterActor) onResubmit(c actor.Context, m *messages.ResubmitWork) {
 	}
 	if !resubmittable(e.status) {
 		a.rt.Reply(c.Sender(), &messages.ResubmitReply{WorkId: id, Status: e.status,
-			Reason: "only dead works can be re-submitted; this one is " + e.status.String()})
+			Reason: "only dead or cancelled works can be re-submitted; this one is " + e.status.String()})
 		return
 	}
 	// The caller who set a deadline is long gone: a re-submission is a new

@@ -45,26 +45,22 @@ func (NopObserver) Permit(string, bool) {}
 // WithObserver reports the master's durable facts to o (nil: none).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
-// journal persists events and, once they are durable, reports them to the
-// observer and runs then (nil: nothing). Every journal write of the master
-// goes through it.
-func (a *masterActor) journal(events []proto.Message, then func()) {
+// observeDurable reads the job types of events as they are written (a
+// finished work may be forgotten by the time they are durable) and returns
+// what reports them to the observer once durable: nil without an observer.
+func (a *masterActor) observeDurable(events []proto.Message) func() {
 	if a.cfg.observer == nil {
-		a.rt.Persist(events, then)
-		return
+		return nil
 	}
 	types := make([]string, len(events))
 	for i, ev := range events {
 		types[i] = a.jobTypeOf(ev)
 	}
-	a.rt.Persist(events, func() {
+	return func() {
 		for i, ev := range events {
 			a.cfg.observer.Durable(a.cfg.stream, ev, types[i])
 		}
-		if then != nil {
-			then()
-		}
-	})
+	}
 }
 
 // jobTypeOf names the job type of ev's work, read when ev is written (a

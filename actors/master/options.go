@@ -99,6 +99,7 @@ type config struct {
 	leaseTTL        time.Duration // 0: off
 	leaseGuard      func() bool   // nil: always true
 	observer        Observer      // nil: none (observer.go)
+	feedRetention   int64         // journal events kept behind a snapshot for the result feed
 }
 
 func defaultConfig() config {
@@ -111,6 +112,7 @@ func defaultConfig() config {
 		backoffMax:      DefaultBackoffMax,
 		doneRetention:   DefaultDoneRetention,
 		snapshotEvery:   DefaultSnapshotEvery,
+		feedRetention:   DefaultFeedRetention,
 		maxPayload:      DefaultMaxPayload,
 		clock:           clock.Real,
 		journalTimeout:  DefaultJournalTimeout,
@@ -134,6 +136,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: backoff base %v and max %v need 0 <= base <= max (defaults %v, %v)", ErrInvalidOption, c.backoffBase, c.backoffMax, DefaultBackoffBase, DefaultBackoffMax)
 	case c.doneRetention <= 0:
 		return fmt.Errorf("%w: done retention %v must be positive (default %v)", ErrInvalidOption, c.doneRetention, DefaultDoneRetention)
+	case c.feedRetention < 0:
+		return fmt.Errorf("%w: feed retention %d events must not be negative (0 keeps none behind a snapshot; default %d)", ErrInvalidOption, c.feedRetention, DefaultFeedRetention)
 	case c.snapshotEvery < 1:
 		return fmt.Errorf("%w: snapshot every %d events must be at least 1 (default %d)", ErrInvalidOption, c.snapshotEvery, DefaultSnapshotEvery)
 	case c.maxPayload < 1:
@@ -299,6 +303,7 @@ func (c *config) runtimeOptions() []persistence.Option {
 	opts := []persistence.Option{
 		persistence.WithClock(c.clock),
 		persistence.WithSnapshotEvery(c.snapshotEvery),
+		persistence.WithRetainEvents(c.feedRetention),
 		persistence.WithJournalTimeout(c.journalTimeout),
 		persistence.WithFenceCheck(c.fenceCheck),
 		persistence.WithLease(c.leaseTTL),
@@ -314,3 +319,14 @@ func (c *config) runtimeOptions() []persistence.Option {
 	}
 	return opts
 }
+
+// DefaultFeedRetention is how many journal events the master keeps behind
+// each snapshot for the result feed (about a third of them finish work):
+// a feed reader further behind gets ErrFeedGone with the oldest cursor.
+const DefaultFeedRetention = 100_000
+
+// WithFeedRetention sets how many journal events are kept behind each
+// snapshot so that result-feed readers behind it can still read them
+// (default DefaultFeedRetention; 0 deletes every event a snapshot covers, as
+// before the feed).
+func WithFeedRetention(events int64) Option { return func(c *config) { c.feedRetention = events } }

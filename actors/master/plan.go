@@ -47,7 +47,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 			break
 		}
 		if dl := work.GetDeadlineUnixNano(); dl != 0 && dl <= now.UnixNano() {
-			apply(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(),
+			apply(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(), JobType: work.GetJobType(),
 				Reason: "deadline of the submitter passed before the work was started"})
 			continue
 		}

@@ -18,6 +18,9 @@ const (
 	statusDone     = messages.WorkStatus_WORK_STATUS_DONE
 	statusFailed   = messages.WorkStatus_WORK_STATUS_FAILED
 	statusDead     = messages.WorkStatus_WORK_STATUS_DEAD
+	// statusCancelled: the caller stopped waiting; not retried, not dead,
+	// re-submittable like dead work.
+	statusCancelled = messages.WorkStatus_WORK_STATUS_CANCELLED
 )
 
 // entry is one work's record. Pending entries (ACCEPTED or FAILED) sit in
@@ -41,8 +44,11 @@ type entry struct {
 
 func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
 func (e *entry) finished() bool {
-	return e.status == statusDone || e.status == statusDead
+	return e.status == statusDone || e.status == statusDead || e.status == statusCancelled
 }
+
+// rerunnable: a Work with this id submitted again runs again.
+func (e *entry) rerunnable() bool { return e.status == statusDead || e.status == statusCancelled }
 
 // queue is a min-heap of pending entries by (readyAt, order).
 type queue []*entry
@@ -90,6 +96,8 @@ type Counts struct {
 	Done int
 	// Dead works used up their attempts or their deadline and are retained.
 	Dead int
+	// Cancelled works ended because their caller stopped waiting; retained.
+	Cancelled int
 	// AcceptedTotal counts every WorkAccepted ever applied.
 	AcceptedTotal int64
 }
@@ -140,9 +148,22 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	case *messages.WorkCompleted:
 		s.applyCompleted(ev)
 	case *messages.WorkerFailed:
-		s.applyFailed(histFailed, ev.GetWorkId(), ev.GetWorkerId(), ev.GetError(), ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
+		kind, end := histFailed, statusFailed
+		switch {
+		case ev.GetCancelled():
+			end = statusCancelled
+		case ev.GetDead():
+			end = statusDead
+		}
+		s.applyFailed(kind, ev.GetWorkId(), ev.GetWorkerId(), ev.GetError(), ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), end)
 	case *messages.WorkerTimedOut:
-		s.applyFailed(histTimedOut, ev.GetWorkId(), ev.GetWorkerId(), "work timed out", ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), ev.GetDead())
+		end := statusFailed
+		if ev.GetDead() {
+			end = statusDead
+		}
+		s.applyFailed(histTimedOut, ev.GetWorkId(), ev.GetWorkerId(), "work timed out", ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), end)
+	case *messages.WaiterDetached:
+		s.applyWaiterDetached(ev.GetWorkId())
 	case *messages.WorkExpired:
 		s.applyExpired(ev)
 	case *messages.FinishedForgotten:
@@ -185,10 +206,10 @@ func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 	}
 	var history []histEvent
 	if old, ok := s.entries[w.GetWorkId()]; ok {
-		if old.status != statusDead {
+		if !old.rerunnable() {
 			return // duplicate: never queued twice
 		}
-		s.counts.Dead--
+		s.leave(old)
 		history = old.history // a re-submission continues its history
 	}
 	e := &entry{work: w, status: statusAccepted, heapIdx: -1, held: held, history: history}
@@ -277,6 +298,8 @@ func (s *WorkState) leave(e *entry) {
 		s.counts.Dead--
 	case e.status == statusDone:
 		s.counts.Done--
+	case e.status == statusCancelled:
+		s.counts.Cancelled--
 	}
 }
 
@@ -284,12 +307,16 @@ func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 	e.status = status
 	e.finishedAt = at
 	e.readyAt, e.order = 0, 0
-	if status == statusDone {
+	switch status {
+	case statusDone:
 		s.counts.Done++
 		// The payload is not needed any more: keep only what status
 		// queries and results report, to bound the memory of retention.
-		e.work = &messages.Work{WorkId: e.work.GetWorkId(), JobType: e.work.GetJobType()}
-	} else {
+		// The waiter stays: the master tells it the outcome once durable.
+		e.work = &messages.Work{WorkId: e.work.GetWorkId(), JobType: e.work.GetJobType(), Waiter: e.work.GetWaiter()}
+	case statusCancelled:
+		s.counts.Cancelled++
+	default:
 		s.counts.Dead++
 	}
 	s.finished = append(s.finished, finishedRef{id: e.work.GetWorkId(), at: at})
@@ -306,7 +333,9 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 	s.finish(e, statusDone, ev.GetAtUnixNano())
 }
 
-func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID, reason string, at, notBefore int64, dead bool) {
+// applyFailed ends an attempt (kind: failed or timed out): end is
+// statusFailed (retried at notBefore), statusDead or statusCancelled.
+func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID, reason string, at, notBefore int64, end messages.WorkStatus) {
 	e, ok := s.entries[workID]
 	if !ok || e.status != statusRunning || e.workerID != workerID {
 		return
@@ -314,9 +343,14 @@ func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID,
 	s.removeRunning(e)
 	e.lastError = reason
 	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: workerID, err: reason})
-	if dead {
+	switch end {
+	case statusDead:
 		e.record(histEvent{kind: histDead, at: at, attempt: e.attempts, err: reason})
-		s.finish(e, statusDead, at)
+	case statusCancelled:
+		e.record(histEvent{kind: histCancelled, at: at, attempt: e.attempts, err: reason})
+	}
+	if end != statusFailed {
+		s.finish(e, end, at)
 		return
 	}
 	e.status = statusFailed
@@ -332,6 +366,18 @@ func (s *WorkState) applyExpired(ev *messages.WorkExpired) {
 	e.lastError = ev.GetReason()
 	e.record(histEvent{kind: histDead, at: ev.GetAtUnixNano(), attempt: e.attempts, err: ev.GetReason()})
 	s.finish(e, statusDead, ev.GetAtUnixNano())
+}
+
+// applyWaiterDetached drops the waiter of an unfinished work: its caller
+// stopped waiting but wants the job to go on, so workers no longer ask.
+func (s *WorkState) applyWaiterDetached(id string) {
+	e, ok := s.entries[id]
+	if !ok || e.finished() || e.work.GetWaiter() == nil {
+		return
+	}
+	w := messages.CloneWork(e.work) // stored works are never mutated
+	w.Waiter = nil
+	e.work = w
 }
 
 func (s *WorkState) applyForgotten(before int64) {
@@ -390,11 +436,17 @@ func (s *WorkState) Counts() Counts {
 // Len returns how many works the state holds (pending, running, retained).
 func (s *WorkState) Len() int { return len(s.entries) }
 
-// IsAccepted reports whether id is known and not dead: a Work with this id
-// is acknowledged again and not queued.
+// IsAccepted reports whether id is known and not dead or cancelled: a Work
+// with this id is acknowledged again and not queued.
 func (s *WorkState) IsAccepted(id string) bool {
 	e, ok := s.entries[id]
-	return ok && e.status != statusDead
+	return ok && !e.rerunnable()
+}
+
+// IsFinished reports whether id is done, dead or cancelled (and retained).
+func (s *WorkState) IsFinished(id string) bool {
+	e, ok := s.entries[id]
+	return ok && e.finished()
 }
 
 // IsDone reports whether id is done (and still retained).
@@ -551,7 +603,7 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 	}
 	// A work that finished, was re-submitted and finished again at the
 	// same instant has two live refs: it is listed once, at the first.
-	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead)
+	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead+s.counts.Cancelled)
 	for _, ref := range s.finished[s.finHead:] {
 		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
 			if _, dup := listed[ref.id]; !dup {
@@ -628,6 +680,9 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 		case e.status == statusDead:
 			s.counts.Dead++
 			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
+		case e.status == statusCancelled:
+			s.counts.Cancelled++
+			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
 		default:
 			return nil, fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
 		}
@@ -678,7 +733,7 @@ func (s *WorkState) FailureEvent(p Policy, workID, workerID, reason string, now 
 	}
 	nb, dead := p.afterFailure(e.attempts, now)
 	return &messages.WorkerFailed{WorkId: workID, WorkerId: workerID, Error: reason,
-		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead}, true
+		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.work.GetJobType()}, true
 }
 
 // TimeoutEvent returns the WorkerTimedOut event for workID, which workerID
@@ -690,7 +745,7 @@ func (s *WorkState) TimeoutEvent(p Policy, workID, workerID string, now time.Tim
 	}
 	nb, dead := p.afterFailure(e.attempts, now)
 	return &messages.WorkerTimedOut{WorkId: workID, WorkerId: workerID,
-		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead}, true
+		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.work.GetJobType()}, true
 }
 
 // OldestFinishedAt returns the finishing time of the oldest retained done or

@@ -47,7 +47,13 @@ func genEvents(data []byte) []proto.Message {
 			if r := s.InProgress(); len(r) > 0 {
 				x := r[arg%len(r)]
 				if ev, ok := s.FailureEvent(p, x.WorkID, x.WorkerID, "err", now); ok {
+					if arg%3 == 0 { // the caller left: cancelled (issue 15)
+						ev.Cancelled, ev.Dead, ev.NotBeforeUnixNano = true, false, 0
+					}
 					emit(ev)
+				}
+				if arg%5 == 0 {
+					emit(&messages.WaiterDetached{WorkId: id})
 				}
 			}
 		case 6:

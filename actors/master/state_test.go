@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -43,7 +44,7 @@ func build(t *testing.T, evs ...proto.Message) *WorkState {
 func checkInvariants(t testing.TB, s *WorkState) {
 	t.Helper()
 	c := s.Counts()
-	require.Equal(t, s.Len(), c.Pending+c.InProgress+c.Done+c.Dead, "every work is in exactly one state")
+	require.Equal(t, s.Len(), c.Pending+c.InProgress+c.Done+c.Dead+c.Cancelled, "every work is in exactly one state")
 	require.Len(t, s.PendingIDs(), c.Pending)
 	require.Len(t, s.InProgress(), c.InProgress)
 }
@@ -176,6 +177,31 @@ func TestWorkStateEvents(t *testing.T) {
 				require.Equal(t, []string{"a"}, s.PendingIDs())
 				require.Equal(t, int32(0), s.Attempts("a"))
 				require.Equal(t, 0, s.Counts().Dead)
+			},
+		},
+		{
+			name: "CancelledIsFinalAndResubmittable",
+			evs: []proto.Message{accepted("a", "sq", 0), started("a", "w1", 1),
+				&messages.WorkerFailed{WorkId: "a", WorkerId: "w1", Error: "caller gone", AtUnixNano: at(2), Cancelled: true}},
+			check: func(t *testing.T, s *WorkState) {
+				require.Equal(t, messages.WorkStatus_WORK_STATUS_CANCELLED, s.Status("a").GetStatus())
+				require.Equal(t, 1, s.Counts().Cancelled)
+				require.Zero(t, s.Counts().Dead)
+				require.Empty(t, s.PendingIDs(), "not retried")
+				require.False(t, s.IsAccepted("a"), "re-submittable")
+				require.NoError(t, s.Apply(accepted("a", "sq", 3)))
+				require.Equal(t, []string{"a"}, s.PendingIDs())
+				require.Zero(t, s.Counts().Cancelled)
+				checkInvariants(t, s)
+			},
+		},
+		{
+			name: "WaiterDetachedDropsTheWaiter",
+			evs: []proto.Message{&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "sq", Waiter: &actor.PID{Address: "x", Id: "y"}}},
+				&messages.WaiterDetached{WorkId: "a"}},
+			check: func(t *testing.T, s *WorkState) {
+				require.Nil(t, s.Work("a").GetWaiter())
+				require.Equal(t, []string{"a"}, s.PendingIDs())
 			},
 		},
 		{

@@ -47,6 +47,7 @@ type config struct {
 	leaseTTL       time.Duration // 0: off
 	leaseGuard     func() bool   // nil: always true
 	leaseMaxWait   time.Duration // 0: wait for the lease as long as it takes
+	retainEvents   int64         // events kept behind each snapshot
 }
 
 func defaultConfig() config {
@@ -79,6 +80,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: recovery retry backoff %v..%v needs 0 < min <= max (defaults %v, %v)", ErrInvalidOption, c.retryMin, c.retryMax, DefaultMinRetryBackoff, DefaultMaxRetryBackoff)
 	case c.leaseMaxWait < 0 || (c.leaseMaxWait > 0 && c.leaseMaxWait <= c.leaseTTL):
 		return fmt.Errorf("%w: lease max wait %v must be 0 (no bound) or longer than the lease ttl %v (a dead holder's successor waits up to the ttl)", ErrInvalidOption, c.leaseMaxWait, c.leaseTTL)
+	case c.retainEvents < 0:
+		return fmt.Errorf("%w: retain events %d must not be negative (0 deletes every event a snapshot covers)", ErrInvalidOption, c.retainEvents)
 	case c.leaseTTL < 0 || (c.leaseTTL > 0 && c.leaseTTL < minLeaseTTL):
 		return fmt.Errorf("%w: lease ttl %v must be 0 (no lease) or at least %v (it is renewed every third of it)", ErrInvalidOption, c.leaseTTL, minLeaseTTL)
 	}
@@ -177,3 +180,10 @@ func WithLeaseGuard(guard func() bool) Option {
 func WithLeaseMaxWait(d time.Duration) Option {
 	return func(cfg *config) { cfg.leaseMaxWait = d }
 }
+
+// WithRetainEvents keeps the last n events a snapshot covers instead of
+// deleting them all once the snapshot is saved (default 0: delete them).
+// Recovery never needs them; readers of the stream itself do, such as the
+// master's result feed, which serves finished work from the journal to
+// readers that may be behind the latest snapshot.
+func WithRetainEvents(n int64) Option { return func(cfg *config) { cfg.retainEvents = n } }

@@ -703,11 +703,11 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 // goroutine (the snapshot's message is never modified).
 func (r *Runtime) saveSnapshot(snap Snapshot) {
 	r.snapInFlight = true
-	j, stream, epoch, gen := r.j, r.stream, r.epoch, r.gen
+	j, stream, epoch, gen, retain := r.j, r.stream, r.epoch, r.gen, r.cfg.retainEvents
 	r.offActor(func(ctx context.Context) any {
 		err := j.SaveSnapshot(ctx, stream, epoch, snap)
-		if err == nil {
-			err = j.DeleteEvents(ctx, stream, epoch, snap.Seq)
+		if upTo := snap.Seq - retain; err == nil && upTo > 0 {
+			err = j.DeleteEvents(ctx, stream, epoch, upTo)
 		}
 		return &snapshotDone{rt: r, gen: gen, seq: snap.Seq, err: err}
 	})

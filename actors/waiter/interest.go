@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -94,20 +95,31 @@ func (p *replyProcess) Stop(*actor.PID) {}
 // dead letter, which AskStillInterested also reports as not interested.
 // (An actor that stops drops the messages still in its mailbox unanswered,
 // hence the linger: the seed's "hangabout of the WorkWaiter".)
+//
+// The master of the distributed workers sends an Interest in a Work's waiter
+// field the work's outcome once it is durable (a messages.WorkResult with
+// the final status): Result delivers it.
 type Interest struct {
 	sys       *actor.ActorSystem
 	pid       *actor.PID
 	stopWatch func() bool
 	closeOnce sync.Once
+	result    chan *messages.WorkResult // the first outcome; buffered 1
 }
+
+// DefaultReleaseLinger is how long a released Interest keeps answering
+// IAmStillInterested: for workers that got the work before the master
+// dropped its waiter and ask later.
+const DefaultReleaseLinger = time.Minute
 
 // NewInterest spawns an Interest actor on sys that lives until ctx is done
 // or Close is called.
 func NewInterest(ctx context.Context, sys *actor.ActorSystem) *Interest {
+	result := make(chan *messages.WorkResult, 1)
 	pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &interestActor{fsm: newWaiterFSM()}
+		return &interestActor{fsm: newWaiterFSM(), result: result}
 	}))
-	i := &Interest{sys: sys, pid: pid}
+	i := &Interest{sys: sys, pid: pid, result: result}
 	i.stopWatch = context.AfterFunc(ctx, func() {
 		sys.Root.Send(pid, &callerGone{reason: reasonOf(ctx.Err())})
 	})
@@ -120,6 +132,22 @@ func NewInterest(ctx context.Context, sys *actor.ActorSystem) *Interest {
 // process would otherwise send through each other's remotes).
 func (i *Interest) PID() *actor.PID { return actor.NewPID(i.pid.Address, i.pid.Id) }
 
+// Result delivers the work's outcome when the master sends it (a
+// messages.WorkResult whose Status is DONE, DEAD or CANCELLED). Only the
+// first is delivered; the channel is never closed.
+func (i *Interest) Result() <-chan *messages.WorkResult { return i.result }
+
+// Release lets the work go on without its caller: the Interest stops
+// watching ctx, never pushes IAmNoLongerInterested, and answers
+// IAmStillInterested for DefaultReleaseLinger, then stops. Use it when the
+// caller stops waiting but wants the job run (and tell the master to
+// forget the waiter, messages.DetachWaiter). It is safe to call more than
+// once, and after Close (then it does nothing).
+func (i *Interest) Release() {
+	i.stopWatch()
+	i.sys.Root.Send(i.pid, &released{})
+}
+
 // Close stops the Interest without telling anyone (the caller got what it
 // wanted). It is safe to call more than once.
 func (i *Interest) Close() {
@@ -131,17 +159,39 @@ func (i *Interest) Close() {
 
 // interestActor is a WorkWaiter without a promise.
 type interestActor struct {
-	fsm     waiterFSM
-	workers []*actor.PID // workers told IAmStillInterested
-	linger  clock.Timer  // after giving up: fires lingerOver
+	fsm       waiterFSM
+	workers   []*actor.PID // workers told IAmStillInterested
+	linger    clock.Timer  // after giving up or being released: fires lingerOver
+	result    chan<- *messages.WorkResult
+	released  bool // Release: yes to every question until the linger ends
+	delivered bool
 }
+
+// released is Interest.Release's message to its actor.
+type released struct{}
 
 // lingerOver ends an Interest's stay after its caller gave up.
 type lingerOver struct{}
 
 func (a *interestActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *messages.WorkResult:
+		if !a.delivered { // only the first outcome counts
+			a.delivered = true
+			a.result <- m // buffered 1: never blocks
+		}
+	case *released:
+		if a.fsm.phase != phaseInterested || a.released {
+			return
+		}
+		a.released = true
+		root, self := c.ActorSystem().Root, c.Self()
+		a.linger = clock.Real.AfterFunc(DefaultReleaseLinger, func() { root.Send(self, &lingerOver{}) })
 	case *messages.AreYouStillInterested:
+		if a.released {
+			c.Respond(&messages.IAmStillInterested{WorkId: m.GetWorkId()})
+			return
+		}
 		if a.fsm.phase == phaseInterested {
 			a.fsm.ask()
 			if s := c.Sender(); s != nil {
@@ -154,6 +204,9 @@ func (a *interestActor) Receive(c actor.Context) {
 		// asked by several workers, so it keeps answering while it lingers.
 		c.Respond(&messages.IAmNoLongerInterested{WorkId: m.GetWorkId(), Reason: a.fsm.reason.proto()})
 	case *callerGone:
+		if a.released {
+			return
+		}
 		eff := a.fsm.giveUp(m.reason)
 		if eff.CancelWorker {
 			for _, w := range a.workers {

@@ -123,3 +123,45 @@ func TestInterestAcrossNodes(t *testing.T) {
 		Reason: messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CANCELLED,
 	}, testkit.Timeout())
 }
+
+func TestInterestResultAndRelease(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ResultDeliversTheFirstOutcome", func(t *testing.T) {
+		t.Parallel()
+		sys := testkit.NewSystem(t)
+		i := waiter.NewInterest(context.Background(), sys)
+		t.Cleanup(i.Close)
+		done := messages.WorkStatus_WORK_STATUS_DONE
+		sys.Root.Send(i.PID(), &messages.WorkResult{WorkId: "a", Result: []byte("1"), Status: done})
+		sys.Root.Send(i.PID(), &messages.WorkResult{WorkId: "a", Result: []byte("2"), Status: done})
+		select {
+		case r := <-i.Result():
+			require.Equal(t, "1", string(r.GetResult()))
+		case <-time.After(testkit.Timeout()):
+			t.Fatal("no result")
+		}
+		select {
+		case r := <-i.Result():
+			t.Fatalf("a second outcome was delivered: %v", r)
+		case <-time.After(20 * time.Millisecond):
+		}
+	})
+
+	t.Run("ReleasedKeepsSayingYesAndNeverCancels", func(t *testing.T) {
+		t.Parallel()
+		sys := testkit.NewSystem(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		i := waiter.NewInterest(ctx, sys)
+		t.Cleanup(i.Close)
+		worker := testkit.NewProbe(t, sys)
+		worker.Request(i.PID(), &messages.AreYouStillInterested{WorkId: "w1"})
+		worker.ExpectMsg(&messages.IAmStillInterested{WorkId: "w1"}, testkit.Timeout())
+		i.Release()
+		cancel() // the caller's request ends: the job goes on
+		worker.ExpectNoMsg(50 * time.Millisecond)
+		still, err := waiter.AskStillInterested(context.Background(), sys, i.PID(), "w1")
+		require.NoError(t, err)
+		require.True(t, still)
+	})
+}

@@ -171,7 +171,8 @@ func (w *workerActor) afterPermit(slot int, m *messages.Work) {
 	// the Work may have come from another actor system in this process.
 	waiterPID := actor.NewPID(wp.GetAddress(), wp.GetId())
 	g.watcher = w.actx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &interestWatch{slot: slot, seq: g.seq, workID: m.GetWorkId(), waiter: waiterPID}
+		return &interestWatch{slot: slot, seq: g.seq, workID: m.GetWorkId(), waiter: waiterPID,
+			clock: w.cfg.clock, retry: w.cfg.interestRetry, gone: w.cfg.waiterGone}
 	}))
 	sys, self, id, seq, d := w.sys, w.self, m.GetWorkId(), g.seq, w.cfg.interestTimeout
 	g.askTimer = w.cfg.clock.AfterFunc(d, func() {
@@ -422,30 +423,88 @@ func (w *workerActor) dropPermits() {
 // the worker it told yes), reports the first answer, then stays until the
 // worker stops it and reports an unasked IAmNoLongerInterested: the caller
 // gave up while the job runs.
+//
+// Until the first answer it asks again every retry (the worker's ask timer
+// bounds the whole wait); a dead letter from a waiter on another node is
+// taken as gone only once gone says its node is, since protoactor also
+// reports a message to a node whose connection is being re-made as a dead
+// letter. Once the job runs, the same tick checks gone, so a job whose
+// caller's node left is cancelled.
 type interestWatch struct {
 	slot     int
 	seq      uint64
 	workID   string
 	waiter   *actor.PID
+	clock    clock.Clock
+	retry    time.Duration
+	gone     func(addr string) bool // nil: never
 	answered bool
+	left     bool // callerLeft sent
+	tick     clock.Timer
 }
+
+// watchTick is the interestWatch's retry tick.
+type watchTick struct{}
 
 // Receive handles the interest protocol.
 func (a *interestWatch) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		c.Request(a.waiter, &messages.AreYouStillInterested{WorkId: a.workID})
+		a.ask(c)
+	case *watchTick:
+		a.tick = nil
+		switch {
+		case a.nodeGone():
+			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
+				fmt.Errorf("%w: the node of waiter %s left the cluster", ErrCallerGone, a.waiter))
+		case !a.answered:
+			a.ask(c)
+		case !a.left:
+			a.arm(c)
+		}
 	case *messages.IAmStillInterested:
 		a.answer(c, nil)
 	case *messages.IAmNoLongerInterested:
-		if a.answered {
-			c.Send(c.Parent(), &callerLeft{slot: a.slot, seq: a.seq, workID: a.workID, reason: m.GetReason()})
-			return
-		}
-		a.answer(c, fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
+		a.callerGone(c, m.GetReason(), fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
 	case *actor.DeadLetterResponse:
-		a.answer(c, fmt.Errorf("%w: waiter %s is gone (dead letter)", ErrCallerGone, a.waiter))
+		if a.waiter.GetAddress() == c.Self().GetAddress() || a.nodeGone() {
+			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
+				fmt.Errorf("%w: waiter %s is gone (dead letter)", ErrCallerGone, a.waiter))
+		}
+	case *actor.Stopping:
+		if a.tick != nil {
+			a.tick.Stop()
+		}
 	}
+}
+
+func (a *interestWatch) nodeGone() bool { return a.gone != nil && a.gone(a.waiter.GetAddress()) }
+
+func (a *interestWatch) ask(c actor.Context) {
+	c.Request(a.waiter, &messages.AreYouStillInterested{WorkId: a.workID})
+	a.arm(c)
+}
+
+func (a *interestWatch) arm(c actor.Context) {
+	if a.tick != nil || a.retry <= 0 || a.clock == nil {
+		return
+	}
+	root, self := c.ActorSystem().Root, c.Self()
+	a.tick = a.clock.AfterFunc(a.retry, func() { root.Send(self, &watchTick{}) })
+}
+
+// callerGone reports that the caller left: before the first answer as that
+// answer, after it (the job runs) as callerLeft, once.
+func (a *interestWatch) callerGone(c actor.Context, reason messages.NoLongerInterestedReason, err error) {
+	if !a.answered {
+		a.answer(c, err)
+		return
+	}
+	if a.left {
+		return
+	}
+	a.left = true
+	c.Send(c.Parent(), &callerLeft{slot: a.slot, seq: a.seq, workID: a.workID, reason: reason})
 }
 
 func (a *interestWatch) answer(c actor.Context, err error) {

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -378,4 +379,42 @@ func TestLimiterOptions(t *testing.T) {
 	_, err = worker.Props(master, worker.NewRegistry(), worker.WithLimiter(lim),
 		worker.WithInterestTimeout(time.Second), worker.WithPermitIdle(time.Second))
 	require.NoError(t, err)
+}
+
+// Issue 15: a waiter that does not answer is asked again within the
+// interest timeout; one whose node has gone (WithWaiterGone) is given up at
+// once; a job given up for its caller is reported cancelled.
+func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
+	t.Parallel()
+
+	t.Run("UnansweredQuestionIsAskedAgain", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, worker.WithInterestTimeout(5*time.Second), worker.WithInterestRetry(time.Second),
+			worker.WithRegisterInterval(time.Hour))
+		slow := testkit.NewProbe(t, b.sys)
+		b.master.Send(pid, withWaiter(work("a", "echo", "7"), slow.PID()))
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](slow, testkit.Timeout()) // lost
+		waitTimers(t, b.clk, 3)                                                         // register, ask, retry
+		b.clk.Advance(time.Second)
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](slow, testkit.Timeout())
+		slow.Reply(&messages.IAmStillInterested{WorkId: "a"})
+		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("7")}, testkit.Timeout())
+	})
+
+	t.Run("WaiterOfAGoneNodeIsGivenUpAtOnce", func(t *testing.T) {
+		t.Parallel()
+		var gone atomic.Bool
+		pid, b := setup(t, worker.WithInterestTimeout(time.Minute), worker.WithInterestRetry(time.Second),
+			worker.WithRegisterInterval(time.Hour), worker.WithWaiterGone(func(string) bool { return gone.Load() }))
+		silent := testkit.NewProbe(t, b.sys)
+		b.master.Send(pid, withWaiter(work("g", "block", "g"), silent.PID()))
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](silent, testkit.Timeout())
+		gone.Store(true)
+		waitTimers(t, b.clk, 3)
+		b.clk.Advance(time.Second)
+		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+		require.True(t, f.GetCancelled(), "a job given up for its caller ends cancelled, not dead")
+		require.Contains(t, f.GetError(), "left the cluster")
+		require.Empty(t, b.started)
+	})
 }

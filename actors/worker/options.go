@@ -32,6 +32,10 @@ const (
 	// waiter to AreYouStillInterested; no answer in time counts as "not
 	// interested", as in seed 003 (the same bound as waiter.DefaultAskTimeout).
 	DefaultInterestTimeout = 5 * time.Second
+	// DefaultInterestRetry is how often an unanswered AreYouStillInterested
+	// is asked again within the interest timeout: one lost question (a
+	// remote connection being re-made, a slow node) does not give the job up.
+	DefaultInterestRetry = time.Second
 	// DefaultPermitIdle is how long a worker using WithLimiter keeps a permit
 	// for which it asked the master for work and got none; then it gives the
 	// permit back unused (so idle time never counts as service time) and
@@ -50,6 +54,8 @@ type config struct {
 	window           int
 	maxUnacked       int
 	interestTimeout  time.Duration
+	interestRetry    time.Duration
+	waiterGone       func(addr string) bool // nil: never
 	permitIdle       time.Duration
 	limiter          *adaptive.Limiter
 	clock            clock.Clock
@@ -63,6 +69,7 @@ func defaultConfig() config {
 		resendInterval:   DefaultResendInterval,
 		resolveTimeout:   DefaultResolveTimeout,
 		interestTimeout:  DefaultInterestTimeout,
+		interestRetry:    DefaultInterestRetry,
 		permitIdle:       DefaultPermitIdle,
 		window:           DefaultWindow,
 	}
@@ -78,6 +85,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: resolve timeout %v: must be positive", ErrInvalidOption, c.resolveTimeout)
 	case c.interestTimeout <= 0:
 		return fmt.Errorf("%w: interest timeout %v: must be positive (default %v)", ErrInvalidOption, c.interestTimeout, DefaultInterestTimeout)
+	case c.interestRetry <= 0:
+		return fmt.Errorf("%w: interest retry %v: must be positive (default %v)", ErrInvalidOption, c.interestRetry, DefaultInterestRetry)
 	case c.permitIdle <= 0:
 		return fmt.Errorf("%w: permit idle %v: must be positive (default %v)", ErrInvalidOption, c.permitIdle, DefaultPermitIdle)
 	case c.window < 1 || c.window > 4096:
@@ -117,6 +126,26 @@ func WithResolveTimeout(d time.Duration) Option {
 // the job is not started and is reported as WorkFailed with ErrCallerGone.
 func WithInterestTimeout(d time.Duration) Option {
 	return func(c *config) { c.interestTimeout = d }
+}
+
+// WithInterestRetry sets how often a waiter that has not answered
+// AreYouStillInterested, or whose question came back as a dead letter from
+// another node (the connection may be being re-made), is asked again until
+// the interest timeout (default DefaultInterestRetry). While the job runs,
+// the same tick checks WithWaiterGone.
+func WithInterestRetry(d time.Duration) Option {
+	return func(c *config) { c.interestRetry = d }
+}
+
+// WithWaiterGone gives the worker a way to tell that the node of a waiter
+// has gone for good (it left the cluster, or the connection to it was lost
+// and not re-made): gone(addr) reporting true for the waiter's address ends
+// the wait at once, as "the caller has gone", and cancels a running job of
+// that waiter. Default: no node is known gone; an unreachable waiter is
+// given up after the interest timeout. It is called on the worker's
+// goroutines and must be safe for concurrent use and quick.
+func WithWaiterGone(gone func(addr string) bool) Option {
+	return func(c *config) { c.waiterGone = gone }
 }
 
 // WithLimiter makes the worker take a permit of l for every job it runs, so

@@ -331,7 +331,8 @@ func (w *workerActor) fail(m *messages.Work, err error) {
 	} else {
 		w.log.Warn("Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
 	}
-	w.tell(&messages.WorkFailed{WorkerId: w.id, WorkId: m.GetWorkId(), Error: err.Error(), Permanent: Permanent(err)})
+	w.tell(&messages.WorkFailed{WorkerId: w.id, WorkId: m.GetWorkId(), Error: err.Error(), Permanent: Permanent(err),
+		Cancelled: errors.Is(err, ErrCallerGone)})
 }
 
 // Permanent reports whether a job's error will not go away when the job is

@@ -29,6 +29,10 @@ const (
 	StatusFailed = "failed"
 	// StatusDead: out of attempts (re-submit the same id to run it again).
 	StatusDead = "dead"
+	// StatusCancelled: its caller stopped waiting (POST /work?wait= whose
+	// client left) before it finished; not retried (re-submit the same id
+	// to run it again).
+	StatusCancelled = "cancelled"
 )
 
 // Member roles as /status reports them (the same words as node.Role).
@@ -146,6 +150,8 @@ type QueueInfo struct {
 	Done int64 `json:"done"`
 	// Dead is work out of attempts.
 	Dead int64 `json:"dead"`
+	// Cancelled is work whose caller stopped waiting (POST /work?wait=).
+	Cancelled int64 `json:"cancelled"`
 	// AcceptedTotal counts every work accepted since the journal began.
 	AcceptedTotal int64 `json:"accepted_total"`
 }
@@ -177,6 +183,8 @@ func statusName(s messages.WorkStatus) (name string, ok bool) {
 		return StatusFailed, true
 	case messages.WorkStatus_WORK_STATUS_DEAD:
 		return StatusDead, true
+	case messages.WorkStatus_WORK_STATUS_CANCELLED:
+		return StatusCancelled, true
 	default:
 		return "", false
 	}

@@ -76,10 +76,14 @@ func NewActorBackend(client *frontend.Client, members MembersFunc) (*ActorBacken
 // master's rejections map to ErrTooLarge or ErrInvalid; a master that did
 // not acknowledge before ctx ended maps to ErrUnavailable.
 func (b *ActorBackend) Submit(ctx context.Context, w *messages.Work) error {
-	err := b.client.Submit(ctx, w)
-	if err == nil {
-		return nil
+	if err := b.client.Submit(ctx, w); err != nil {
+		return b.submitErr(ctx, w, err)
 	}
+	return nil
+}
+
+// submitErr maps a failed submission to the API's errors.
+func (b *ActorBackend) submitErr(ctx context.Context, w *messages.Work, err error) error {
 	var rej *frontend.RejectedError
 	switch {
 	case errors.As(err, &rej):
@@ -131,6 +135,7 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 		InProgress:    ms.GetInProgress(),
 		Done:          ms.GetDone(),
 		Dead:          ms.GetDead(),
+		Cancelled:     ms.GetCancelled(),
 		AcceptedTotal: ms.GetAcceptedTotal(),
 	}
 	info.Workers = WorkersInfo{Idle: ms.GetIdleWorkers(), Busy: ms.GetBusyWorkers()}
@@ -147,6 +152,10 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 
 // queryErr maps a failed one-shot query to the API's errors.
 func (b *ActorBackend) queryErr(ctx context.Context, err error) error {
+	var rej *frontend.RejectedError
+	if errors.As(err, &rej) && rej.Temporary() {
+		return fmt.Errorf("%w: %s", ErrUnavailable, rej.Reason) // the master is recovering
+	}
 	if ctx.Err() != nil || errors.Is(err, frontend.ErrTimeout) || errors.Is(err, route.ErrNoMaster) {
 		return fmt.Errorf("%w: the master did not answer in time (%w)", ErrUnavailable, err)
 	}

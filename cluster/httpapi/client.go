@@ -148,7 +148,7 @@ func (c *Client) Work(ctx context.Context, id string) (*WorkInfo, error) {
 }
 
 // Wait polls the work every interval (DefaultPollInterval when 0) until it
-// is done or dead, and returns its last state; it returns early with the
+// is done, dead or cancelled, and returns its last state; it returns early with the
 // error when ctx ends or a query fails with anything but 503.
 func (c *Client) Wait(ctx context.Context, id string, interval time.Duration) (*WorkInfo, error) {
 	if interval <= 0 {
@@ -157,7 +157,7 @@ func (c *Client) Wait(ctx context.Context, id string, interval time.Duration) (*
 	for {
 		info, err := c.Work(ctx, id)
 		switch {
-		case err == nil && (info.Status == StatusDone || info.Status == StatusDead):
+		case err == nil && (info.Status == StatusDone || info.Status == StatusDead || info.Status == StatusCancelled):
 			return info, nil
 		case err != nil && !errors.Is(err, ErrUnavailable):
 			return info, err
@@ -226,17 +226,22 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, want 
 }
 
 func answerErr(resp *http.Response, data []byte) *APIError {
-	e := &APIError{StatusCode: resp.StatusCode}
+	return apiError(resp.StatusCode, resp.Header, data)
+}
+
+// apiError is the *APIError of an answer with status code and header h.
+func apiError(code int, h http.Header, data []byte) *APIError {
+	e := &APIError{StatusCode: code}
 	var eb errorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
 		e.Message = eb.Error
 	} else {
 		e.Message = strings.TrimSpace(string(data))
 		if e.Message == "" {
-			e.Message = http.StatusText(resp.StatusCode)
+			e.Message = http.StatusText(code)
 		}
 	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
 	return e

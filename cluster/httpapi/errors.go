@@ -46,6 +46,9 @@ type APIError struct {
 	Message string
 	// RetryAfter is the server's Retry-After, 0 when absent.
 	RetryAfter time.Duration
+	// OldestCursor is the oldest result-feed cursor still readable, in a
+	// 410 answer to GET /results (the cursor was past the retention).
+	OldestCursor string
 }
 
 // Error describes the answer.

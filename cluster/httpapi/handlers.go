@@ -44,6 +44,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
 	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	if r.URL.Query().Has("wait") { // POST /work?wait=D: wait.go
+		s.submitWait(ctx, w, r, work)
+		return
+	}
 	if err := s.backend.Submit(ctx, work); err != nil {
 		s.fail(w, r, err)
 		return

@@ -43,16 +43,30 @@ type Lister interface {
 
 var _ Lister = (*ActorBackend)(nil)
 
-// timeSubmit records a submission's time to its answer in the metrics.
+// timeSubmit records a submission's time to its answer in the metrics. A
+// submission that waits for its result (?wait=) is timed by submitWait up
+// to its ack instead: its answer comes when the job has run.
 func (s *Server) timeSubmit(h http.HandlerFunc) http.HandlerFunc {
 	if s.cfg.metrics == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("wait") {
+			h(w, r)
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		h(rec, r)
-		s.cfg.metrics.ObserveSubmit(rec.code < 300, time.Since(start))
+		s.observeSubmit(rec.code < 300, time.Since(start))
+	}
+}
+
+// observeSubmit records one submission's time to its durable ack (or
+// error): plain submissions, re-submissions and those that wait.
+func (s *Server) observeSubmit(ok bool, d time.Duration) {
+	if s.cfg.metrics != nil {
+		s.cfg.metrics.ObserveSubmit(ok, d)
 	}
 }
 
@@ -106,6 +120,7 @@ var historyNames = map[messages.WorkHistoryKind]string{
 	messages.WorkHistoryKind_WORK_HISTORY_KIND_COMPLETED: "completed",
 	messages.WorkHistoryKind_WORK_HISTORY_KIND_DEAD:      "dead",
 	messages.WorkHistoryKind_WORK_HISTORY_KIND_REQUEUED:  "requeued",
+	messages.WorkHistoryKind_WORK_HISTORY_KIND_CANCELLED: "cancelled",
 }
 
 func historyFromReply(in []*messages.WorkHistoryEvent) []HistoryEntry {
@@ -125,13 +140,14 @@ func historyFromReply(in []*messages.WorkHistoryEvent) []HistoryEntry {
 
 // listStatuses maps the ?status= words to the master's statuses.
 var listStatuses = map[string]messages.WorkStatus{
-	"pending":     messages.WorkStatus_WORK_STATUS_ACCEPTED,
-	StatusRunning: messages.WorkStatus_WORK_STATUS_RUNNING,
-	StatusDone:    messages.WorkStatus_WORK_STATUS_DONE,
-	StatusDead:    messages.WorkStatus_WORK_STATUS_DEAD,
+	"pending":       messages.WorkStatus_WORK_STATUS_ACCEPTED,
+	StatusRunning:   messages.WorkStatus_WORK_STATUS_RUNNING,
+	StatusDone:      messages.WorkStatus_WORK_STATUS_DONE,
+	StatusDead:      messages.WorkStatus_WORK_STATUS_DEAD,
+	StatusCancelled: messages.WorkStatus_WORK_STATUS_CANCELLED,
 }
 
-// handleList: GET /work?status=pending|running|done|dead&limit=N.
+// handleList: GET /work?status=pending|running|done|dead|cancelled&limit=N.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	l, ok := s.backend.(Lister)
 	if !ok {
@@ -141,7 +157,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status, ok := listStatuses[q.Get("status")]
 	if !ok {
-		s.fail(w, r, fmt.Errorf("%w: status %q: want one of pending, running, done, dead (GET /work?status=dead&limit=50)", ErrInvalid, q.Get("status")))
+		s.fail(w, r, fmt.Errorf("%w: status %q: want one of pending, running, done, dead, cancelled (GET /work?status=dead&limit=50)", ErrInvalid, q.Get("status")))
 		return
 	}
 	limit := 0
@@ -195,9 +211,7 @@ func (s *Server) handleResubmit(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	start := time.Now()
 	err := l.Resubmit(ctx, id)
-	if s.cfg.metrics != nil {
-		s.cfg.metrics.ObserveSubmit(err == nil, time.Since(start))
-	}
+	s.observeSubmit(err == nil, time.Since(start))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -235,3 +249,6 @@ func (b *ActorBackend) Resubmit(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: work %q: %s", ErrConflict, id, rep.GetReason())
 	}
 }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

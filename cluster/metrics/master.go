@@ -41,6 +41,12 @@ func (o masterObserver) Durable(_ string, ev proto.Message, jobType string) {
 			m.submitResult.Observe(float64(ev.GetAtUnixNano()-at) / 1e9)
 		}
 	case *messages.WorkerFailed:
+		if ev.GetCancelled() {
+			// The caller went away: not a failure of the job.
+			m.cancelled.WithLabelValues(jt).Inc()
+			m.takeAccepted(ev.GetWorkId())
+			break
+		}
 		m.failed.WithLabelValues(jt).Inc()
 		if ev.GetDead() {
 			m.died(jt, ev.GetWorkId())
@@ -74,6 +80,7 @@ func (o masterObserver) Counts(_ string, c master.Counts, idle, busy int) {
 	q.WithLabelValues("running").Set(float64(c.InProgress))
 	q.WithLabelValues("done").Set(float64(c.Done))
 	q.WithLabelValues("dead").Set(float64(c.Dead))
+	q.WithLabelValues("cancelled").Set(float64(c.Cancelled))
 	o.m.workers.WithLabelValues("idle").Set(float64(idle))
 	o.m.workers.WithLabelValues("busy").Set(float64(busy))
 }

@@ -22,18 +22,18 @@ const maxTracked = 100_000
 type Metrics struct {
 	reg *prometheus.Registry
 
-	accepted, completed, failed, dead *prometheus.CounterVec // job_type
-	resultsConsumed                   *prometheus.CounterVec // job_type
-	queue                             *prometheus.GaugeVec   // state
-	workers                           *prometheus.GaugeVec   // state
-	epoch                             prometheus.Gauge
-	activations                       prometheus.Counter
-	submitAck                         *prometheus.HistogramVec // outcome
-	submitResult                      prometheus.Histogram
-	commitEvents                      prometheus.Histogram
-	commitSeconds                     prometheus.Histogram
-	commitErrors                      prometheus.Counter
-	permits                           *prometheus.CounterVec // job_type, outcome
+	accepted, completed, failed, dead, cancelled *prometheus.CounterVec // job_type
+	resultsConsumed                              *prometheus.CounterVec // job_type
+	queue                                        *prometheus.GaugeVec   // state
+	workers                                      *prometheus.GaugeVec   // state
+	epoch                                        prometheus.Gauge
+	activations                                  prometheus.Counter
+	submitAck                                    *prometheus.HistogramVec // outcome
+	submitResult                                 prometheus.Histogram
+	commitEvents                                 prometheus.Histogram
+	commitSeconds                                prometheus.Histogram
+	commitErrors                                 prometheus.Counter
+	permits                                      *prometheus.CounterVec // job_type, outcome
 
 	mu         sync.Mutex
 	acceptedAt map[string]int64 // work id -> acceptance (Unix ns), see maxTracked
@@ -53,8 +53,9 @@ func New() *Metrics {
 	m.completed = jobs("jobs_completed_total", "Jobs whose completion is durable, by job type.")
 	m.failed = jobs("jobs_failed_total", "Failed or timed-out attempts whose record is durable, by job type (a job may fail several times).")
 	m.dead = jobs("jobs_dead_total", "Jobs that became dead (out of attempts, a permanent failure or past their deadline), by job type.")
+	m.cancelled = jobs("jobs_cancelled_total", "Jobs cancelled because their caller went away (not retried), by job type.")
 	m.resultsConsumed = jobs("results_consumed_total", "Results this frontend node consumed from the cluster, by job type.")
-	m.queue = f.gaugeVec("queue_jobs", "Jobs the master holds, by state: pending, running, done and dead (done and dead are retained for a while).", "state")
+	m.queue = f.gaugeVec("queue_jobs", "Jobs the master holds, by state: pending, running, done, dead and cancelled (ended jobs are retained for a while).", "state")
 	m.workers = f.gaugeVec("workers", "Workers registered with the master, by state: idle or busy (holding work).", "state")
 	m.epoch = f.gauge("master_epoch", "The journal epoch of the master this node hosts (0: none yet); a new epoch means a new activation.")
 	m.activations = f.counter("master_activations_total", "Times a master recovered and served on this node (first start, failovers, re-syncs).")

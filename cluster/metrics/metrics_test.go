@@ -50,7 +50,8 @@ func TestMasterObserver(t *testing.T) {
 	o.Durable("s", &messages.WorkerFailed{WorkId: "b", AtUnixNano: t0}, "sq")
 	o.Durable("s", &messages.WorkerTimedOut{WorkId: "b", AtUnixNano: t0, Dead: true}, "sq")
 	o.Durable("s", &messages.WorkExpired{WorkId: "c"}, "")
-	o.Counts("s", master.Counts{Pending: 3, InProgress: 2, Done: 1, Dead: 4}, 5, 6)
+	o.Durable("s", &messages.WorkerFailed{WorkId: "c", AtUnixNano: t0, Cancelled: true}, "sq")
+	o.Counts("s", master.Counts{Pending: 3, InProgress: 2, Done: 1, Dead: 4, Cancelled: 7}, 5, 6)
 	o.Permit("sq", true)
 	o.Permit("sq", false)
 	o.Permit("sq", false)
@@ -64,6 +65,8 @@ func TestMasterObserver(t *testing.T) {
 	require.InDelta(t, 1, testutil.ToFloat64(m.activations), 0)
 	require.InDelta(t, 3, testutil.ToFloat64(m.queue.WithLabelValues("pending")), 0)
 	require.InDelta(t, 4, testutil.ToFloat64(m.queue.WithLabelValues("dead")), 0)
+	require.InDelta(t, 7, testutil.ToFloat64(m.queue.WithLabelValues("cancelled")), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(m.cancelled.WithLabelValues("sq")), 0)
 	require.InDelta(t, 6, testutil.ToFloat64(m.workers.WithLabelValues("busy")), 0)
 	require.InDelta(t, 2, testutil.ToFloat64(m.permits.WithLabelValues("sq", "refused")), 0)
 	// One submit -> result latency of 0.3 s, and no acceptance left behind.

@@ -93,6 +93,13 @@ type ClusterConfig struct {
 	FrontendOptions []frontend.Option
 	// OnResult is called for every result a frontend node consumes.
 	OnResult func(*messages.WorkResult)
+	// ResultCursor keeps a frontend node's result-feed cursor across its
+	// restarts (default: in memory, from the oldest retained result).
+	ResultCursor frontend.CursorStore
+	// ResultsFromPubSub makes a frontend node consume results from
+	// protoactor's pub-sub (at most once; results may be lost) instead of
+	// the master's durable result feed.
+	ResultsFromPubSub bool
 	// Logger for the node and its actor system (default slog.Default()).
 	Logger *slog.Logger
 	// KeepAlive is how often a backend touches the master so it is active
@@ -132,6 +139,7 @@ type ClusterNode struct {
 	client    *frontend.Client
 	workers   []*actor.PID
 	results   *actor.PID
+	peers     *peers                    // whether a waiter's node has gone (peers.go); nil until workers start
 	prodMu    sync.Mutex                // guards prod and prodAt
 	prod      *cluster.BatchingProducer // results producer of a backend
 	prodAt    time.Time                 // when prod was made
@@ -408,6 +416,15 @@ func (n *ClusterNode) startFrontend(bg context.Context) error {
 	if n.cfg.OnResult != nil {
 		copts = append(copts, frontend.WithOnResult(n.cfg.OnResult))
 	}
+	if !n.cfg.ResultsFromPubSub {
+		// The durable feed: every result at least once, from the cursor.
+		props, err := frontend.ConsumerProps(append(copts, frontend.WithFeed(n.client, n.cfg.ResultCursor))...)
+		if err != nil {
+			return err
+		}
+		n.results = n.sys.Root.Spawn(props)
+		return nil
+	}
 	props, err := frontend.ConsumerProps(copts...)
 	if err != nil {
 		return err
@@ -476,7 +493,8 @@ func (n *ClusterNode) startWorkers() error {
 		// Register every second (the sample: 10 s): registration is how a
 		// worker finds a new master after a failover, so it bounds how long
 		// work waits for workers then.
-		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister)}, n.cfg.WorkerOptions...)
+		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
+			worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...)
 		props, err := worker.Props(n.locator.Route(), reg, wopts...)
 		if err != nil {
 			return err
@@ -585,6 +603,9 @@ func (n *ClusterNode) Kill() {
 		}
 		n.wg.Wait()
 		n.stopWorkers()
+		if n.results != nil {
+			_ = n.sys.Root.StopFuture(n.results).Wait() // its feed reader is a goroutine
+		}
 		n.disposeProducer()
 		n.shutdownCluster()
 		n.closeLocator()
@@ -606,6 +627,9 @@ func (n *ClusterNode) stopWorkers() []error {
 }
 
 func (n *ClusterNode) closeLocator() {
+	if n.peers != nil {
+		n.peers.close()
+	}
 	if n.ownership != nil {
 		n.ownership.Close()
 	}

@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -79,19 +82,20 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	var (
 		cf                 clientFlags
 		jobType, id, input string
-		wait               bool
+		wait               waitFlag
 	)
 	cf.register(fs, defaultSubmitTimeout)
 	fs.StringVar(&jobType, "type", "", "job type, e.g. square (required)")
 	fs.StringVar(&input, "payload", "", "job input: JSON (7, \"250ms\", {\"n\":1}); anything else is sent as a JSON string")
 	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
-	fs.BoolVar(&wait, "wait", false, "wait until the job is done or dead and print its result")
+	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
+		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait] [--timeout D]\n\n"+
+		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait [D]] [--timeout D]\n\n"+
 			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(fs, waitArgs(args))
 	switch {
 	case err != nil:
 		return usageErr(stderr, "submit", err)
@@ -112,6 +116,9 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
 	defer cancel()
+	if wait.set {
+		return submitWait(ctx, c, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)}, wait.d, cf.timeout, stdout, stderr)
+	}
 	id, err = c.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
 	if err != nil {
 		if errors.Is(err, httpapi.ErrUnavailable) {
@@ -124,12 +131,22 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		printErr(stderr, "foreman submit: accepted work %s, but writing the output failed: %v\n", id, err)
 		return 1
 	}
-	if !wait {
-		return 0
+	return 0
+}
+
+// printOutcome prints a finished work's outcome: exit 0 when done, 1 when
+// dead or cancelled.
+func printOutcome(ctx context.Context, c *httpapi.Client, id string, info *httpapi.WorkInfo, stdout, stderr io.Writer) int {
+	if info.Status == httpapi.StatusDead && info.Attempts == 0 {
+		if full, err := c.Work(ctx, id); err == nil { // the outcome has no attempt count
+			info = full
+		}
 	}
-	info, err := c.Wait(ctx, id, 0)
-	if err != nil {
-		return serverErr(stderr, "submit", err)
+	if info.Status == httpapi.StatusCancelled {
+		if _, err := fmt.Fprintf(stdout, "work %s cancelled: %s\n", id, info.LastError); err != nil {
+			return outputFailed(stderr, "foreman submit", err)
+		}
+		return 1
 	}
 	if info.Status == httpapi.StatusDead {
 		if _, err := fmt.Fprintf(stdout, "work %s dead after %d attempts: %s\n", id, info.Attempts, info.LastError); err != nil {
@@ -281,4 +298,86 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// waitFlag is --wait [D]: bare, it waits as long as --timeout allows.
+type waitFlag struct {
+	set bool
+	d   time.Duration // 0: the --timeout
+}
+
+func (w *waitFlag) String() string {
+	if w == nil || !w.set {
+		return ""
+	}
+	return w.d.String()
+}
+
+func (w *waitFlag) Set(v string) error {
+	w.set = true
+	if v == "true" || v == "" {
+		w.d = 0
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want a positive duration such as 30s")
+	}
+	w.d = d
+	return nil
+}
+
+// IsBoolFlag lets --wait stand alone.
+func (w *waitFlag) IsBoolFlag() bool { return true }
+
+// waitArgs joins "--wait D" into "--wait=D" when D is a duration, since the
+// flag package takes a flag that may stand alone only as --wait=D.
+func waitArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if (a == "--wait" || a == "-wait") && i+1 < len(args) {
+			if _, err := time.ParseDuration(args[i+1]); err == nil {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// submitWait is `foreman submit --wait [D]`: POST /work?wait=D with the
+// command as the caller. Ctrl-C (or SIGTERM) abandons the request, so the
+// server cancels the job: exit 130. When D ends first the job goes on:
+// exit 3.
+func submitWait(ctx context.Context, c *httpapi.Client, req httpapi.SubmitRequest, wait, timeout time.Duration, stdout, stderr io.Writer) int {
+	if wait <= 0 {
+		wait = timeout
+	}
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	info, done, err := c.SubmitWait(sctx, req, min(wait, httpapi.MaxWait))
+	switch {
+	case err != nil && sctx.Err() != nil && ctx.Err() == nil:
+		printErr(stderr, "foreman submit: interrupted; work %s is cancelled (it does not start, or its run is stopped)\n", req.ID)
+		return 130
+	case err != nil:
+		if errors.Is(err, httpapi.ErrUnavailable) {
+			err = fmt.Errorf("%w; nothing is lost by retrying with the same id (--id %s)", err, req.ID)
+		}
+		return serverErr(stderr, "submit", err)
+	}
+	if _, err := fmt.Fprintf(stdout, "accepted work %s\n", info.ID); err != nil {
+		printErr(stderr, "foreman submit: accepted work %s, but writing the output failed: %v\n", info.ID, err)
+		return 1
+	}
+	if !done {
+		if _, err := fmt.Fprintf(stdout, "work %s still %s after %v; it goes on: foreman status %s\n", info.ID, info.Status, wait, info.ID); err != nil {
+			return outputFailed(stderr, "foreman submit", err)
+		}
+		return 3
+	}
+	return printOutcome(ctx, c, info.ID, info, stdout, stderr)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
@@ -75,6 +77,14 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 	}
 	if a.role == node.RoleWorker && a.delaySet {
 		cfg.Registry = builtinRegistry(a)
+	}
+	if a.role == node.RoleFrontend && a.data != "" {
+		// The result consumer resumes from its cursor after a restart. The
+		// directory is not created for a frontend (it has no journal): the
+		// cursor is kept in memory when it does not exist.
+		if st, err := os.Stat(a.data); err == nil && st.IsDir() {
+			cfg.ResultCursor = frontend.FileCursor{Path: filepath.Join(a.data, fmt.Sprintf("results-%d.cursor", a.port))}
+		}
 	}
 	n, err := node.StartCluster(ctx, cfg)
 	if err != nil {

@@ -140,6 +140,7 @@ function renderStatus(st) {
   $("c-running").textContent = q.in_progress ?? "–";
   $("c-done").textContent = q.done ?? "–";
   $("c-dead").textContent = q.dead ?? "–";
+  $("c-cancelled").textContent = q.cancelled ?? "–";
   $("c-accepted").textContent = q.accepted_total ?? "–";
   $("c-workers").textContent = (wk.idle ?? "–") + " / " + (wk.busy ?? "–");
   const m = st.master || {};
@@ -177,16 +178,21 @@ function renderRunning(list) {
   $("running-more").textContent = list.total > list.works.length ? "showing " + list.works.length + " of " + list.total + " running jobs" : "";
 }
 
-function renderDead(list) {
-  fill($("dead"), list.works.map(w => {
+// renderEnded lists the jobs that ended without a result: dead ones and
+// those cancelled when their caller left. Both can be re-submitted.
+function renderEnded(dead, cancelled) {
+  const works = dead.works.concat(cancelled.works);
+  works.sort((a, b) => String(b.finished_at || "").localeCompare(String(a.finished_at || "")));
+  fill($("dead"), works.map(w => {
     const b = el("button", "Re-submit");
     b.dataset.id = w.id;
     b.addEventListener("click", () => resubmit(w.id, b));
-    const r = row([w.id, w.type, w.attempts, w.last_error || "", ago(w.finished_at), b]);
-    r.children[3].className = "err";
+    const r = row([w.id, w.type, w.status, w.attempts, w.last_error || "", ago(w.finished_at), b]);
+    r.children[4].className = "err";
     return r;
-  }), "no dead jobs");
-  $("dead-more").textContent = list.total > list.works.length ? "showing " + list.works.length + " of " + list.total : "";
+  }), "no dead or cancelled jobs");
+  const total = dead.total + cancelled.total;
+  $("dead-more").textContent = total > works.length ? "showing " + works.length + " of " + total : "";
 }
 
 async function resubmit(id, button) {
@@ -261,7 +267,9 @@ async function poll() {
     $("error").textContent = e.status === 401 ? "The API wants a token: open /ui/#token=YOUR_TOKEN" : "Status: " + e.message;
   }
   try { renderRunning(await api("/work?status=running&limit=200")); } catch (e) { /* shown by /status */ }
-  try { renderDead(await api("/work?status=dead&limit=50")); } catch (e) { /* shown by /status */ }
+  try {
+    renderEnded(await api("/work?status=dead&limit=50"), await api("/work?status=cancelled&limit=50"));
+  } catch (e) { /* shown by /status */ }
   try {
     const res = await fetch("/metrics", { headers: localStorage.getItem("foreman-token") ? { Authorization: "Bearer " + localStorage.getItem("foreman-token") } : {} });
     if (res.ok) {

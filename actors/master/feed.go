@@ -1,0 +1,245 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// The durable result feed: every work that finished (completed, dead,
+// cancelled) in journal order, read from the master's own stream. A reader
+// keeps a cursor, the sequence number of the last event it read, so it
+// resumes where it left off across its restarts and the master's failovers.
+//
+// The master answers ReadResults off its goroutine: it only knows which
+// sequence numbers are durable (feedHub), and each read is a range read of
+// the journal. A read that finds nothing new is held until a finishing
+// event is durable or its wait ends (a long poll).
+
+// Feed limits.
+const (
+	// DefaultFeedLimit is the most entries a ReadResults returns when it
+	// asks for none (limit 0).
+	DefaultFeedLimit = 1000
+	// MaxFeedLimit caps the entries of one ReadResults.
+	MaxFeedLimit = 10_000
+	// MaxFeedWait caps how long a ReadResults is held for a result.
+	MaxFeedWait = 5 * time.Minute
+	// feedScanFactor bounds the events one read scans per entry asked for
+	// (at least feedMinScan): a read over a stretch without finishing events
+	// returns early with an advanced cursor rather than scan the journal.
+	feedScanFactor = 8
+	feedMinScan    = 4096
+	// maxFeedReaders bounds the reads in flight; more are answered busy.
+	maxFeedReaders = 256
+)
+
+// Errors of ReadFeed.
+var (
+	// ErrFeedGone means the events after the cursor were deleted: the
+	// reader is behind the feed's retention (WithFeedRetention).
+	ErrFeedGone = errors.New("master: result feed: cursor is past the retention")
+	// ErrFeedAhead means the cursor is past the stream's last durable
+	// event (the journal was replaced): read from 0 again.
+	ErrFeedAhead = errors.New("master: result feed: cursor is ahead of the journal")
+)
+
+// feedHub tells the feed's readers how far the stream is durable. The master
+// advances it once finishing events are durable; readers wait on changed.
+type feedHub struct {
+	mu      sync.Mutex
+	durable int64
+	changed chan struct{} // closed and replaced on every advance
+	readers chan struct{} // semaphore of reads in flight
+	stopped chan struct{} // closed when the master stops: held reads answer
+	stop    sync.Once
+}
+
+func newFeedHub() *feedHub {
+	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders), stopped: make(chan struct{})}
+}
+
+// close answers the held reads: the master stops.
+func (h *feedHub) close() { h.stop.Do(func() { close(h.stopped) }) }
+
+// advance records that the stream is durable up to seq; wake wakes the
+// waiting readers (a finishing event is among the new ones): the others
+// have nothing new for them.
+func (h *feedHub) advance(seq int64, wake bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seq > h.durable {
+		h.durable = seq
+		if wake {
+			close(h.changed)
+			h.changed = make(chan struct{})
+		}
+	}
+}
+
+func (h *feedHub) state() (int64, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.durable, h.changed
+}
+
+// onReadResults starts a feed read on a goroutine of its own; it answers the
+// sender with a ResultsPage.
+func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
+	sender := c.Sender()
+	if sender == nil {
+		return
+	}
+	if !a.rt.Recovered() {
+		c.Respond(&messages.ResultsPage{NextSeq: m.GetAfterSeq(), Error: "master: recovering from the journal; retry later"})
+		return
+	}
+	select {
+	case a.feed.readers <- struct{}{}:
+	default:
+		c.Respond(&messages.ResultsPage{NextSeq: m.GetAfterSeq(), Error: fmt.Sprintf("master: %d result-feed reads in flight; retry later", maxFeedReaders)})
+		return
+	}
+	limit := int(m.GetLimit())
+	if limit <= 0 {
+		limit = DefaultFeedLimit
+	}
+	limit = min(limit, MaxFeedLimit)
+	wait := min(time.Duration(m.GetWaitMs())*time.Millisecond, MaxFeedWait)
+	j, stream, hub, root, self, clk := a.j, a.cfg.stream, a.feed, a.root, a.self, a.clock
+	timeout := a.cfg.journalTimeout
+	go func() {
+		defer func() { <-hub.readers }()
+		page := &messages.ResultsPage{NextSeq: m.GetAfterSeq()}
+		after := m.GetAfterSeq()
+		timer := clk.NewTimer(wait)
+		defer timer.Stop()
+	read:
+		for {
+			durable, changed := hub.state()
+			if after < durable {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				p, err := ReadFeed(ctx, j, stream, after, durable, limit)
+				cancel()
+				switch {
+				case err == nil:
+					page = p
+				case errors.Is(err, ErrFeedGone):
+					page = p
+				default:
+					page = &messages.ResultsPage{NextSeq: after, Error: err.Error()}
+				}
+				if len(page.GetEntries()) > 0 || page.GetGone() || page.GetError() != "" {
+					break read
+				}
+				after = page.GetNextSeq()
+			} else if after > durable {
+				page = &messages.ResultsPage{NextSeq: after, Ahead: true, OldestSeq: 0,
+					Error: fmt.Sprintf("%v: cursor %d, last durable event %d", ErrFeedAhead, after, durable)}
+				break read
+			}
+			if wait <= 0 {
+				break read
+			}
+			select {
+			case <-changed:
+			case <-timer.C():
+				break read
+			case <-hub.stopped:
+				break read
+			}
+		}
+		if page.GetError() == "" && !page.GetGone() && !page.GetAhead() && page.GetNextSeq() < after {
+			page.NextSeq = after
+		}
+		root.RequestWithCustomSender(sender, page, self)
+	}()
+}
+
+// errFeedStop ends a Load early.
+var errFeedStop = errors.New("stop")
+
+// ReadFeed reads the result feed of the master's journal stream in j: the
+// finishing events after afterSeq and at most upTo (the last durable
+// event), at most limit entries, scanning a bounded number of events. The page's NextSeq is the last event scanned. When events after
+// afterSeq were deleted (afterSeq > 0 and the oldest stored one is past
+// afterSeq+1) it returns a page with Gone and OldestSeq set and an error
+// wrapping ErrFeedGone; afterSeq 0 starts at the oldest event still stored.
+//
+// The master serves it through ReadResults; it is exported for tools that
+// read a shared journal directly.
+func ReadFeed(ctx context.Context, j persistence.Journal, stream string, afterSeq, upTo int64, limit int) (*messages.ResultsPage, error) {
+	if limit <= 0 {
+		limit = DefaultFeedLimit
+	}
+	page := &messages.ResultsPage{NextSeq: afterSeq}
+	scanned, first := 0, true
+	err := j.Load(ctx, stream, afterSeq+1, func(ev persistence.Event) error {
+		if ev.Seq > upTo {
+			return errFeedStop
+		}
+		if first {
+			first = false
+			if afterSeq > 0 && ev.Seq > afterSeq+1 {
+				page.Gone, page.OldestSeq = true, ev.Seq-1
+				return errFeedStop
+			}
+		}
+		if e := feedEntry(ev.Seq, ev.Msg); e != nil {
+			page.Entries = append(page.Entries, e)
+		}
+		page.NextSeq = ev.Seq
+		scanned++
+		if len(page.Entries) >= limit || scanned >= max(feedScanFactor*limit, feedMinScan) {
+			return errFeedStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFeedStop) {
+		return nil, fmt.Errorf("master: read the result feed of %q after %d: %w", stream, afterSeq, err)
+	}
+	if first && afterSeq > 0 && afterSeq < upTo {
+		// Nothing stored after the cursor though events up to upTo are
+		// durable: they were deleted.
+		page.Gone, page.OldestSeq = true, upTo
+	}
+	if page.Gone {
+		return page, fmt.Errorf("%w: cursor %d, oldest available %d", ErrFeedGone, afterSeq, page.OldestSeq)
+	}
+	return page, nil
+}
+
+// feedEntry returns the feed entry of a finishing event, nil for others.
+func feedEntry(seq int64, ev proto.Message) *messages.FeedEntry {
+	switch ev := ev.(type) {
+	case *messages.WorkCompleted:
+		return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDone,
+			Result: ev.GetResult(), AtUnixNano: ev.GetAtUnixNano()}
+	case *messages.WorkerFailed:
+		switch {
+		case ev.GetCancelled():
+			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusCancelled,
+				Error: ev.GetError(), AtUnixNano: ev.GetAtUnixNano()}
+		case ev.GetDead():
+			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDead,
+				Error: ev.GetError(), AtUnixNano: ev.GetAtUnixNano()}
+		}
+	case *messages.WorkerTimedOut:
+		if ev.GetDead() {
+			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDead,
+				Error: "work timed out", AtUnixNano: ev.GetAtUnixNano()}
+		}
+	case *messages.WorkExpired:
+		return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDead,
+			Error: ev.GetReason(), AtUnixNano: ev.GetAtUnixNano()}
+	}
+	return nil
+}
