@@ -20,7 +20,9 @@ import (
 // temporary directory: a server certificate for etcd (valid for 127.0.0.1,
 // localhost and the hosts given to [NewCerts]) and a client certificate.
 type Certs struct {
-	Dir                   string
+	Dir string
+	// CAFile is the CA etcd trusts for client certificates (from
+	// [NewCerts], also the one that signed the server certificate).
 	CAFile                string
 	ServerCert, ServerKey string
 	ClientCert, ClientKey string
