@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -52,7 +53,7 @@ func ParseMembership(s string) (Membership, error) {
 		return Membership{}, fmt.Errorf("%w: membership %q: want %s", ErrInvalidConfig, s, MembershipHelp)
 	}
 	if i := strings.IndexAny(rest, "/?#@"); i >= 0 {
-		return Membership{}, fmt.Errorf("%w: membership %q: only host:port endpoints separated by commas may follow etcd:// (no path, query or user; TLS is not supported yet)", ErrInvalidConfig, s)
+		return Membership{}, fmt.Errorf("%w: membership %q: only host:port endpoints separated by commas may follow etcd:// (no path, query or user; the node's TLS material decides TLS)", ErrInvalidConfig, s)
 	}
 	var eps []string
 	for ep := range strings.SplitSeq(rest, ",") {
@@ -68,34 +69,66 @@ func ParseMembership(s string) (Membership, error) {
 	return Membership{Etcd: strings.Split(strings.TrimPrefix(p.URL(), "etcd://"), ",")}, nil
 }
 
+// MembershipOption configures [NewMembership].
+type MembershipOption func(*membershipConfig)
+
+type membershipConfig struct {
+	etcdCA *x509.CertPool // nil: the cluster CA verifies etcd
+}
+
+// WithEtcdCA makes the etcd client verify etcd's server certificate with
+// pool instead of the cluster CA, for an etcd whose certificate another CA
+// signed. The node still presents its own certificate, so etcd must trust
+// the cluster CA for client certificates. It needs etcd membership and the
+// node's TLS material; otherwise NewMembership returns ErrInvalidConfig.
+func WithEtcdCA(pool *x509.CertPool) MembershipOption {
+	return func(c *membershipConfig) { c.etcdCA = pool }
+}
+
 // NewMembership returns the membership provider of a cluster node for the
 // URL ([ParseMembership]): the seed provider with seeds (host:port of
 // backend nodes), or the etcd provider. host is the interface the node
 // binds (the seed provider's endpoint listens there). With the node's TLS
 // material (nil: plain), the seed provider serves and probes over mutual
 // TLS and the etcd client presents the node certificate and trusts only
-// the cluster CA; there is no plain fallback.
-func NewMembership(url string, seeds []string, host string, log *slog.Logger, tlsm *tlsconf.Material) (cluster.ClusterProvider, error) {
+// the cluster CA (or the pool of [WithEtcdCA]); there is no plain
+// fallback. Every line the etcd provider logs to log carries
+// tls=true|false.
+func NewMembership(url string, seeds []string, host string, log *slog.Logger, tlsm *tlsconf.Material, opts ...MembershipOption) (cluster.ClusterProvider, error) {
+	var mc membershipConfig
+	for _, o := range opts {
+		o(&mc)
+	}
 	m, err := ParseMembership(url)
 	if err != nil {
 		return nil, err
 	}
+	if mc.etcdCA != nil && (tlsm == nil || !m.IsEtcd()) {
+		return nil, fmt.Errorf("%w: WithEtcdCA needs etcd membership and the node's TLS material (membership %s, TLS %t)", ErrInvalidConfig, m, tlsm != nil)
+	}
 	if m.IsEtcd() {
-		opts := []etcdmembers.Option{etcdmembers.WithLogger(log)}
-		if tlsm != nil {
-			opts = append(opts, etcdmembers.WithTLS(tlsm.ClientConfig()))
+		var eopts []etcdmembers.Option
+		if log != nil {
+			eopts = append(eopts, etcdmembers.WithLogger(log.With("tls", tlsm != nil)))
 		}
-		p, err := etcdmembers.New(m.Etcd, opts...)
+		if tlsm != nil {
+			cfg := tlsm.ClientConfig()
+			if mc.etcdCA != nil {
+				cfg.RootCAs = mc.etcdCA
+			}
+			eopts = append(eopts, etcdmembers.WithTLS(cfg))
+		}
+		p, err := etcdmembers.New(m.Etcd, eopts...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 		return p, nil
 	}
-	opts := []membership.Option{membership.WithSeeds(seeds...), membership.WithBindHost(host), membership.WithLogger(log)}
+	mopts := []membership.Option{membership.WithSeeds(seeds...), membership.WithBindHost(host), membership.WithLogger(log)}
 	if tlsm != nil {
-		opts = append(opts, membership.WithTLS(tlsm))
+		mopts = append(mopts, membership.WithTLS(tlsm))
 	}
-	p, err := membership.New(opts...)
+	p, err := membership.New(mopts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -39,7 +39,7 @@ func startProducer(n *node.ClusterNode, a nodeArgs, log *slog.Logger) error {
 // runClusterNode runs a backend, frontend or worker node of a cluster until
 // ctx ends (SIGTERM or Ctrl-C), then leaves the cluster gracefully.
 func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stderr io.Writer, log *slog.Logger) int {
-	prov, err := node.NewMembership(a.membership, a.seeds, a.host, log, sec.material())
+	prov, err := node.NewMembership(a.membership, a.seeds, a.host, log, sec.material(), sec.membershipOptions()...)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2

@@ -25,9 +25,9 @@ func TestMembershipArgs(t *testing.T) {
 	}{
 		{name: "DefaultSeeds", args: []string{"2551"}, want: "seeds"},
 		{name: "AllInOneSeeds", args: nil, want: "seeds"},
-		{name: "Flag", args: []string{"2551", "--membership", "etcd://10.0.0.5:2379"}, want: "etcd://10.0.0.5:2379"},
-		{name: "DefaultPort", args: []string{"3001", "--membership", "etcd://e1,e2"}, want: "etcd://e1:2379,e2:2379"},
-		{name: "Env", args: []string{"0"}, env: "etcd://e1:2379", want: "etcd://e1:2379"},
+		{name: "Flag", args: []string{"2551", "--membership", "etcd://10.0.0.5:2379", "--insecure"}, want: "etcd://10.0.0.5:2379"},
+		{name: "DefaultPort", args: []string{"3001", "--membership", "etcd://e1,e2", "--insecure"}, want: "etcd://e1:2379,e2:2379"},
+		{name: "Env", args: []string{"0", "--insecure"}, env: "etcd://e1:2379", want: "etcd://e1:2379"},
 		{name: "FlagWinsOverEnv", args: []string{"2551", "--membership", "seeds"}, env: "etcd://e1:2379", want: "seeds"},
 		{name: "SeedsWithSeeds", args: []string{"2551", "--membership", "seeds", "--seeds", "h:2551"}, want: "seeds"},
 		{name: "Unknown", args: []string{"2551", "--membership", "consul://h"}, wantErr: "--membership: node: invalid configuration: membership \"consul://h\": want seeds, or etcd://"},

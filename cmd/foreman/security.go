@@ -28,6 +28,7 @@ type securityArgs struct {
 	tlsCert, tlsKey, tlsCA string
 	httpCert, httpKey      string
 	tokenFile              string
+	etcdCA                 string
 	insecure               bool
 }
 
@@ -38,7 +39,8 @@ func (s *securityArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.httpCert, "http-tls-cert", "", "certificate of the HTTP API, when it needs a public one (default: --tls-cert)")
 	fs.StringVar(&s.httpKey, "http-tls-key", "", "private key of --http-tls-cert")
 	fs.StringVar(&s.tokenFile, "api-token-file", "", "file of bearer tokens the HTTP API accepts, one per line (reloaded on SIGHUP)")
-	fs.BoolVar(&s.insecure, "insecure", false, "allow binding to an address other than loopback without TLS (and the HTTP API without tokens); logs what is exposed")
+	fs.StringVar(&s.etcdCA, "etcd-ca", "", "CA certificate(s) that verify etcd's server certificate, when another CA than --tls-ca signed it (etcd membership with --tls-* only)")
+	fs.BoolVar(&s.insecure, "insecure", false, "allow binding to an address other than loopback without TLS (and the HTTP API without tokens, and etcd off loopback without TLS); logs what is exposed")
 }
 
 func (s securityArgs) nodeTLS() bool { return s.tlsCert != "" }
@@ -58,8 +60,9 @@ func (a nodeArgs) httpAddr() string {
 // checkSecurity checks the security flags against what the node binds and
 // returns what it exposes without protection (for the --insecure WARN). A
 // bind to an address that is not loopback without TLS (gRPC and the
-// membership endpoint), or an HTTP API there without TLS or without tokens,
-// is a usage error unless --insecure is given.
+// membership endpoint), an HTTP API there without TLS or without tokens, or
+// an etcd that is not on loopback without TLS (checkEtcd), is a usage error
+// unless --insecure is given.
 func checkSecurity(a nodeArgs) (exposed []string, err error) {
 	s := a.sec
 	if n := countSet(s.tlsCert, s.tlsKey, s.tlsCA); n != 0 && n != 3 {
@@ -67,6 +70,10 @@ func checkSecurity(a nodeArgs) (exposed []string, err error) {
 	}
 	if n := countSet(s.httpCert, s.httpKey); n == 1 {
 		return nil, fmt.Errorf("%w: --http-tls-cert and --http-tls-key go together", errUsage)
+	}
+	etcd, err := checkEtcd(a)
+	if err != nil {
+		return nil, err
 	}
 	http := a.httpAddr()
 	if http == "" && (s.httpCert != "" || s.tokenFile != "") {
@@ -88,6 +95,9 @@ func checkSecurity(a nodeArgs) (exposed []string, err error) {
 				exposed = append(exposed, fmt.Sprintf("the HTTP API on %s without tokens (anyone who reaches it can submit and read work)", http))
 			}
 		}
+	}
+	if etcd != "" {
+		exposed = append(exposed, etcd)
 	}
 	if len(exposed) > 0 && !s.insecure {
 		return nil, fmt.Errorf("%w: refusing to expose %s; give --tls-cert/--tls-key/--tls-ca (and --api-token-file for the HTTP API), bind to 127.0.0.1, or pass --insecure to accept the risk", errUsage, strings.Join(exposed, "; "))
@@ -121,6 +131,7 @@ type security struct {
 	node   *tlsconf.Material
 	public *tlsconf.KeyPair
 	tokens *httpapi.Tokens
+	etcdCA *x509.CertPool // --etcd-ca; read once, at start
 }
 
 // loadSecurity loads the files the flags name and logs what it loaded.
@@ -140,6 +151,12 @@ func loadSecurity(s securityArgs, log *slog.Logger) (*security, error) {
 		}
 		logCert(log, "HTTP API certificate", s.httpCert, sec.public.Leaf())
 		warnReadable(log, s.httpKey)
+	}
+	if s.etcdCA != "" {
+		if sec.etcdCA, err = loadEtcdCA(s.etcdCA); err != nil {
+			return nil, err
+		}
+		log.Info("etcd CA loaded", "file", s.etcdCA)
 	}
 	if s.tokenFile != "" {
 		if sec.tokens, err = httpapi.LoadTokens(s.tokenFile); err != nil {

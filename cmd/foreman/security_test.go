@@ -48,6 +48,16 @@ func TestSecurityFlags(t *testing.T) {
 		{name: "HTTPCertWithoutKey", args: []string{"3001", "--http-tls-cert", "p.crt"}, wantErr: "--http-tls-cert and --http-tls-key go together"},
 		{name: "TokensOnAWorker", args: []string{"0", "--api-token-file", "t"}, wantErr: "serves the HTTP API"},
 		{name: "InsecureWithNothingExposed", args: []string{"2551", "--insecure"}},
+		{name: "EtcdLoopbackPlain", args: []string{"2551", "--membership", "etcd://127.0.0.1:2379"}},
+		{name: "EtcdLocalhostPlain", args: []string{"0", "--membership", "etcd://localhost"}},
+		{name: "EtcdPublicPlain", args: []string{"2551", "--membership", "etcd://10.0.0.9:2379"}, wantErr: "membership through etcd at etcd://10.0.0.9:2379 without TLS"},
+		{name: "EtcdOneEndpointPublic", args: []string{"3001", "--membership", "etcd://127.0.0.1:2379,e2"}, wantErr: "membership through etcd at etcd://127.0.0.1:2379,e2:2379 without TLS"},
+		{name: "EtcdPublicInsecure", args: []string{"2551", "--membership", "etcd://10.0.0.9:2379", "--insecure"}, wantExposed: []string{"membership through etcd at etcd://10.0.0.9:2379 without TLS"}},
+		{name: "EtcdAndBindPublicInsecure", args: []string{"2551", "--host", "10.0.0.5", "--membership", "etcd://10.0.0.9:2379", "--insecure"}, wantExposed: []string{"gRPC and membership on 10.0.0.5", "membership through etcd at etcd://10.0.0.9:2379"}},
+		{name: "EtcdPublicTLS", args: withTLS("2551", "--membership", "etcd://10.0.0.9:2379")},
+		{name: "EtcdCAWithTLS", args: withTLS("0", "--membership", "etcd://10.0.0.9:2379", "--etcd-ca", "etcd-ca.crt")},
+		{name: "EtcdCAWithoutTLS", args: []string{"2551", "--membership", "etcd://127.0.0.1:2379", "--etcd-ca", "etcd-ca.crt"}, wantErr: "--etcd-ca needs --tls-cert/--tls-key/--tls-ca"},
+		{name: "EtcdCAWithSeeds", args: withTLS("2551", "--etcd-ca", "etcd-ca.crt"), wantErr: "--etcd-ca is for etcd membership"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

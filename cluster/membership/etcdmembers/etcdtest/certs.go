@@ -20,7 +20,9 @@ import (
 // temporary directory: a server certificate for etcd (valid for 127.0.0.1,
 // localhost and the hosts given to [NewCerts]) and a client certificate.
 type Certs struct {
-	Dir                   string
+	Dir string
+	// CAFile is the CA etcd trusts for client certificates (from
+	// [NewCerts], also the one that signed the server certificate).
 	CAFile                string
 	ServerCert, ServerKey string
 	ClientCert, ClientKey string
@@ -136,4 +138,46 @@ func writePEM(t testing.TB, dir, name, typ string, der []byte) string {
 		t.Fatalf("etcdtest: write %s: %v", path, err)
 	}
 	return path
+}
+
+// Files names certificates made elsewhere (e.g. by `foreman certs`) for
+// [FileCerts].
+type Files struct {
+	// CA is the CA etcd trusts for client certificates (--trusted-ca-file).
+	CA string
+	// Cert and Key are etcd's server certificate; it must name 127.0.0.1
+	// (or the host given to [WithHost]).
+	Cert, Key string
+	// ServerCA is the CA that signed Cert, which the readiness probe
+	// verifies etcd with; empty means CA.
+	ServerCA string
+	// ClientCert and ClientKey are the readiness probe's client
+	// certificate, signed by CA.
+	ClientCert, ClientKey string
+}
+
+// FileCerts returns [Certs] for [WithTLS] from files made elsewhere, so
+// that etcd's server certificate can come from another CA than the one it
+// trusts for clients.
+func FileCerts(t testing.TB, f Files) *Certs {
+	t.Helper()
+	if f.ServerCA == "" {
+		f.ServerCA = f.CA
+	}
+	b, err := os.ReadFile(f.ServerCA)
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		t.Fatalf("etcdtest: no PEM certificate in %s", f.ServerCA)
+	}
+	pair, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
+	if err != nil {
+		t.Fatalf("etcdtest: client key pair: %v", err)
+	}
+	return &Certs{
+		Dir: filepath.Dir(f.Cert), CAFile: f.CA, ServerCert: f.Cert, ServerKey: f.Key,
+		ClientCert: f.ClientCert, ClientKey: f.ClientKey, pool: pool, clientPair: pair,
+	}
 }
