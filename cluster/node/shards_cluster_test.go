@@ -16,6 +16,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
+	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -145,6 +146,23 @@ func TestClusterShards(t *testing.T) {
 			require.Greater(t, after[k].GetEpoch(), before[k].GetEpoch(), "shard %d moved without a new epoch", k)
 		}
 	}
+
+	// GET /status shows every shard: where its master runs and its epoch.
+	be, err := httpapi.NewActorBackend(client, nil)
+	require.NoError(t, err)
+	info, err := be.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, info.Shards, shards)
+	var done int64
+	for k, sh := range info.Shards {
+		require.Equal(t, k, sh.Shard)
+		require.True(t, sh.Master.Reachable, "shard %d: %s", k, sh.Master.Error)
+		require.Equal(t, after[k].GetAddress(), sh.Master.Address, "shard %d", k)
+		require.Equal(t, after[k].GetEpoch(), sh.Master.Epoch, "shard %d", k)
+		done += sh.Queue.Done
+	}
+	require.Equal(t, done, info.Queue.Done, "the queue is the sum of the shards'")
+	require.GreaterOrEqual(t, info.Queue.AcceptedTotal, int64(jobs))
 
 	// The durable feed, one cursor over every shard, delivers every result.
 	require.Eventually(t, func() bool {
