@@ -62,13 +62,15 @@ func TestClusterShards(t *testing.T) {
 		}
 		return []byte(strconv.Itoa(n * n)), nil
 	}))
+	var workerNodes []*node.ClusterNode
 	for range 2 {
-		h.start(node.RoleWorker, func(c *node.ClusterConfig) {
+		wn, _ := h.start(node.RoleWorker, func(c *node.ClusterConfig) {
 			sharded(c)
 			c.Workers = 1
 			c.Registry = reg
 			c.WorkerOptions = []worker.Option{worker.WithRegisterInterval(500 * time.Millisecond), worker.WithResendInterval(time.Second), worker.WithWindow(8)}
 		})
+		workerNodes = append(workerNodes, wn)
 	}
 	client := fe.Client()
 	require.Equal(t, shards, client.Shards())
@@ -170,6 +172,19 @@ func TestClusterShards(t *testing.T) {
 		defer mu.Unlock()
 		return len(results) == jobs
 	}, time.Minute, 100*time.Millisecond, "the result feed did not deliver every job's result")
+
+	// Tear down in an order that leaves no message for a dead peer: the
+	// workers first, then the backends leave gracefully (their masters
+	// answer the frontend's held feed reads while it is still there), then
+	// the frontend (by t.Cleanup).
+	for _, wn := range workerNodes {
+		wn.Kill()
+	}
+	for _, b := range backends {
+		if b != victim {
+			require.NoError(t, b.Stop(ctx))
+		}
+	}
 }
 
 // waitShards waits until every shard's master answers and returns their
