@@ -227,7 +227,9 @@ func (c *Client) readShards(ctx context.Context, cursor Cursor, n, limit int, wa
 			}
 		case errors.Is(a.err, ErrFeedGone) || errors.Is(a.err, ErrFeedAhead):
 			return nil, a.err
-		case firstErr == nil && !(errors.Is(a.err, context.Canceled) && ctx.Err() == nil):
+		case errors.Is(a.err, context.Canceled) && ctx.Err() == nil:
+			// Dropped here once another shard had entries: its cursor stays.
+		case firstErr == nil:
 			firstErr = a.err
 		}
 	}
