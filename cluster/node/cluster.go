@@ -134,8 +134,8 @@ type ClusterConfig struct {
 	// work's shard. Every node of a cluster must have the same N, and a
 	// backend refuses to start on a journal that records another one.
 	Shards int
-	// Workers is the number of workers of a worker node (per shard: each
-	// shard gets Workers workers of its own).
+	// Workers is the number of workers of a worker node; each pulls from
+	// every shard.
 	Workers int
 	// Registry holds the job functions of a worker node (default: built-ins).
 	Registry *worker.Registry
@@ -560,21 +560,18 @@ func (n *ClusterNode) startWorkers() error {
 			return err
 		}
 	}
-	// Each shard has Workers workers of its own (a worker pulls from one
-	// master), so that no shard waits for workers another holds.
-	for k := range n.route.Shards() {
-		for i := 0; i < n.cfg.Workers; i++ {
-			// Register every second (the sample: 10 s): registration is how a
-			// worker finds a new master after a failover, so it bounds how long
-			// work waits for workers then.
-			wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
-				worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...)
-			props, err := worker.Props(n.route.Shard(k), reg, wopts...)
-			if err != nil {
-				return err
-			}
-			n.workers = append(n.workers, n.sys.Root.Spawn(metricsMailbox(props, n.cfg.Metrics, metrics.ActorWorker)))
+	for i := 0; i < n.cfg.Workers; i++ {
+		// Register every second (the sample: 10 s): registration is how a
+		// worker finds a new master after a failover, so it bounds how long
+		// work waits for workers then. Each worker registers with every
+		// shard's master and asks those that have work.
+		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
+			worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...)
+		props, err := worker.Props(n.route, reg, wopts...)
+		if err != nil {
+			return err
 		}
+		n.workers = append(n.workers, n.sys.Root.Spawn(metricsMailbox(props, n.cfg.Metrics, metrics.ActorWorker)))
 	}
 	return nil
 }

@@ -533,7 +533,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	viaHTTP := fs.Bool("http", false, "submit through the HTTP API of a frontend process (foreman base+1001, HTTP on its port+5000) instead of this program's actor client")
 	clientLevel := fs.String("client-log-level", "warn", "log level of this program's frontend client (client.log)")
 	useTLS := fs.Bool("tls", false, "mutual TLS between all nodes (a CA and certificate made for the run), and HTTPS with a bearer token for -http")
-	fs.IntVar(&c.shards, "shards", 1, "masters the work is sharded over (foreman --shards of every node); each worker process runs -workers/-shards workers per shard (at least 1), so the total stays -workers per process")
+	fs.IntVar(&c.shards, "shards", 1, "masters the work is sharded over (foreman --shards of every node)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -541,7 +541,6 @@ func runThroughput(ctx context.Context, args []string) error {
 		return fmt.Errorf("-shards %d: must be 1 to %d", c.shards, node.MaxShards)
 	}
 	shardArgs := []string{"--shards", strconv.Itoa(c.shards)}
-	perShard := max(1, *workers/c.shards)
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -585,7 +584,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	}
 	for i := range *procs {
 		p, err := startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman,
-			append(append([]string{"0", c.memberFlag(), c.memberValue(), "--workers", strconv.Itoa(perShard), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level}, shardArgs...), sec.nodeArgs()...)...)
+			append(append([]string{"0", c.memberFlag(), c.memberValue(), "--workers", strconv.Itoa(*workers), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level}, shardArgs...), sec.nodeArgs()...)...)
 		if err != nil {
 			return err
 		}
