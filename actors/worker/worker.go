@@ -19,6 +19,12 @@ import (
 // it with the job functions of reg. Spawn it once per worker (a node runs K
 // of them); each instance gets its own random id unless WithWorkerID is used.
 // It fails when master is empty, reg is nil or an option is out of range.
+//
+// With a sharded route (route.Sharded) the worker registers with every
+// shard's master, asks those that told it work is ready (WorkIsReady) or
+// just sent it work, and reports each result to its work's shard
+// (route.ShardOf); work beyond its window that several masters sent at
+// once waits in its queue.
 func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
