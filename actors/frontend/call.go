@@ -167,7 +167,7 @@ func (call *Call) Detach(ctx context.Context) error {
 		call.detached = true
 		call.interest.Release()
 	})
-	res, err := call.c.ask(ctx, &messages.DetachWaiter{WorkId: call.work.GetWorkId()})
+	res, err := call.c.askWork(ctx, call.work.GetWorkId(), &messages.DetachWaiter{WorkId: call.work.GetWorkId()})
 	if err != nil {
 		return fmt.Errorf("frontend: detach the waiter of %q: %w", call.work.GetWorkId(), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -89,7 +90,7 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	if w.GetWorkId() == "" {
 		return fmt.Errorf("%w: the work id is empty; give every job a unique id", ErrInvalidWork)
 	}
-	res, err := c.ask(ctx, w)
+	res, err := c.askWork(ctx, w.GetWorkId(), w)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 // WorkStatus asks the master about one job (one attempt). A master still
 // recovering answers a temporary *RejectedError (REJECT_CODE_UNAVAILABLE).
 func (c *Client) WorkStatus(ctx context.Context, workID string) (*messages.WorkStatusReply, error) {
-	res, err := c.ask(ctx, &messages.GetWorkStatus{WorkId: workID})
+	res, err := c.askWork(ctx, workID, &messages.GetWorkStatus{WorkId: workID})
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +124,46 @@ func (c *Client) WorkStatus(ctx context.Context, workID string) (*messages.WorkS
 	}
 }
 
-// MasterStatus asks the master for its overview (one attempt).
+// MasterStatus asks the master for its overview (one attempt). With
+// several shards it asks shard 0's master; ShardStatus asks them all.
 func (c *Client) MasterStatus(ctx context.Context) (*messages.MasterStatus, error) {
-	res, err := c.ask(ctx, &messages.GetMasterStatus{})
+	return c.shardStatus(ctx, 0)
+}
+
+// Shards returns how many shards (masters) the client's route spans.
+func (c *Client) Shards() int { return c.master.Shards() }
+
+// ShardStatus is one shard's answer to [Client.ShardStatus].
+type ShardStatus struct {
+	// Shard is the shard's number (0..N-1).
+	Shard int
+	// Status is its master's overview (where it runs, its queue, its
+	// epoch); nil when Err is set.
+	Status *messages.MasterStatus
+	// Err says why the shard did not answer.
+	Err error
+}
+
+// ShardStatus asks every shard's master for its overview, all at once
+// (one attempt each), and returns them in shard order. A shard that does
+// not answer has its Err set; the others are still reported.
+func (c *Client) ShardStatus(ctx context.Context) []ShardStatus {
+	out := make([]ShardStatus, c.master.Shards())
+	var wg sync.WaitGroup
+	for k := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := c.shardStatus(ctx, k)
+			out[k] = ShardStatus{Shard: k, Status: st, Err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Client) shardStatus(ctx context.Context, k int) (*messages.MasterStatus, error) {
+	res, err := c.askTo(ctx, c.master.Shard(k), &messages.GetMasterStatus{}, c.cfg.askTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -155,19 +193,21 @@ func (b *replyBox) SendSystemMessage(*actor.PID, any) {}
 
 func (b *replyBox) Stop(*actor.PID) {}
 
-// ask sends msg to the master and waits for the reply, at most the ask
-// timeout and never past ctx.
-func (c *Client) ask(ctx context.Context, msg any) (any, error) {
-	return c.askFor(ctx, msg, c.cfg.askTimeout)
+// askWork sends msg about workID to the master of the work's shard and
+// waits for the reply, at most the ask timeout and never past ctx.
+func (c *Client) askWork(ctx context.Context, workID string, msg any) (any, error) {
+	return c.askTo(ctx, c.master.ForWork(workID), msg, c.cfg.askTimeout)
 }
 
-// askFor is ask with its own timeout (a held feed read waits longer).
-func (c *Client) askFor(ctx context.Context, msg any, timeout time.Duration) (any, error) {
+// askTo sends msg to the master that route m reaches and waits for the
+// reply, at most timeout (a held feed read waits longer) and never past
+// ctx.
+func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout time.Duration) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.askTimeout)
-	pid, err := c.master.Resolve(rctx)
+	pid, err := m.Resolve(rctx)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -192,7 +232,7 @@ func (c *Client) askFor(ctx context.Context, msg any, timeout time.Duration) (an
 	}
 	defer reg.Remove(self)
 	gone := make(chan struct{}, 1)
-	stopGone := c.master.AfterGone(pid, func() {
+	stopGone := m.AfterGone(pid, func() {
 		select {
 		case gone <- struct{}{}:
 		default:
@@ -205,7 +245,7 @@ func (c *Client) askFor(ctx context.Context, msg any, timeout time.Duration) (an
 	select {
 	case res := <-box.ch:
 		if _, dead := res.(*actor.DeadLetterResponse); dead {
-			c.master.Forget(pid)
+			m.Forget(pid)
 			return nil, fmt.Errorf("frontend: %w: %s is gone (dead letter)", route.ErrNoMaster, pid)
 		}
 		return res, nil
@@ -221,7 +261,7 @@ func (c *Client) askFor(ctx context.Context, msg any, timeout time.Duration) (an
 			// The master did not answer within the ask timeout: the next
 			// attempt looks it up again. (When the caller's shorter deadline
 			// bounded the wait, that says nothing about the master.)
-			c.master.Forget(pid)
+			m.Forget(pid)
 		}
 		return nil, fmt.Errorf("%w (ask timeout %v, master %s)", ErrTimeout, timeout, pid)
 	}

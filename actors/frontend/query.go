@@ -2,15 +2,55 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"sync"
 
 	"github.com/foreman-actors/foreman/messages"
 )
 
 // ListWork asks the master for the works in status, newest first (see
-// messages.ListWork); one ask, no retry.
+// messages.ListWork); one ask per shard, no retry. With several shards the
+// lists are merged (ordered by when the works started or finished, newest
+// first) and cut to limit; the total is the sum. Any shard's error fails
+// the whole list.
 func (c *Client) ListWork(ctx context.Context, status messages.WorkStatus, limit int) (*messages.WorkList, error) {
-	res, err := c.ask(ctx, &messages.ListWork{Status: status, Limit: int32(min(limit, 1<<30))})
+	n := c.master.Shards()
+	lists := make([]*messages.WorkList, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[k], errs[k] = c.listShard(ctx, k, status, limit)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if n == 1 {
+		return lists[0], nil
+	}
+	out := &messages.WorkList{}
+	for _, l := range lists {
+		out.Works = append(out.Works, l.GetWorks()...)
+		out.Total += l.GetTotal()
+	}
+	when := func(w *messages.WorkSummary) int64 {
+		return max(w.GetFinishedAtUnixNano(), w.GetStartedAtUnixNano())
+	}
+	sort.SliceStable(out.Works, func(i, j int) bool { return when(out.Works[i]) > when(out.Works[j]) })
+	if limit > 0 && len(out.Works) > limit {
+		out.Works = out.Works[:limit]
+	}
+	return out, nil
+}
+
+func (c *Client) listShard(ctx context.Context, k int, status messages.WorkStatus, limit int) (*messages.WorkList, error) {
+	res, err := c.askTo(ctx, c.master.Shard(k), &messages.ListWork{Status: status, Limit: int32(min(limit, 1<<30))}, c.cfg.askTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +65,7 @@ func (c *Client) ListWork(ctx context.Context, status messages.WorkStatus, limit
 // messages.ResubmitWork); one ask, no retry: a lost answer may have
 // re-submitted it, which GetWorkStatus tells.
 func (c *Client) Resubmit(ctx context.Context, workID string) (*messages.ResubmitReply, error) {
-	res, err := c.ask(ctx, &messages.ResubmitWork{WorkId: workID})
+	res, err := c.askWork(ctx, workID, &messages.ResubmitWork{WorkId: workID})
 	if err != nil {
 		return nil, err
 	}

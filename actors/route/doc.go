@@ -9,14 +9,14 @@
 // MasterLocator.Resolve finds its current PID). Callers ask [Master.Resolve]
 // before they talk to the master and ask again when it seems gone.
 //
-// # Sharding (not built)
+// # Sharding
 //
-// Today there is one master, so Resolve takes no key. When work is spread
-// over several masters (master/0..N-1, chosen by a stable hash of the work
-// id), this package is where the key goes: a keyed constructor and a
-// Resolve variant that takes the work id, so the frontend routes each Work
-// to its shard while workers and status queries address every shard. The
-// callers need no other package to change.
+// Work is spread over N masters (shards master/0..N-1, see [ShardName]),
+// chosen by a stable hash of the work id ([ShardOf]). [Sharded] makes one
+// route of the shards' routes: the frontend routes each Work and each
+// question about a work id with [Master.ForWork]; status queries and
+// workers address every shard through [Master.Shard]. With N=1 the route
+// is the unsharded one, unchanged.
 //
 // # Example
 //

@@ -53,13 +53,14 @@ func WithForget(fn func(pid *actor.PID)) ResolverOption {
 // zero value is invalid (see [Master.Validate]). A Master is a small value,
 // safe to copy and to use from several goroutines when its ResolveFunc is.
 //
-// A later sharding issue adds the routing key here (see the package doc):
-// the type stays, its constructors and a keyed Resolve grow.
+// A route may span several shards ([Sharded]); [Master.ForWork] and
+// [Master.Shard] pick one.
 type Master struct {
 	pid         *actor.PID
 	resolveFunc ResolveFunc
 	afterGone   AfterGoneFunc // nil: the route never says a PID is gone
 	forget      func(pid *actor.PID)
+	shards      []Master // the shards' routes (see Sharded); nil: one shard
 }
 
 // Fixed returns a route to a master at a fixed PID (one process).
@@ -131,4 +132,51 @@ func (m Master) Validate() error {
 		return ErrEmpty
 	}
 	return nil
+}
+
+// Sharded returns a route over the masters of n shards (shards[k] reaches
+// shard k's master): the frontend sends each Work, and each question
+// about one work id, to the shard [ShardOf] picks ([Master.ForWork]);
+// questions about the whole cluster go to every shard ([Master.Shard]).
+// With one shard it returns that shard's route unchanged, so a cluster of
+// one shard behaves exactly as an unsharded one. Without a key (Resolve,
+// AfterGone, Forget) the route acts as shard 0's.
+func Sharded(shards ...Master) (Master, error) {
+	if len(shards) == 0 {
+		return Master{}, fmt.Errorf("%w: Sharded needs at least one shard", ErrEmpty)
+	}
+	for k, s := range shards {
+		if err := s.Validate(); err != nil {
+			return Master{}, fmt.Errorf("shard %d: %w", k, err)
+		}
+		if len(s.shards) > 0 {
+			return Master{}, fmt.Errorf("%w: shard %d is itself sharded", ErrEmpty, k)
+		}
+	}
+	if len(shards) == 1 {
+		return shards[0], nil
+	}
+	m := shards[0]
+	m.shards = append([]Master(nil), shards...)
+	return m, nil
+}
+
+// Shards returns how many shards the route spans (1 when unsharded).
+func (m Master) Shards() int { return max(len(m.shards), 1) }
+
+// Shard returns the route to shard k's master (m itself when unsharded
+// and k is 0). It panics when k is out of range, like an index.
+func (m Master) Shard(k int) Master {
+	if len(m.shards) == 0 {
+		if k != 0 {
+			panic(fmt.Sprintf("route: shard %d of an unsharded route", k))
+		}
+		return m
+	}
+	return m.shards[k]
+}
+
+// ForWork returns the route to the master of the shard that owns workID.
+func (m Master) ForWork(workID string) Master {
+	return m.Shard(ShardOf(workID, m.Shards()))
 }

@@ -19,6 +19,12 @@ import (
 // it with the job functions of reg. Spawn it once per worker (a node runs K
 // of them); each instance gets its own random id unless WithWorkerID is used.
 // It fails when master is empty, reg is nil or an option is out of range.
+//
+// With a sharded route (route.Sharded) the worker registers with every
+// shard's master, asks those that told it work is ready (WorkIsReady) or
+// just sent it work, and reports each result to its work's shard
+// (route.ShardOf); work beyond its window that several masters sent at
+// once waits in its queue.
 func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -52,8 +58,9 @@ type (
 	resendTick   struct{ workID string }
 	drainCheck   struct{}
 	resolved     struct {
-		pid *actor.PID
-		err error
+		shard int
+		pid   *actor.PID
+		err   error
 	}
 )
 
@@ -78,8 +85,9 @@ type workerActor struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // resolver goroutines in flight
 
-	masterPID *actor.PID // current master; nil while unknown
-	resolving bool
+	// conns are the worker's masters, one per shard of the route (one
+	// when it is not sharded).
+	conns []*masterConn
 
 	execs  []*actor.PID
 	slotOf map[string]int // executor PID id -> slot
@@ -88,7 +96,6 @@ type workerActor struct {
 
 	registerTimer clock.Timer
 	resendTimers  map[string]clock.Timer
-	outbox        []*messages.WorkFailed // failures waiting for a master
 
 	// The gates (gate.go): gates[i] is where slot i's work is.
 	gates         []gate
@@ -104,6 +111,18 @@ type workerActor struct {
 	drainers      []*actor.PID // senders of Drain, answered with Drained
 	draining      bool
 	deregistered  bool
+}
+
+// masterConn is the worker's link to one shard's master.
+type masterConn struct {
+	route     route.Master
+	pid       *actor.PID             // current master; nil while unknown
+	resolving bool                   // a resolver call is in flight
+	outbox    []*messages.WorkFailed // failures waiting for this master
+	// ready: the master told the worker work is ready, or just sent it
+	// work, so the worker asks it (with several shards; with one the
+	// worker always asks its master).
+	ready bool
 }
 
 // Drain asks a worker to finish gracefully: it stops asking for work, hands
@@ -133,18 +152,29 @@ func (w *workerActor) Receive(c actor.Context) {
 	case *resolved:
 		w.onResolved(c, m)
 	case *actor.Terminated:
-		if w.master.IsResolver() && w.masterPID != nil && m.GetWho().Equal(w.masterPID) {
-			w.log.Info("master terminated, resolving again", "master", w.masterPID.String())
-			w.masterPID = nil
-			w.resolve()
+		for k, mc := range w.conns {
+			if mc.route.IsResolver() && mc.pid != nil && m.GetWho().Equal(mc.pid) {
+				w.log.Info("master terminated, resolving again", "master", mc.pid.String(), "shard", k)
+				mc.pid = nil
+				w.resolve(k)
+			}
 		}
 	case *messages.WorkIsReady:
+		if s := c.Sender(); s != nil {
+			for _, mc := range w.conns {
+				if mc.pid != nil && mc.pid.Equal(s) {
+					mc.ready = true
+				}
+			}
+		}
 		w.maybeRequest()
 	case *Drain:
 		w.onDrain(c)
 	case *drainCheck:
 		w.checkDrained(c)
 	case *messages.Work:
+		// The shard that sent work may have more: ask it again.
+		w.conns[route.ShardOf(m.GetWorkId(), len(w.conns))].ready = true
 		w.onWork(m)
 	case *execResult:
 		w.onResult(m)
@@ -186,6 +216,9 @@ func (w *workerActor) start(c actor.Context) {
 	w.gates = make([]gate, w.cfg.window)
 	w.box = newPermitBox()
 	w.hungry = true
+	for k := range w.master.Shards() {
+		w.conns = append(w.conns, &masterConn{route: w.master.Shard(k), ready: true})
+	}
 	for i := range w.execs {
 		pid := c.Spawn(executorProps(i, w.reg))
 		w.execs[i] = pid
@@ -209,89 +242,132 @@ func (w *workerActor) armRegister() {
 	w.registerTimer = w.cfg.clock.AfterFunc(w.cfg.registerInterval, func() { sys.Root.Send(self, &registerTick{}) })
 }
 
-// register sends RegisterWorker, resolving the master first when it is found
-// through a resolver (the answer arrives as a resolved message).
+// register sends RegisterWorker to every shard's master, resolving each
+// first when it is found through a resolver (the answer arrives as a
+// resolved message).
 func (w *workerActor) register() {
-	if w.master.IsResolver() {
-		w.resolve()
-		return
+	for k, mc := range w.conns {
+		if mc.route.IsResolver() {
+			w.resolve(k)
+			continue
+		}
+		if mc.pid == nil {
+			mc.pid, _ = mc.route.Resolve(w.ctx) // fixed PID: never blocks
+		}
+		w.sendRegister(k)
 	}
-	if w.masterPID == nil {
-		w.masterPID, _ = w.master.Resolve(w.ctx) // fixed PID: never blocks
-	}
-	w.sendRegister()
 }
 
-func (w *workerActor) sendRegister() {
-	w.tell(&messages.RegisterWorker{WorkerId: w.id, Worker: w.self, JobTypes: w.reg.Types()})
+func (w *workerActor) sendRegister(k int) {
+	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.id, Worker: w.self, JobTypes: w.reg.Types()})
 }
 
-// resolve calls the resolver off the actor goroutine; one call at a time.
-func (w *workerActor) resolve() {
-	if w.resolving || w.stopped {
+// resolve calls shard k's resolver off the actor goroutine; one call at a
+// time per shard.
+func (w *workerActor) resolve(k int) {
+	mc := w.conns[k]
+	if mc.resolving || w.stopped {
 		return
 	}
-	w.resolving = true
+	mc.resolving = true
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.resolveTimeout)
-	sys, self, ref := w.sys, w.self, w.master
+	sys, self, ref := w.sys, w.self, mc.route
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer cancel()
 		pid, err := ref.Resolve(ctx)
-		sys.Root.Send(self, &resolved{pid: pid, err: err})
+		sys.Root.Send(self, &resolved{shard: k, pid: pid, err: err})
 	}()
 }
 
 func (w *workerActor) onResolved(c actor.Context, m *resolved) {
-	w.resolving = false
+	mc := w.conns[m.shard]
+	mc.resolving = false
 	if w.stopped {
 		return
 	}
 	if m.err != nil {
-		w.log.Warn("cannot find the master; retrying at the next register tick", "error", m.err)
+		w.log.Warn("cannot find the master; retrying at the next register tick", "shard", m.shard, "error", m.err)
 		return
 	}
-	changed := w.masterPID == nil || !w.masterPID.Equal(m.pid)
+	changed := mc.pid == nil || !mc.pid.Equal(m.pid)
 	if changed {
-		if w.masterPID != nil {
-			c.Unwatch(w.masterPID)
+		if mc.pid != nil {
+			c.Unwatch(mc.pid)
 		}
-		w.masterPID = m.pid
+		mc.pid = m.pid
 		c.Watch(m.pid)
-		w.log.Info("master found", "master", m.pid.String())
+		w.log.Info("master found", "master", m.pid.String(), "shard", m.shard)
 	}
-	w.sendRegister()
+	w.sendRegister(m.shard)
 	if !changed {
 		return
 	}
 	// A new master: hand it what the old one may have missed.
-	out := w.outbox
-	w.outbox = nil
+	out := mc.outbox
+	mc.outbox = nil
 	for _, f := range out {
-		w.tell(f)
+		w.tellTo(m.shard, f)
 	}
 	for id, res := range w.st.unacked {
-		w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
+		if w.shardOf(id) == m.shard {
+			w.tellTo(m.shard, &messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
+		}
 	}
+	mc.ready = true
 	w.maybeRequest()
 }
 
-// tell sends msg to the master with the worker as sender; WorkFailed waits
-// in the outbox while no master is known, other messages are re-created
-// when one is found.
+// shardOf returns the shard of a work id among the worker's masters.
+func (w *workerActor) shardOf(workID string) int { return route.ShardOf(workID, len(w.conns)) }
+
+// tell sends msg to the master it concerns with the worker as sender: a
+// work's result or failure to its shard's master, (de)registration to
+// every master.
 func (w *workerActor) tell(msg any) {
-	if w.masterPID == nil {
+	switch m := msg.(type) {
+	case *messages.WorkIsDone:
+		w.tellTo(w.shardOf(m.GetWorkId()), msg)
+	case *messages.WorkFailed:
+		w.tellTo(w.shardOf(m.GetWorkId()), msg)
+	default:
+		for k := range w.conns {
+			w.tellTo(k, msg)
+		}
+	}
+}
+
+// tellTo sends msg to shard k's master with the worker as sender;
+// WorkFailed waits in the outbox while no master is known, other messages
+// are re-created when one is found.
+func (w *workerActor) tellTo(k int, msg any) {
+	mc := w.conns[k]
+	if mc.pid == nil {
 		if f, ok := msg.(*messages.WorkFailed); ok {
-			w.outbox = append(w.outbox, f)
+			mc.outbox = append(mc.outbox, f)
 		}
 		return
 	}
-	w.sys.Root.RequestWithCustomSender(w.masterPID, msg, w.self)
+	w.sys.Root.RequestWithCustomSender(mc.pid, msg, w.self)
 }
 
+// requestWork asks for n jobs: the master, or with several shards each
+// master that said work is ready or just sent work (a master asked for
+// more than it has tells WorkIsReady when it has some). Work beyond the
+// window waits in the worker's queue.
 func (w *workerActor) requestWork(n int) {
-	w.tell(&messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n)})
+	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n)}
+	if len(w.conns) == 1 {
+		w.tellTo(0, req)
+		return
+	}
+	for k, mc := range w.conns {
+		if mc.ready && mc.pid != nil {
+			mc.ready = false
+			w.tellTo(k, req)
+		}
+	}
 }
 
 func (w *workerActor) onWork(m *messages.Work) {
@@ -423,8 +499,8 @@ func (w *workerActor) onResend(id string) {
 	w.log.Info("No ack from master, resending work result", "work_id", id)
 	w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
 	w.armResend(id)
-	if w.master.IsResolver() {
-		w.resolve()
+	if k := w.shardOf(id); w.conns[k].route.IsResolver() {
+		w.resolve(k)
 	}
 }
 

@@ -99,6 +99,23 @@ type StatusInfo struct {
 	Queue QueueInfo `json:"queue"`
 	// Workers counts the workers registered with the master.
 	Workers WorkersInfo `json:"workers"`
+	// Shards, in a cluster of several shards (masters), says for each where
+	// its master runs, its queue and its workers; Master is then shard 0's,
+	// and Queue and Workers are the sums over the shards that answered.
+	// Empty with one shard.
+	Shards []ShardInfo `json:"shards,omitempty"`
+}
+
+// ShardInfo is one shard's master in GET /status.
+type ShardInfo struct {
+	// Shard is the shard's number (0..N-1); its master is master/Shard.
+	Shard int `json:"shard"`
+	// Master says where the shard's master runs and its epoch.
+	Master MasterInfo `json:"master"`
+	// Queue counts the shard's work (valid when Master.Reachable).
+	Queue QueueInfo `json:"queue"`
+	// Workers counts the workers registered with the shard's master.
+	Workers WorkersInfo `json:"workers"`
 }
 
 // Member is one node of the cluster.

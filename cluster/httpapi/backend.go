@@ -124,21 +124,16 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 	if info.Members == nil {
 		info.Members = []Member{}
 	}
+	if b.client.Shards() > 1 {
+		b.shardStatus(ctx, info)
+		return info, nil
+	}
 	ms, err := b.client.MasterStatus(ctx)
 	if err != nil {
 		info.Master.Error = b.queryErr(ctx, err).Error()
 		return info, nil
 	}
-	info.Master = MasterInfo{Reachable: true, Address: ms.GetAddress(), Epoch: ms.GetEpoch()}
-	info.Queue = QueueInfo{
-		Pending:       ms.GetPending(),
-		InProgress:    ms.GetInProgress(),
-		Done:          ms.GetDone(),
-		Dead:          ms.GetDead(),
-		Cancelled:     ms.GetCancelled(),
-		AcceptedTotal: ms.GetAcceptedTotal(),
-	}
-	info.Workers = WorkersInfo{Idle: ms.GetIdleWorkers(), Busy: ms.GetBusyWorkers()}
+	info.Master, info.Queue, info.Workers = masterInfo(ms)
 	for i := range info.Members {
 		if info.Members[i].Address == info.Master.Address {
 			info.Members[i].Master = true
@@ -148,6 +143,59 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// shardStatus fills info from every shard's master: each in info.Shards,
+// shard 0's as info.Master, the sums of the others' counts in Queue and
+// Workers; members hosting any shard's master are marked Master.
+func (b *ActorBackend) shardStatus(ctx context.Context, info *StatusInfo) {
+	hosts := map[string]bool{}
+	for _, st := range b.client.ShardStatus(ctx) {
+		si := ShardInfo{Shard: st.Shard}
+		if st.Err != nil {
+			si.Master.Error = b.queryErr(ctx, st.Err).Error()
+		} else {
+			si.Master, si.Queue, si.Workers = masterInfo(st.Status)
+			hosts[si.Master.Address] = true
+			q := &info.Queue
+			q.Pending += si.Queue.Pending
+			q.InProgress += si.Queue.InProgress
+			q.Done += si.Queue.Done
+			q.Dead += si.Queue.Dead
+			q.Cancelled += si.Queue.Cancelled
+			q.AcceptedTotal += si.Queue.AcceptedTotal
+			info.Workers.Idle += si.Workers.Idle
+			info.Workers.Busy += si.Workers.Busy
+		}
+		info.Shards = append(info.Shards, si)
+	}
+	for i := range info.Shards {
+		for j := range info.Members {
+			if info.Shards[i].Master.Address != "" && info.Members[j].Address == info.Shards[i].Master.Address {
+				info.Shards[i].Master.Member = info.Members[j].ID
+			}
+		}
+	}
+	for i := range info.Members {
+		info.Members[i].Master = hosts[info.Members[i].Address]
+	}
+	if len(info.Shards) > 0 {
+		info.Master = info.Shards[0].Master
+	}
+}
+
+// masterInfo maps a master's status to the API's.
+func masterInfo(ms *messages.MasterStatus) (MasterInfo, QueueInfo, WorkersInfo) {
+	return MasterInfo{Reachable: true, Address: ms.GetAddress(), Epoch: ms.GetEpoch()},
+		QueueInfo{
+			Pending:       ms.GetPending(),
+			InProgress:    ms.GetInProgress(),
+			Done:          ms.GetDone(),
+			Dead:          ms.GetDead(),
+			Cancelled:     ms.GetCancelled(),
+			AcceptedTotal: ms.GetAcceptedTotal(),
+		},
+		WorkersInfo{Idle: ms.GetIdleWorkers(), Busy: ms.GetBusyWorkers()}
 }
 
 // queryErr maps a failed one-shot query to the API's errors.

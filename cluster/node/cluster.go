@@ -16,6 +16,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/membership"
@@ -57,6 +58,49 @@ const (
 	DefaultFrontendAskTimeout = 750 * time.Millisecond
 )
 
+// MaxShards bounds ClusterConfig.Shards.
+const MaxShards = 256
+
+// shardKind builds shard k's master kind: its own journal stream, and a
+// lease guard that follows where this node's view places shard k.
+func (n *ClusterNode) shardKind(k int, log *slog.Logger) (*cluster.Kind, error) {
+	cfg := n.cfg
+	kind := route.ShardName(MasterKind, k, cfg.Shards)
+	mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}
+	// The master holds the lease only where this node's view places it
+	// (a stray activation must not keep it from the owner), and the side
+	// of a partition that hears from nobody lets go of it, so that the
+	// side the clients reach takes over.
+	own := newMasterOwnership(n.sys, kind, route.ShardName(MasterIdentity, k, cfg.Shards))
+	n.ownership = append(n.ownership, own)
+	guard := own.Owns
+	if p, ok := cfg.Provider.(cutOffReporter); ok {
+		guard = func() bool { return own.Owns() && !p.CutOff() }
+	}
+	mopts = append(mopts, master.WithLeaseGuard(guard))
+	if ttl, ok := masterLeaseFor(cfg.Provider); ok {
+		mopts = append(mopts, master.WithLeaseTTL(ttl))
+	}
+	mopts = append(mopts, metricsMaster(cfg.Metrics)...)
+	mopts = append(mopts, cfg.MasterOptions...)
+	if cfg.Shards > 1 {
+		// After the caller's options: shard k's stream is not theirs to pick.
+		mopts = append(mopts, master.WithStream(route.ShardName(master.DefaultStream, k, cfg.Shards)))
+	}
+	props, err := master.Props(n.jrnl, mopts...)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.NewKind(kind, metricsMailbox(props, cfg.Metrics, metrics.ActorMaster)), nil
+}
+
+func (n *ClusterNode) closeOwnership() {
+	for _, o := range n.ownership {
+		o.Close()
+	}
+	n.ownership = nil
+}
+
 // cutOffReporter is a membership provider that tells when this node has
 // heard from no other node for a while (membership.Provider does).
 type cutOffReporter interface{ CutOff() bool }
@@ -83,7 +127,15 @@ type ClusterConfig struct {
 	// Journal overrides JournalURL and DataDir with an open journal (the
 	// node does not close it).
 	Journal persistence.Journal
-	// Workers is the number of workers of a worker node.
+	// Shards is the number of masters work is sharded over (default 1: one
+	// master, identity and journal stream "master", as before sharding).
+	// With N > 1, shard k's master is the cluster kind and identity
+	// master/k with its own journal stream master/k; route.ShardOf picks a
+	// work's shard. Every node of a cluster must have the same N, and a
+	// backend refuses to start on a journal that records another one.
+	Shards int
+	// Workers is the number of workers of a worker node; each pulls from
+	// every shard.
 	Workers int
 	// Registry holds the job functions of a worker node (default: built-ins).
 	Registry *worker.Registry
@@ -132,10 +184,12 @@ type ClusterNode struct {
 	c       *cluster.Cluster
 	jrnl    persistence.Journal
 	ownJ    bool
-	locator *MasterLocator
-	// ownership tells the master's lease guard whether this backend owns
-	// the master in its view; nil on frontends and workers.
-	ownership *masterOwnership
+	locator *MasterLocator   // shard 0's
+	shards  []*MasterLocator // every shard's, in order
+	route   route.Master     // every shard's route (route.Sharded)
+	// ownership tells each shard master's lease guard whether this backend
+	// owns that master in its view; empty on frontends and workers.
+	ownership []*masterOwnership
 	client    *frontend.Client
 	workers   []*actor.PID
 	results   *actor.PID
@@ -165,6 +219,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultClusterAskLimit
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 1
+	}
+	if cfg.Shards < 1 || cfg.Shards > MaxShards {
+		return nil, fmt.Errorf("%w: shards %d must be 1 to %d", ErrInvalidConfig, cfg.Shards, MaxShards)
 	}
 	if cfg.Workers < 0 {
 		return nil, fmt.Errorf("%w: workers %d must be 0 or more", ErrInvalidConfig, cfg.Workers)
@@ -208,29 +268,21 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			n.sys.Shutdown()
 			return nil, err
 		}
-		mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}
-		// The master holds the lease only where this node's view places it
-		// (a stray activation must not keep it from the owner), and the side
-		// of a partition that hears from nobody lets go of it, so that the
-		// side the clients reach takes over.
-		n.ownership = newMasterOwnership(n.sys)
-		guard := n.ownership.Owns
-		if p, ok := cfg.Provider.(cutOffReporter); ok {
-			guard = func() bool { return n.ownership.Owns() && !p.CutOff() }
-		}
-		mopts = append(mopts, master.WithLeaseGuard(guard))
-		if ttl, ok := masterLeaseFor(cfg.Provider); ok {
-			mopts = append(mopts, master.WithLeaseTTL(ttl))
-		}
-		mopts = append(mopts, metricsMaster(cfg.Metrics)...)
-		mopts = append(mopts, cfg.MasterOptions...)
-		props, err := master.Props(n.jrnl, mopts...)
-		if err != nil {
+		if err := checkShards(ctx, n.jrnl, cfg.Shards); err != nil {
 			n.closeJournal()
 			n.sys.Shutdown()
 			return nil, err
 		}
-		kinds = append(kinds, cluster.NewKind(MasterKind, metricsMailbox(props, cfg.Metrics, metrics.ActorMaster)))
+		for k := range cfg.Shards {
+			kind, err := n.shardKind(k, log)
+			if err != nil {
+				n.closeOwnership()
+				n.closeJournal()
+				n.sys.Shutdown()
+				return nil, err
+			}
+			kinds = append(kinds, kind)
+		}
 	}
 	ccfg := cluster.Configure(ClusterName, cfg.Provider, disthash.New(),
 		remote.Configure(cfg.Host, cfg.Port, remoteOptions(cfg.TLS)...),
@@ -248,7 +300,18 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		n.sys.Shutdown()
 		return nil, err
 	}
-	n.locator = NewMasterLocator(n.c, DefaultLocatorTTL)
+	for k := range cfg.Shards {
+		n.shards = append(n.shards, NewShardLocator(n.c, DefaultLocatorTTL, k, cfg.Shards))
+	}
+	n.locator = n.shards[0]
+	routes := make([]route.Master, len(n.shards))
+	for k, l := range n.shards {
+		routes[k] = l.Route()
+	}
+	if n.route, err = route.Sharded(routes...); err != nil {
+		n.Kill()
+		return nil, err
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 
@@ -269,7 +332,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 	}
-	attrs := []any{"address", n.sys.Address(), "member_id", n.sys.ID, "tls", cfg.TLS != nil}
+	attrs := []any{"address", n.sys.Address(), "member_id", n.sys.ID, "tls", cfg.TLS != nil, "shards", cfg.Shards}
 	if cfg.Role == RoleBackend {
 		attrs = append(attrs, "journal", journalDesc(cfg.Journal, loc))
 	}
@@ -396,9 +459,17 @@ func (n *ClusterNode) keepAlive(ctx context.Context) {
 	// and the next tick checks again.
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if _, err := n.locator.Resolve(ctx); err != nil {
-		n.log.Debug("master not reachable yet", "error", err)
+	var wg sync.WaitGroup
+	for k, l := range n.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Resolve(ctx); err != nil {
+				n.log.Debug("master not reachable yet", "shard", k, "error", err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 func (n *ClusterNode) startFrontend(bg context.Context) error {
@@ -408,7 +479,7 @@ func (n *ClusterNode) startFrontend(bg context.Context) error {
 		frontend.WithAskTimeout(DefaultFrontendAskTimeout),
 		frontend.WithRetryBackoff(20*time.Millisecond, 500*time.Millisecond),
 	}, n.cfg.FrontendOptions...)
-	n.client, err = frontend.NewClient(n.sys, n.locator.Route(), fopts...)
+	n.client, err = frontend.NewClient(n.sys, n.route, fopts...)
 	if err != nil {
 		return err
 	}
@@ -492,10 +563,11 @@ func (n *ClusterNode) startWorkers() error {
 	for i := 0; i < n.cfg.Workers; i++ {
 		// Register every second (the sample: 10 s): registration is how a
 		// worker finds a new master after a failover, so it bounds how long
-		// work waits for workers then.
+		// work waits for workers then. Each worker registers with every
+		// shard's master and asks those that have work.
 		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
 			worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...)
-		props, err := worker.Props(n.locator.Route(), reg, wopts...)
+		props, err := worker.Props(n.route, reg, wopts...)
 		if err != nil {
 			return err
 		}
@@ -531,8 +603,14 @@ func (n *ClusterNode) Cluster() *cluster.Cluster { return n.c }
 // Client returns the frontend client of a frontend node (nil otherwise).
 func (n *ClusterNode) Client() *frontend.Client { return n.client }
 
-// Locator returns the node's master locator.
+// Locator returns the node's master locator (shard 0's).
 func (n *ClusterNode) Locator() *MasterLocator { return n.locator }
+
+// ShardLocators returns the locators of every shard's master, in order.
+func (n *ClusterNode) ShardLocators() []*MasterLocator { return n.shards }
+
+// Route returns the route to every shard's master (route.Sharded).
+func (n *ClusterNode) Route() route.Master { return n.route }
 
 // Address returns the node's remote address.
 func (n *ClusterNode) Address() string { return n.sys.Address() }
@@ -581,7 +659,19 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 func (n *ClusterNode) confirmHandBack(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
 	defer cancel()
-	pid, err := n.locator.Resolve(ctx)
+	var wg sync.WaitGroup
+	for _, l := range n.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.confirmHandBackTo(ctx, l)
+		}()
+	}
+	wg.Wait()
+}
+
+func (n *ClusterNode) confirmHandBackTo(ctx context.Context, l *MasterLocator) {
+	pid, err := l.Resolve(ctx)
 	if err == nil {
 		dl, _ := ctx.Deadline()
 		_, err = n.sys.Root.RequestFuture(pid, &messages.GetMasterStatus{}, time.Until(dl)).Result()
@@ -630,11 +720,9 @@ func (n *ClusterNode) closeLocator() {
 	if n.peers != nil {
 		n.peers.close()
 	}
-	if n.ownership != nil {
-		n.ownership.Close()
-	}
-	if n.locator != nil {
-		n.locator.Close()
+	n.closeOwnership()
+	for _, l := range n.shards {
+		l.Close()
 	}
 }
 
@@ -645,7 +733,19 @@ func (n *ClusterNode) closeLocator() {
 func (n *ClusterNode) drainLocalMaster(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultHandBackTimeout)
 	defer cancel()
-	pid, err := n.locator.Resolve(ctx)
+	var wg sync.WaitGroup
+	for _, l := range n.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.drainShard(ctx, l)
+		}()
+	}
+	wg.Wait()
+}
+
+func (n *ClusterNode) drainShard(ctx context.Context, l *MasterLocator) {
+	pid, err := l.Resolve(ctx)
 	if err != nil || pid.GetAddress() != n.sys.Address() {
 		return // not here (or not reachable): nothing of ours to drain
 	}

@@ -18,10 +18,12 @@ import (
 // membership change (the master may have moved) and after a TTL (protoactor's
 // PID caches can go stale). Concurrent callers share one lookup.
 type MasterLocator struct {
-	c   *cluster.Cluster
-	ttl time.Duration
-	sub *eventstream.Subscription
-	wg  sync.WaitGroup // the lookup goroutines in flight
+	c        *cluster.Cluster
+	kind     string // the master's cluster kind and identity (shard k's with several shards)
+	identity string
+	ttl      time.Duration
+	sub      *eventstream.Subscription
+	wg       sync.WaitGroup // the lookup goroutines in flight
 
 	mu       sync.Mutex                         // guards the fields below
 	alive    map[string]string                  // member address -> member id, of the last topology; nil before the first
@@ -63,7 +65,14 @@ type goneWatch struct {
 
 // NewMasterLocator returns a locator over c. Close it when the node stops.
 func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
-	l := &MasterLocator{c: c, ttl: ttl}
+	return NewShardLocator(c, ttl, 0, 1)
+}
+
+// NewShardLocator returns a locator of shard k's master of n (see
+// route.ShardName: with n=1 it is NewMasterLocator's). Close it when the
+// node stops.
+func NewShardLocator(c *cluster.Cluster, ttl time.Duration, k, n int) *MasterLocator {
+	l := &MasterLocator{c: c, ttl: ttl, kind: route.ShardName(MasterKind, k, n), identity: route.ShardName(MasterIdentity, k, n)}
 	l.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
 		t, ok := evt.(*cluster.ClusterTopology)
 		if !ok {
@@ -198,7 +207,7 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 		select {
 		case <-call.done:
 			if call.pid == nil {
-				return nil, fmt.Errorf("node: %w: the cluster lookup of %s/%s found no live activation", route.ErrNoMaster, MasterKind, MasterIdentity)
+				return nil, fmt.Errorf("node: %w: the cluster lookup of %s/%s found no live activation", route.ErrNoMaster, l.kind, l.identity)
 			}
 			return call.pid, nil
 		case <-ctx.Done():
@@ -211,7 +220,7 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 
 func (l *MasterLocator) lookup(call *lookupCall, gen uint64) {
 	defer l.wg.Done()
-	pid := l.c.Get(MasterIdentity, MasterKind)
+	pid := l.c.Get(l.identity, l.kind)
 	l.mu.Lock()
 	if pid != nil && !l.isAliveLocked(pid) {
 		// protoactor's PID cache may still hold the activation on a member

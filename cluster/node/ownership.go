@@ -29,14 +29,14 @@ type masterOwnership struct {
 	owns  atomic.Bool // this node owned the master in the last topology
 }
 
-func newMasterOwnership(sys *actor.ActorSystem) *masterOwnership {
+func newMasterOwnership(sys *actor.ActorSystem, kind, identity string) *masterOwnership {
 	o := &masterOwnership{sys: sys, self: sys.Address}
 	o.sub = sys.EventStream.Subscribe(func(evt any) {
 		t, ok := evt.(*cluster.ClusterTopology)
 		if !ok {
 			return
 		}
-		owner := RendezvousOwner(t.Members, MasterKind, MasterIdentity)
+		owner := RendezvousOwner(t.Members, kind, identity)
 		o.owns.Store(owner != "" && owner == o.self())
 		o.known.Store(true)
 	})

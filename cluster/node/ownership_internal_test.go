@@ -43,7 +43,7 @@ func TestMasterOwnership(t *testing.T) {
 		{name: "a client never", self: client.Address(), members: cluster.Members{a, b, client}, want: false},
 		{name: "no backend at all", self: owner, members: cluster.Members{client}, want: false},
 	} {
-		o := newMasterOwnership(sys)
+		o := newMasterOwnership(sys, MasterKind, MasterIdentity)
 		self := tc.self
 		o.self = func() string { return self }
 		require.True(t, o.Owns(), "%s: presumed before any topology", tc.name)

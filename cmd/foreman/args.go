@@ -26,6 +26,7 @@ type nodeArgs struct {
 	host    string
 	seeds   []string
 	workers int
+	shards  int
 	data    string
 	// journal is the journal URL (--journal, else FOREMAN_JOURNAL; empty:
 	// SQLite under data); journalFromEnv says it came from the environment.
@@ -75,7 +76,8 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	seeds := fs.String("seeds", "127.0.0.1:2551,127.0.0.1:2552", "backend nodes to join, `host:port,...`")
 	fs.StringVar(&a.host, "host", "127.0.0.1", "interface to bind and advertise (cluster nodes)")
-	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes)")
+	fs.IntVar(&a.workers, "workers", 2, "number of workers this node runs (worker and all-in-one nodes; each pulls from every shard)")
+	fs.IntVar(&a.shards, "shards", 1, "number of masters work is sharded over, by a hash of the work id (cluster nodes; the same on every node; fixed once the journal records it)")
 	fs.StringVar(&a.data, "data", "./foreman-data", "directory of the journal (backend and all-in-one nodes)")
 	fs.StringVar(&a.journal, "journal", "", "where the journal lives: sqlite:PATH or postgres://user[:password]@host[:port]/db (backend and all-in-one nodes; default: $"+journalEnv+", else sqlite:DATA/"+node.JournalFile+")")
 	fs.StringVar(&a.membership, "membership", node.MembershipSeeds, "how cluster nodes find each other: "+node.MembershipHelp+" (default: $"+membershipEnv+", else seeds)")
@@ -118,6 +120,12 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if fs.NArg() > 0 {
 		return a, fmt.Errorf("%w: unexpected argument %q; expected %s", errUsage, fs.Arg(0), node.PortHelp)
+	}
+	if a.shards < 1 || a.shards > node.MaxShards {
+		return a, fmt.Errorf("%w: --shards %d: must be 1 to %d", errUsage, a.shards, node.MaxShards)
+	}
+	if a.shards > 1 && a.role == node.RoleAll {
+		return a, fmt.Errorf("%w: --shards %d: the all-in-one node runs one master; shard a cluster of backend, frontend and worker nodes", errUsage, a.shards)
 	}
 	if a.workers < 0 {
 		return a, fmt.Errorf("%w: --workers %d: must be 0 or more", errUsage, a.workers)

@@ -274,6 +274,18 @@ func statusTable(info *httpapi.StatusInfo) string {
 			q.Pending, q.InProgress, q.Done, q.Dead, q.AcceptedTotal)
 		fmt.Fprintf(&b, "workers\t%d idle, %d busy\n", info.Workers.Idle, info.Workers.Busy)
 	}
+	if len(info.Shards) > 0 {
+		fmt.Fprintln(&b)
+		fmt.Fprintf(&b, "SHARD\tMASTER\tEPOCH\tPENDING\tIN PROGRESS\tDONE\tWORKERS\n")
+		for _, sh := range info.Shards {
+			if !sh.Master.Reachable {
+				fmt.Fprintf(&b, "%d\tNOT REACHABLE: %s\t-\t-\t-\t-\t-\n", sh.Shard, sh.Master.Error)
+				continue
+			}
+			fmt.Fprintf(&b, "%d\t%s\t%d\t%d\t%d\t%d\t%d\n", sh.Shard, sh.Master.Address, sh.Master.Epoch,
+				sh.Queue.Pending, sh.Queue.InProgress, sh.Queue.Done, sh.Workers.Idle+sh.Workers.Busy)
+		}
+	}
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "MEMBER\tROLES\tADDRESS\tHTTP\tMASTER\n")
 	for _, mb := range info.Members {

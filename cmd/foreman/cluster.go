@@ -60,6 +60,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		Provider:      prov,
 		DataDir:       a.data,
 		Workers:       a.workers,
+		Shards:        a.shards,
 		Logger:        log,
 		TLS:           sec.node,
 		Metrics:       m,

@@ -83,6 +83,9 @@ type common struct {
 	journal string
 	// membership is seeds or etcd://host:port[,host:port].
 	membership string
+	// shards is the number of masters (throughput mode's -shards; 1
+	// elsewhere).
+	shards int
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -148,7 +151,7 @@ func startClient(ctx context.Context, dir string, port int, c *common, level str
 		return nil, nil, errors.Join(err, f.Close())
 	}
 	n, err := node.StartCluster(ctx, node.ClusterConfig{
-		Role: node.RoleFrontend, Port: port, Provider: prov, Logger: log, OnResult: onResult, TLS: sec.material(),
+		Role: node.RoleFrontend, Port: port, Provider: prov, Logger: log, OnResult: onResult, TLS: sec.material(), Shards: c.shards,
 	})
 	if err != nil {
 		return nil, nil, errors.Join(err, f.Close())
@@ -530,9 +533,14 @@ func runThroughput(ctx context.Context, args []string) error {
 	viaHTTP := fs.Bool("http", false, "submit through the HTTP API of a frontend process (foreman base+1001, HTTP on its port+5000) instead of this program's actor client")
 	clientLevel := fs.String("client-log-level", "warn", "log level of this program's frontend client (client.log)")
 	useTLS := fs.Bool("tls", false, "mutual TLS between all nodes (a CA and certificate made for the run), and HTTPS with a bearer token for -http")
+	fs.IntVar(&c.shards, "shards", 1, "masters the work is sharded over (foreman --shards of every node)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if c.shards < 1 || c.shards > node.MaxShards {
+		return fmt.Errorf("-shards %d: must be 1 to %d", c.shards, node.MaxShards)
+	}
+	shardArgs := []string{"--shards", strconv.Itoa(c.shards)}
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -568,7 +576,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	for i := range *backends {
 		port := c.base + i
 		p, err := startProc(dir, fmt.Sprintf("backend-%d", port), c.foreman,
-			append([]string{strconv.Itoa(port), c.memberFlag(), c.memberValue(), "--data", filepath.Join(dir, "data"), jarg, "--log-level", *level}, sec.nodeArgs()...)...)
+			append(append([]string{strconv.Itoa(port), c.memberFlag(), c.memberValue(), "--data", filepath.Join(dir, "data"), jarg, "--log-level", *level}, shardArgs...), sec.nodeArgs()...)...)
 		if err != nil {
 			return err
 		}
@@ -576,7 +584,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	}
 	for i := range *procs {
 		p, err := startProc(dir, fmt.Sprintf("worker-%d", i), c.foreman,
-			append([]string{"0", c.memberFlag(), c.memberValue(), "--workers", strconv.Itoa(*workers), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level}, sec.nodeArgs()...)...)
+			append(append([]string{"0", c.memberFlag(), c.memberValue(), "--workers", strconv.Itoa(*workers), "--window", strconv.Itoa(*window), "--delay", "0", "--log-level", *level}, shardArgs...), sec.nodeArgs()...)...)
 		if err != nil {
 			return err
 		}
@@ -587,7 +595,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	if *viaHTTP {
 		port := c.base + 1001
 		p, err := startProc(dir, fmt.Sprintf("frontend-%d", port), c.foreman,
-			append([]string{strconv.Itoa(port), c.memberFlag(), c.memberValue(), "--produce=false", "--log-level", *level}, sec.frontendArgs()...)...)
+			append(append([]string{strconv.Itoa(port), c.memberFlag(), c.memberValue(), "--produce=false", "--log-level", *level}, shardArgs...), sec.frontendArgs()...)...)
 		if err != nil {
 			return err
 		}
