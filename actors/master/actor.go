@@ -59,6 +59,9 @@ func (a *masterActor) Receive(c actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		a.stopTimers()
 		a.feed.close()
+		if a.cfg.observer != nil {
+			a.cfg.observer.Stopped(a.cfg.stream)
+		}
 		a.rejectStash("master: stopping; retry later")
 	case *messages.Work:
 		a.onWork(c, msg)

@@ -25,6 +25,9 @@ type Observer interface {
 	// Permit: a dispatch limiter (WithDispatchLimiter) of jobType granted a
 	// hand-out, or refused one (the work waits in the queue).
 	Permit(jobType string, granted bool)
+	// Stopped: the master of stream stopped on this node (a handover, a
+	// shutdown); its counts no longer belong to this node.
+	Stopped(stream string)
 }
 
 // NopObserver ignores everything; embed it in partial Observers.
@@ -38,6 +41,9 @@ func (NopObserver) Durable(string, proto.Message, string) {}
 
 // Counts implements Observer.
 func (NopObserver) Counts(string, Counts, int, int) {}
+
+// Stopped implements Observer.
+func (NopObserver) Stopped(string) {}
 
 // Permit implements Observer.
 func (NopObserver) Permit(string, bool) {}

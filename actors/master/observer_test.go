@@ -42,6 +42,8 @@ func (r *recorder) Counts(_ string, c master.Counts, _, busy int) {
 
 func (r *recorder) Permit(string, bool) {}
 
+func (r *recorder) Stopped(string) {}
+
 func (r *recorder) snapshot() ([]int64, []string, master.Counts, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -74,15 +74,51 @@ func (m *Metrics) takeAccepted(id string) (int64, bool) {
 	return at, ok
 }
 
-func (o masterObserver) Counts(_ string, c master.Counts, idle, busy int) {
-	q := o.m.queue
-	q.WithLabelValues("pending").Set(float64(c.Pending))
-	q.WithLabelValues("running").Set(float64(c.InProgress))
-	q.WithLabelValues("done").Set(float64(c.Done))
-	q.WithLabelValues("dead").Set(float64(c.Dead))
-	q.WithLabelValues("cancelled").Set(float64(c.Cancelled))
-	o.m.workers.WithLabelValues("idle").Set(float64(idle))
-	o.m.workers.WithLabelValues("busy").Set(float64(busy))
+// Counts records a master's counts. The queue and worker gauges cover every
+// master this node hosts (one per shard): a job is in exactly one shard, so
+// the queue is the sum; every worker registers with every shard, so the
+// workers are those of the master that knows most, and busy is the sum of
+// the shards' busy workers, capped at that (a worker holding work of two
+// shards counts twice below the cap).
+func (o masterObserver) Counts(stream string, c master.Counts, idle, busy int) {
+	o.m.mu.Lock()
+	o.m.byStream[stream] = streamCounts{c: c, idle: idle, busy: busy}
+	o.m.mu.Unlock()
+	o.m.setQueue()
+}
+
+// Stopped forgets the counts of a master that no longer runs on this node.
+func (o masterObserver) Stopped(stream string) {
+	o.m.mu.Lock()
+	delete(o.m.byStream, stream)
+	o.m.mu.Unlock()
+	o.m.setQueue()
+}
+
+// setQueue sets the queue and worker gauges from byStream.
+func (m *Metrics) setQueue() {
+	m.mu.Lock()
+	var sum master.Counts
+	total, busyAll := 0, 0
+	for _, sc := range m.byStream {
+		sum.Pending += sc.c.Pending
+		sum.InProgress += sc.c.InProgress
+		sum.Done += sc.c.Done
+		sum.Dead += sc.c.Dead
+		sum.Cancelled += sc.c.Cancelled
+		total = max(total, sc.idle+sc.busy)
+		busyAll += sc.busy
+	}
+	m.mu.Unlock()
+	busyAll = min(busyAll, total)
+	q := m.queue
+	q.WithLabelValues("pending").Set(float64(sum.Pending))
+	q.WithLabelValues("running").Set(float64(sum.InProgress))
+	q.WithLabelValues("done").Set(float64(sum.Done))
+	q.WithLabelValues("dead").Set(float64(sum.Dead))
+	q.WithLabelValues("cancelled").Set(float64(sum.Cancelled))
+	m.workers.WithLabelValues("idle").Set(float64(total - busyAll))
+	m.workers.WithLabelValues("busy").Set(float64(busyAll))
 }
 
 func (o masterObserver) Permit(jobType string, granted bool) {

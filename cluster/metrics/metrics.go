@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -38,13 +40,22 @@ type Metrics struct {
 	mu         sync.Mutex
 	acceptedAt map[string]int64 // work id -> acceptance (Unix ns), see maxTracked
 	mailboxes  map[string]*mailboxStats
+	// byStream holds each master's last counts on this node: with shards a
+	// node hosts several masters, and the queue gauges are their sums.
+	byStream map[string]streamCounts
+}
+
+// streamCounts is one master's last Counts report.
+type streamCounts struct {
+	c          master.Counts
+	idle, busy int
 }
 
 // New returns a node's metrics on a registry of their own, with the Go
 // runtime and process collectors.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
-	m := &Metrics{reg: reg, acceptedAt: make(map[string]int64), mailboxes: make(map[string]*mailboxStats)}
+	m := &Metrics{reg: reg, acceptedAt: make(map[string]int64), mailboxes: make(map[string]*mailboxStats), byStream: make(map[string]streamCounts)}
 	f := factory{reg}
 	jobs := func(name, help string) *prometheus.CounterVec {
 		return f.counterVec(name, help, "job_type")

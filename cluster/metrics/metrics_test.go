@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
@@ -144,4 +145,28 @@ func TestMailboxGauge(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return m.mailboxLengths()[ActorWorker] == 0 }, testkit.Timeout(), time.Millisecond)
 	require.Equal(t, 1, testutil.CollectAndCount(m.reg, "foreman_actor_mailbox_messages"))
+}
+
+// TestCountsOverShards: a node hosting several shards' masters shows the
+// sum of their queues, every worker once, and forgets a master that
+// stopped here.
+func TestCountsOverShards(t *testing.T) {
+	t.Parallel()
+	m := New()
+	o := m.MasterObserver()
+	o.Counts("master/0", master.Counts{Pending: 3, InProgress: 1, Dead: 1}, 3, 1)
+	o.Counts("master/1", master.Counts{Pending: 5, InProgress: 2, Cancelled: 2}, 2, 2)
+	gauge := func(v *prometheus.GaugeVec, l string) float64 { return testutil.ToFloat64(v.WithLabelValues(l)) }
+	require.InDelta(t, 8, gauge(m.queue, "pending"), 0)
+	require.InDelta(t, 3, gauge(m.queue, "running"), 0)
+	require.InDelta(t, 1, gauge(m.queue, "dead"), 0)
+	require.InDelta(t, 2, gauge(m.queue, "cancelled"), 0)
+	require.InDelta(t, 3, gauge(m.workers, "busy"), 0, "busy in either shard")
+	require.InDelta(t, 1, gauge(m.workers, "idle"), 0, "4 workers, each registered with both shards")
+
+	o.Stopped("master/1")
+	require.InDelta(t, 3, gauge(m.queue, "pending"), 0)
+	require.InDelta(t, 0, gauge(m.queue, "cancelled"), 0)
+	require.InDelta(t, 1, gauge(m.workers, "busy"), 0)
+	require.InDelta(t, 3, gauge(m.workers, "idle"), 0)
 }
