@@ -81,15 +81,23 @@ var CrashLeakIgnores = []goleak.Option{
 func VerifyTestMain(m *testing.M, extra ...goleak.Option) {
 	code := m.Run()
 	if code == 0 {
-		waitThrottleTimers(TimerSettle)
-		opts := append(append([]goleak.Option{}, LeakIgnores...), extra...)
-		if err := goleak.Find(opts...); err != nil {
+		if err := FindLeaks(extra...); err != nil {
 			fmt.Fprintf(os.Stderr, "testkit: goroutines left behind after all tests passed "+
 				"(stop actors/systems in t.Cleanup, or add a reviewed goleak ignore):\n%v\n", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// FindLeaks is the check [VerifyTestMain] runs, for a TestMain that does
+// more around m.Run: it waits up to [TimerSettle] for protoactor's short
+// log-throttle timers to end, then returns goleak's report of the
+// goroutines left (apart from [LeakIgnores] and extra), nil when none.
+func FindLeaks(extra ...goleak.Option) error {
+	waitThrottleTimers(TimerSettle)
+	opts := append(append([]goleak.Option{}, LeakIgnores...), extra...)
+	return goleak.Find(opts...)
 }
 
 // waitThrottleTimers polls until no goroutine is waiting in a short
