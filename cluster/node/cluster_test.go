@@ -98,16 +98,9 @@ func TestClusterFailover(t *testing.T) {
 			mu.Unlock()
 			consumed.Add(1)
 		}
-		c.FrontendOptions = []frontend.Option{frontend.WithAskTimeout(time.Second), frontend.WithRetryBackoff(50*time.Millisecond, 500*time.Millisecond)}
+		c.FrontendOptions = quickFrontend()
 	})
-	reg := worker.NewRegistry()
-	require.NoError(t, reg.Register("square", func(ctx context.Context, p []byte) ([]byte, error) {
-		n, err := strconv.Atoi(string(p))
-		if err != nil {
-			return nil, err
-		}
-		return []byte(strconv.Itoa(n * n)), nil
-	}))
+	reg := squareRegistry(t)
 	for range 2 {
 		h.start(node.RoleWorker, func(c *node.ClusterConfig) {
 			c.Workers = 2
@@ -207,3 +200,9 @@ func hostOfMaster(ctx context.Context, t *testing.T, fe *node.ClusterNode, backe
 
 // clusterLeakIgnores: see testkit.CrashLeakIgnores.
 var clusterLeakIgnores = testkit.CrashLeakIgnores
+
+// quickFrontend are the cluster tests' frontend options: a short ask
+// timeout and retry backoff, so a failover shows within the tests' bounds.
+func quickFrontend() []frontend.Option {
+	return []frontend.Option{frontend.WithAskTimeout(time.Second), frontend.WithRetryBackoff(50*time.Millisecond, 500*time.Millisecond)}
+}

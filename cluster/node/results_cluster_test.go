@@ -143,21 +143,14 @@ func TestClusterResultFeedSurvivesKills(t *testing.T) {
 			mu.Unlock()
 		}
 		c.ResultCursor = cursor
-		c.FrontendOptions = []frontend.Option{frontend.WithAskTimeout(time.Second), frontend.WithRetryBackoff(50*time.Millisecond, 500*time.Millisecond)}
+		c.FrontendOptions = quickFrontend()
 	}
 	feConsumer, _ := h.start(node.RoleFrontend, consumer)
 	feSubmit, _ := h.start(node.RoleFrontend, func(c *node.ClusterConfig) {
 		c.ResultsFromPubSub = true // only submits
-		c.FrontendOptions = []frontend.Option{frontend.WithAskTimeout(time.Second), frontend.WithRetryBackoff(50*time.Millisecond, 500*time.Millisecond)}
+		c.FrontendOptions = quickFrontend()
 	})
-	reg := worker.NewRegistry()
-	require.NoError(t, reg.Register("square", func(ctx context.Context, p []byte) ([]byte, error) {
-		n, err := strconv.Atoi(string(p))
-		if err != nil {
-			return nil, err
-		}
-		return []byte(strconv.Itoa(n * n)), nil
-	}))
+	reg := squareRegistry(t)
 	for range 2 {
 		h.start(node.RoleWorker, func(c *node.ClusterConfig) {
 			c.Workers = 2

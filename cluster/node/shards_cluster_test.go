@@ -53,16 +53,9 @@ func TestClusterShards(t *testing.T) {
 			results[r.GetWorkId()]++
 			mu.Unlock()
 		}
-		c.FrontendOptions = []frontend.Option{frontend.WithAskTimeout(time.Second), frontend.WithRetryBackoff(50*time.Millisecond, 500*time.Millisecond)}
+		c.FrontendOptions = quickFrontend()
 	})
-	reg := worker.NewRegistry()
-	require.NoError(t, reg.Register("square", func(_ context.Context, p []byte) ([]byte, error) {
-		n, err := strconv.Atoi(string(p))
-		if err != nil {
-			return nil, err
-		}
-		return []byte(strconv.Itoa(n * n)), nil
-	}))
+	reg := squareRegistry(t)
 	var workerNodes []*node.ClusterNode
 	for range 2 {
 		wn, _ := h.start(node.RoleWorker, func(c *node.ClusterConfig) {
