@@ -58,12 +58,6 @@ type BatchResponse struct {
 	Rejected int `json:"rejected"`
 }
 
-// batchEntry is one decoded item of a batch.
-type batchEntry struct {
-	req SubmitRequest
-	err error
-}
-
 // DecodeBatch reads the body of POST /work/batch: a JSON array of the
 // objects POST /work takes, or (ndjson) one such object a line, blank
 // lines skipped. Each item is validated on its own: a bad item is an entry
@@ -295,8 +289,11 @@ func (c *Client) SubmitMany(ctx context.Context, reqs []SubmitRequest) (*BatchRe
 		return nil, answerErr(hr, data)
 	}
 	var resp BatchResponse
-	if err := json.Unmarshal(data, &resp); err != nil || len(resp.Items) != len(reqs) {
-		return nil, fmt.Errorf("%w: the answer to POST %s is not the expected JSON (%d items for %d sent): %v", ErrServer, PathWorkBatch, len(resp.Items), len(reqs), err)
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, fmt.Errorf("%w: the answer to POST %s is not the expected JSON: %w", ErrServer, PathWorkBatch, err)
+	}
+	if len(resp.Items) != len(reqs) {
+		return nil, fmt.Errorf("%w: the answer to POST %s has %d items for %d sent", ErrServer, PathWorkBatch, len(resp.Items), len(reqs))
 	}
 	return &resp, nil
 }
