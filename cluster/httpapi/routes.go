@@ -37,6 +37,7 @@ func (r Route) Pattern() string {
 func (s *Server) routeTable() []Route {
 	t := []Route{
 		{Method: http.MethodPost, Path: PathWork, handler: s.timeSubmit(s.handleSubmit)},
+		{Method: http.MethodPost, Path: PathWorkBatch, handler: s.handleSubmitBatch},
 		{Method: http.MethodGet, Path: PathWork, handler: s.handleList},
 		{Method: http.MethodGet, Path: PathWork + "/{id}", handler: s.handleWork},
 		{Method: http.MethodPost, Path: PathWork + "/{id}" + PathResubmit, handler: s.handleResubmit},
@@ -55,7 +56,7 @@ func (s *Server) routeTable() []Route {
 	}
 	return append(t,
 		Route{Path: PathWork, handler: methodNotAllowed("GET, HEAD, POST")},
-		Route{Path: PathWork + "/{id}", handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: PathWork + "/{id}", handler: workIDNotAllowed},
 		Route{Path: PathWork + "/{id}" + PathResubmit, handler: methodNotAllowed(http.MethodPost)},
 		Route{Path: PathStatus, handler: methodNotAllowed("GET, HEAD")},
 		Route{Path: PathResults, handler: methodNotAllowed("GET, HEAD")},
@@ -100,4 +101,15 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no endpoint %s %s; the API has %s", r.Method, r.URL.Path, strings.Join(eps, ", "))})
+}
+
+// workIDNotAllowed is the 405 of /work/{id}, which also answers for
+// /work/batch: a fallback of its own would clash with GET /work/{id} in the
+// mux (GET /work/batch reads the work whose id is "batch").
+func workIDNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allow := "GET, HEAD"
+	if r.URL.Path == PathWorkBatch {
+		allow = "GET, HEAD, POST"
+	}
+	methodNotAllowed(allow)(w, r)
 }

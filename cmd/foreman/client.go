@@ -83,15 +83,18 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		cf                 clientFlags
 		jobType, id, input string
 		wait               waitFlag
+		bf                 batchFlags
 	)
 	cf.register(fs, defaultSubmitTimeout)
+	bf.register(fs)
 	fs.StringVar(&jobType, "type", "", "job type, e.g. square (required)")
 	fs.StringVar(&input, "payload", "", "job input: JSON (7, \"250ms\", {\"n\":1}); anything else is sent as a JSON string")
 	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
 	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
 		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait [D]] [--timeout D]\n\n"+
+		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait [D]] [--timeout D]\n"+
+			"       foreman submit --file JOBS.ndjson|- [--batch N] [--to ADDR] [--timeout D]\n\n"+
 			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -101,6 +104,8 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "submit", err)
 	case len(pos) > 0:
 		return usageErr(stderr, "submit", fmt.Errorf("unexpected argument %q; give the job input with --payload", pos[0]))
+	case bf.file != "":
+		return runSubmitFile(cf, bf, jobType != "" || id != "" || input != "" || wait.set, stdout, stderr)
 	case jobType == "":
 		return usageErr(stderr, "submit", errors.New("--type is required, e.g. --type square --payload 7"))
 	case cf.timeout <= 0:
