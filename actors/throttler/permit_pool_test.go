@@ -184,3 +184,34 @@ func TestPermitPoolDropsExpiredAndAsksAgainAfterTimeout(t *testing.T) {
 		t.Fatalf("stats %+v, want one expired, none granted or held", st)
 	}
 }
+
+// TestPermitPoolConcurrentAddAndReserve runs Reserve on one goroutine and
+// Add on another, as a master and an issuer's reply do; with -race it
+// checks the locking, and every permit added is spent exactly once.
+func TestPermitPoolConcurrentAddAndReserve(t *testing.T) {
+	const n = 1000
+	asks := make(chan int, n)
+	p := NewPermitPool(func(want int) {
+		select {
+		case asks <- want:
+		default:
+		}
+	}, time.Nanosecond)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			p.Add([]Permit{{NotBefore: t0, NotAfter: t0.Add(time.Hour)}}, t0)
+		}
+	}()
+	spent := 0
+	for now := t0; spent < n; now = now.Add(time.Nanosecond) {
+		if ok, _ := p.Reserve(now); ok {
+			spent++
+		}
+	}
+	<-done
+	if st := p.Stats(); st.Granted != n || st.Held != 0 {
+		t.Fatalf("stats %+v, want %d granted and none held", st, n)
+	}
+}
