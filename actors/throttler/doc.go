@@ -46,6 +46,21 @@
 // message that meets a full queue is rejected with a reply, or the oldest
 // or the newest is dropped, as [WithOverflow] says.
 //
+// # Permits for many callers
+//
+// [Issuer] and [PermitPool] split a rate limit between one owner and many
+// remote callers (the master shards of a cluster): the Issuer grants
+// permits valid between NotBefore and NotAfter in small batches, each
+// caller's PermitPool spends them without blocking (its Reserve is
+// master.DispatchLimiter's) and asks again asynchronously. With P = Per,
+// C = Calls: in ModeTimer no aligned period of P holds more than C spends
+// (a sliding window of P at most 2C); in ModeSlidingWindow no window of P
+// holds more than C. A new Issuer activation grants nothing for P (ModeTimer)
+// or P + horizon + lease (ModeSlidingWindow), so the bound also holds across
+// a failover, provided the old activation has stopped and the clocks of the
+// hosts agree (skew adds to the bound). Unspent permits of a caller that
+// dies are lost: the rate is under-used, never exceeded.
+//
 // # Example
 //
 //	props, err := throttler.Props(throttler.PerSecond(3),
