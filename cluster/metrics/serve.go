@@ -17,17 +17,17 @@ import (
 func ListenAddr(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", errors.New("metrics address is empty; give a port (9100) or host:port")
+		return "", errors.New("address is empty; give a port (9100) or host:port")
 	}
 	if !strings.Contains(s, ":") {
 		s = ":" + s
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", fmt.Errorf("metrics address %q: %w (want a port, :port or host:port)", s, err)
+		return "", fmt.Errorf("address %q: %w (want a port, :port or host:port)", s, err)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return "", fmt.Errorf("metrics address %q: port %q is not a number in 0..65535", s, port)
+		return "", fmt.Errorf("address %q: port %q is not a number in 0..65535", s, port)
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -47,7 +47,10 @@ type nodeArgs struct {
 	sec        securityArgs
 	// metrics is --metrics ADDR (empty: off); actorMetrics adds
 	// protoactor's own actor metrics.
-	metrics      string
+	metrics string
+	// pprof is --pprof ADDR (empty: off): Go's runtime profiles on a
+	// listener of their own.
+	pprof        string
 	actorMetrics bool
 }
 
@@ -99,6 +102,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
+	fs.StringVar(&a.pprof, "pprof", "", "serve Go's runtime profiles (CPU, heap, allocs, goroutines, trace) at http://ADDR/debug/pprof/ on any node, e.g. 6060 (loopback); another host needs --insecure (default off)")
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)
@@ -145,6 +149,9 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		if _, err := metrics.ListenAddr(a.metrics); err != nil {
 			return a, fmt.Errorf("%w: --metrics: %w", errUsage, err)
 		}
+	}
+	if _, err := pprofAddr(a); err != nil {
+		return a, err
 	}
 	if a.jobs < 0 {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)

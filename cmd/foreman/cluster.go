@@ -99,6 +99,13 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		return 1
 	}
 	defer stopMetrics()
+	stopProfiles, _, err := startProfileServer(ctx, a, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		n.Kill()
+		return 1
+	}
+	defer stopProfiles()
 	watchMembers(m, httpapi.ClusterMembers(n.Cluster()), log)
 	var stopHTTP func(context.Context) error
 	if a.role == node.RoleFrontend {

@@ -76,8 +76,10 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "BadRate", args: []string{"--rate", "square=fast"}, want: "--rate:"},
 		{name: "BadAdaptive", args: []string{"--adaptive", "wild"}, want: `unknown policy: "wild"`},
 		{name: "BadWindow", args: []string{"--window", "0"}, want: "--window 0: must be 1 or more"},
-		{name: "BadMetricsAddr", args: []string{"--metrics", "host:port"}, want: "--metrics: metrics address"},
+		{name: "BadMetricsAddr", args: []string{"--metrics", "host:port"}, want: "--metrics: address \"host:port\""},
 		{name: "MetricsPortTooLarge", args: []string{"--metrics", "99999"}, want: "not a number in 0..65535"},
+		{name: "BadPprofAddr", args: []string{"--pprof", "host:port"}, want: "--pprof: address \"host:port\""},
+		{name: "PprofOffLoopback", args: []string{"2551", "--pprof", "0.0.0.0:6060"}, want: "runtime profiles (--pprof) on 0.0.0.0:6060"},
 		{name: "BenchExtraArgument", args: []string{"bench", "x"}, want: `unexpected argument "x"`},
 		{name: "BenchBadJobs", args: []string{"bench", "--jobs", "0"}, want: "bench needs jobs"},
 	}

@@ -62,6 +62,13 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer stopMetrics()
+	stopProfiles, _, err := startProfileServer(ctx, a, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		_ = n.Stop(context.Background())
+		return 1
+	}
+	defer stopProfiles()
 	watchMembers(m, httpapi.LocalMembers(n.System()), log)
 	var stopHTTP func(context.Context) error
 	stopNode := func() int {

@@ -96,6 +96,11 @@ func checkSecurity(a nodeArgs) (exposed []string, err error) {
 			}
 		}
 	}
+	if addr, err := pprofAddr(a); err == nil && addr != "" {
+		if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+			exposed = append(exposed, fmt.Sprintf("runtime profiles (--pprof) on %s (anyone who reaches it can read the program's memory and stacks)", addr))
+		}
+	}
 	if etcd != "" {
 		exposed = append(exposed, etcd)
 	}
