@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -227,29 +226,6 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 	}
 	out.Items = items
 	return out
-}
-
-// errStatus maps an item's error to its status code and message, as fail
-// does for a whole request.
-func errStatus(err error) (int, string) {
-	code, sentinel := http.StatusInternalServerError, ErrServer
-	for _, c := range []struct {
-		code int
-		err  error
-	}{
-		{http.StatusRequestEntityTooLarge, ErrTooLarge},
-		{http.StatusBadRequest, ErrInvalid},
-		{http.StatusServiceUnavailable, ErrUnavailable},
-	} {
-		if errors.Is(err, c.err) {
-			code, sentinel = c.code, c.err
-			break
-		}
-	}
-	if code == http.StatusInternalServerError && errors.Is(err, context.DeadlineExceeded) {
-		code, sentinel = http.StatusServiceUnavailable, ErrUnavailable
-	}
-	return code, strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
 }
 
 // SubmitMany sends reqs to POST /work/batch as one JSON array (at most

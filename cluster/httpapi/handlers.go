@@ -111,8 +111,10 @@ func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// fail writes err as {"error": ...} with the status code of its sentinel.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+// errStatus maps err to the status code of its sentinel and the message
+// without the sentinel's prefix: the one table for a whole request (fail)
+// and for one item of a batch.
+func errStatus(err error) (int, string) {
 	code, sentinel := http.StatusInternalServerError, ErrServer
 	for _, c := range []struct {
 		code int
@@ -133,7 +135,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code == http.StatusInternalServerError && errors.Is(err, context.DeadlineExceeded) {
 		code, sentinel = http.StatusServiceUnavailable, ErrUnavailable
 	}
-	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	return code, strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+}
+
+// fail writes err as {"error": ...} with the status code of its sentinel.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg := errStatus(err)
 	level := slog.LevelDebug
 	switch {
 	case code == http.StatusServiceUnavailable:
