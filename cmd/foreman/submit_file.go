@@ -36,7 +36,8 @@ type fileJob struct {
 // runSubmitFile is `foreman submit --file F [--batch N]`: it reads and
 // checks the whole file first (a bad line: exit 2, nothing sent, each bad
 // line named), then sends the jobs in batches of N. Every job without an
-// id gets one here, so a failed job can be re-sent by its id and runs once.
+// id gets one here (listed with it when it is rejected), so it can be sent
+// again by that id and run once.
 // Exit 0 when all are accepted, 1 when some are not (listed on stderr).
 func runSubmitFile(cf clientFlags, bf batchFlags, single bool, stdout, stderr io.Writer) int {
 	switch {
@@ -83,7 +84,7 @@ func runSubmitFile(cf clientFlags, bf batchFlags, single bool, stdout, stderr io
 		resp, err := c.SubmitMany(ctx, reqs)
 		cancel()
 		if err != nil {
-			printErr(stderr, "foreman submit: lines %d-%d: %v; their ids are in the file, re-running it submits each job once\n", part[0].line, part[len(part)-1].line, err)
+			printErr(stderr, "foreman submit: lines %d-%d: %v; jobs with an id in the file run once however often it is sent again (jobs without one get a new id each run)\n", part[0].line, part[len(part)-1].line, err)
 			rejected += len(part)
 			continue
 		}
