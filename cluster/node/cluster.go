@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,11 +62,28 @@ const (
 // MaxShards bounds ClusterConfig.Shards.
 const MaxShards = 256
 
+// ShardKind returns the cluster kind of shard k's master of n: MasterKind
+// with one shard, MasterKind-k with several ("master-0" .. "master-N-1").
+// Its identity and journal stream are route.ShardName's "master/k", but a
+// kind must not contain "/": protoactor's placement actor, on every
+// topology change, finds the owner of each activation it hosts from the
+// key kind + "/" + identity, split at the first "/"; a kind "master/k"
+// reads back as kind "master", which no member hosts, so the placement
+// actor stopped every shard's master on every membership change (another
+// shard's failover paused them all; the pinned protoactor-go, disthash
+// placement_actor.go onClusterTopology with Rendezvous.GetByIdentity).
+func ShardKind(k, n int) string {
+	if n < 2 {
+		return MasterKind
+	}
+	return MasterKind + "-" + strconv.Itoa(k)
+}
+
 // shardKind builds shard k's master kind: its own journal stream, and a
 // lease guard that follows where this node's view places shard k.
 func (n *ClusterNode) shardKind(k int, log *slog.Logger) (*cluster.Kind, error) {
 	cfg := n.cfg
-	kind := route.ShardName(MasterKind, k, cfg.Shards)
+	kind := ShardKind(k, cfg.Shards)
 	mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}
 	// The master holds the lease only where this node's view places it
 	// (a stray activation must not keep it from the owner), and the side
@@ -129,9 +147,9 @@ type ClusterConfig struct {
 	Journal persistence.Journal
 	// Shards is the number of masters work is sharded over (default 1: one
 	// master, identity and journal stream "master", as before sharding).
-	// With N > 1, shard k's master is the cluster kind and identity
-	// master/k with its own journal stream master/k; route.ShardOf picks a
-	// work's shard. Every node of a cluster must have the same N, and a
+	// With N > 1, shard k's master is the cluster kind master-k (see
+	// ShardKind) and identity master/k, with its own journal stream
+	// master/k; route.ShardOf picks a work's shard. Every node of a cluster must have the same N, and a
 	// backend refuses to start on a journal that records another one.
 	Shards int
 	// Workers is the number of workers of a worker node; each pulls from

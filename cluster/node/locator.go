@@ -68,11 +68,11 @@ func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 	return NewShardLocator(c, ttl, 0, 1)
 }
 
-// NewShardLocator returns a locator of shard k's master of n (see
-// route.ShardName: with n=1 it is NewMasterLocator's). Close it when the
-// node stops.
+// NewShardLocator returns a locator of shard k's master of n (kind
+// ShardKind, identity route.ShardName: with n=1 it is NewMasterLocator's).
+// Close it when the node stops.
 func NewShardLocator(c *cluster.Cluster, ttl time.Duration, k, n int) *MasterLocator {
-	l := &MasterLocator{c: c, ttl: ttl, kind: route.ShardName(MasterKind, k, n), identity: route.ShardName(MasterIdentity, k, n)}
+	l := &MasterLocator{c: c, ttl: ttl, kind: ShardKind(k, n), identity: route.ShardName(MasterIdentity, k, n)}
 	l.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
 		t, ok := evt.(*cluster.ClusterTopology)
 		if !ok {

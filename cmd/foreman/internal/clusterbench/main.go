@@ -11,6 +11,7 @@
 //	go run ./cmd/foreman/internal/clusterbench failover -foreman /tmp/foreman -runs 7
 //	go run ./cmd/foreman/internal/clusterbench throughput -foreman /tmp/foreman -jobs 100000 -worker-procs 2 -workers 4 -window 32
 //	go run ./cmd/foreman/internal/clusterbench pauses -foreman /tmp/foreman -pauses 30 -pause 100ms
+//	go run ./cmd/foreman/internal/clusterbench shardfailover -foreman /tmp/foreman -shards 4 -backends 3 -rounds 3
 //
 // Worker processes are `foreman 0 --workers K --window N --delay 0`.
 package main
@@ -59,6 +60,8 @@ func main() {
 		err = runThroughput(ctx, os.Args[2:])
 	case "pauses":
 		err = runPauses(ctx, os.Args[2:])
+	case "shardfailover":
+		err = runShardFailover(ctx, os.Args[2:])
 	default:
 		usage()
 		os.Exit(2)
@@ -70,7 +73,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: clusterbench failover|throughput|pauses [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: clusterbench failover|throughput|pauses|shardfailover [flags] (see -h of each)")
 }
 
 // common are the flags of every mode.
