@@ -28,6 +28,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	fs.IntVar(&cfg.LightJobs, "light", 1000, "jobs of the light-load latency phase (one in flight)")
 	fs.StringVar(&cfg.DataDir, "data", "", "journal directory (default: a new temporary directory, removed afterwards)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	hf := registerHTTPBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -37,6 +38,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	if fs.NArg() > 0 {
 		printErr(stderr, "foreman bench: unexpected argument %q (flags only; see foreman bench -h)\n", fs.Arg(0))
 		return 2
+	}
+	if code, handled := hf.run(ctx, fs, cfg.Jobs, cfg.LightJobs, stdout, stderr); handled {
+		return code
 	}
 	if cfg.DataDir == "" {
 		dir, err := bench.TempDataDir()
