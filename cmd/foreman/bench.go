@@ -28,6 +28,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	fs.IntVar(&cfg.LightJobs, "light", 1000, "jobs of the light-load latency phase (one in flight)")
 	fs.StringVar(&cfg.DataDir, "data", "", "journal directory (default: a new temporary directory, removed afterwards)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	fsyncFor := fs.Duration("fsync", 0, "first measure the disk's write+fsync rate for this long (in --data, or the temporary directory) and print it")
 	hf := registerHTTPBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -38,6 +39,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	if fs.NArg() > 0 {
 		printErr(stderr, "foreman bench: unexpected argument %q (flags only; see foreman bench -h)\n", fs.Arg(0))
 		return 2
+	}
+	if *fsyncFor != 0 {
+		dir := cfg.DataDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		res, err := bench.Fsync(ctx, dir, *fsyncFor)
+		if err != nil {
+			printErr(stderr, "foreman bench: --fsync: %v\n", err)
+			return 1
+		}
+		if _, err := fmt.Fprint(stdout, res); err != nil {
+			return outputFailed(stderr, "foreman bench", err)
+		}
 	}
 	if code, handled := hf.run(ctx, fs, cfg.Jobs, cfg.LightJobs, stdout, stderr); handled {
 		return code

@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,4 +48,23 @@ func TestRun(t *testing.T) {
 			require.Contains(t, err.Error(), "bench needs jobs")
 		}
 	})
+}
+
+func TestFsync(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	res, err := bench.Fsync(t.Context(), dir, 50*time.Millisecond)
+	require.NoError(t, err)
+	require.Positive(t, res.Writes)
+	require.Positive(t, res.PerSecond)
+	require.LessOrEqual(t, res.P50, res.Max)
+	require.Contains(t, res.String(), "fsync in "+dir)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "the measurement removes its file")
+
+	_, err = bench.Fsync(t.Context(), dir, 0)
+	require.ErrorContains(t, err, "positive duration")
+	_, err = bench.Fsync(t.Context(), filepath.Join(dir, "missing"), time.Second)
+	require.ErrorIs(t, err, os.ErrNotExist)
 }
