@@ -65,6 +65,8 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.rejectStash("master: stopping; retry later")
 	case *messages.Work:
 		a.onWork(c, msg)
+	case *messages.WorkBatch:
+		a.onWorkBatch(c, msg)
 	case *messages.RegisterWorker:
 		a.onRegister(c, msg)
 	case *messages.WorkerRequestsWork:
@@ -128,21 +130,22 @@ func (a *masterActor) onRecovered(c actor.Context) {
 	for _, s := range a.stash {
 		// Behind what is already in the mailbox: submissions from different
 		// callers have no order to keep.
-		c.RequestWithCustomSender(c.Self(), s.w, s.sender)
+		c.RequestWithCustomSender(c.Self(), s.msg, s.sender)
 	}
 	a.stash = nil
 }
 
-// stashedWork is a submission held while the master recovers.
+// stashedWork is a submission (a *messages.Work or *messages.WorkBatch)
+// held while the master recovers.
 type stashedWork struct {
-	w      *messages.Work
+	msg    proto.Message
 	sender *actor.PID
 }
 
 // rejectStash turns the stashed submissions away with reason.
 func (a *masterActor) rejectStash(reason string) {
 	for _, s := range a.stash {
-		a.tell(s.sender, &messages.WorkRejected{WorkId: s.w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: reason})
+		a.tell(s.sender, unavailable(s.msg, reason))
 	}
 	a.stash = nil
 }
@@ -256,28 +259,65 @@ func finishingID(ev proto.Message) (string, bool) {
 
 func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 	sender := c.Sender()
-	if !a.rt.Recovered() {
-		// As Akka's persistent actors do, hold commands while recovering
-		// (and waiting for the lease, a failover's last step), so that a
-		// submission sent to a new master is acked the moment it serves,
-		// not after the caller's retry backoff. Not while the journal
-		// fails: a caller should hear "unavailable" at once then. Bounded.
-		if !a.rt.RecoveryFailing() && len(a.stash) < a.cfg.recoveryStash {
-			a.stash = append(a.stash, stashedWork{w: w, sender: sender})
-			return
-		}
-		a.tell(sender, &messages.WorkRejected{WorkId: w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE,
-			Reason: "master: recovering from the journal; retry later"})
+	if a.holdWhileRecovering(w, sender) {
 		return
 	}
 	if r := a.cfg.check(w); r != nil {
 		a.tell(sender, r)
 		return
 	}
-	ack := &messages.Ack{WorkId: w.GetWorkId()}
+	if ev := a.admit(w); ev != nil {
+		id := ev.GetWork().GetWorkId()
+		a.journal([]proto.Message{ev}, func() {
+			a.state.Release(id)
+			a.releasedWork = true
+		})
+	}
+	// Sent once what holds the work (this event, or a duplicate's earlier
+	// one) is durable.
+	a.rt.Reply(sender, &messages.Ack{WorkId: w.GetWorkId()})
+}
+
+// holdWhileRecovering handles a submission that arrives before the master
+// serves: true when it was stashed or turned away. As Akka's persistent
+// actors do, commands are held while recovering (and waiting for the lease,
+// a failover's last step), so that a submission sent to a new master is
+// acked the moment it serves, not after the caller's retry backoff. Not
+// while the journal fails: a caller should hear "unavailable" at once then.
+// Bounded.
+func (a *masterActor) holdWhileRecovering(msg proto.Message, sender *actor.PID) bool {
+	if a.rt.Recovered() {
+		return false
+	}
+	if !a.rt.RecoveryFailing() && len(a.stash) < a.cfg.recoveryStash {
+		a.stash = append(a.stash, stashedWork{msg: msg, sender: sender})
+		return true
+	}
+	a.tell(sender, unavailable(msg, "master: recovering from the journal; retry later"))
+	return true
+}
+
+// unavailable is the answer that turns a submission away for now: a
+// WorkRejected for a Work, every outcome rejected for a WorkBatch.
+func unavailable(msg proto.Message, reason string) proto.Message {
+	if b, ok := msg.(*messages.WorkBatch); ok {
+		out := make([]*messages.BatchOutcome, len(b.GetWorks()))
+		for i, w := range b.GetWorks() {
+			out[i] = &messages.BatchOutcome{WorkId: w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: reason}
+		}
+		return &messages.WorkBatchAck{Outcomes: out}
+	}
+	w, _ := msg.(*messages.Work)
+	return &messages.WorkRejected{WorkId: w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: reason}
+}
+
+// admit takes a valid submission into the state: it returns the
+// WorkAccepted event to persist, or nil for an id already accepted. The
+// work is known at once (a duplicate is recognised) but handed out only once
+// the event is durable and the caller releases it: a crash can never erase
+// work a worker has run.
+func (a *masterActor) admit(w *messages.Work) *messages.WorkAccepted {
 	if a.state.IsAccepted(w.GetWorkId()) {
-		// A duplicate: acknowledged again once what holds it is durable.
-		a.rt.Reply(sender, ack)
 		if wp := w.GetWaiter(); wp != nil && a.state.IsFinished(w.GetWorkId()) {
 			// A caller waiting on a job that already finished (a retried
 			// POST ?wait): tell its waiter the outcome now.
@@ -285,18 +325,11 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 			a.rt.Reply(actor.NewPID(wp.GetAddress(), wp.GetId()), &messages.WorkResult{WorkId: st.GetWorkId(), JobType: st.GetJobType(),
 				Result: st.GetResult(), Status: st.GetStatus(), Error: st.GetLastError()})
 		}
-		return
+		return nil
 	}
 	ev := &messages.WorkAccepted{Work: messages.StoredWork(w), AtUnixNano: a.clock.Now().UnixNano()}
-	// Known at once (a duplicate is recognised), handed out only once the
-	// event is durable: a crash can never erase work a worker has run.
 	a.state.AcceptHeld(ev)
-	id := ev.GetWork().GetWorkId()
-	a.journal([]proto.Message{ev}, func() {
-		a.state.Release(id)
-		a.releasedWork = true
-	})
-	a.rt.Reply(sender, ack)
+	return ev
 }
 
 // AfterDurable implements persistence.AfterDurable: once the work a group

@@ -82,6 +82,27 @@ func (b *ActorBackend) Submit(ctx context.Context, w *messages.Work) error {
 	return nil
 }
 
+// BatchBackend is a Backend that submits many works at once: POST
+// /work/batch uses it when the backend offers it, else one Submit per item.
+type BatchBackend interface {
+	// SubmitMany returns one error per work, in order, each as Submit
+	// would return it for that work alone.
+	SubmitMany(ctx context.Context, works []*messages.Work) []error
+}
+
+// SubmitMany sends works to their masters in batches (one journal write
+// and one reply per batch; see frontend.Client.SubmitMany) and maps each
+// outcome as Submit does.
+func (b *ActorBackend) SubmitMany(ctx context.Context, works []*messages.Work) []error {
+	errs := b.client.SubmitMany(ctx, works)
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = b.submitErr(ctx, works[i], err)
+		}
+	}
+	return errs
+}
+
 // submitErr maps a failed submission to the API's errors.
 func (b *ActorBackend) submitErr(ctx context.Context, w *messages.Work, err error) error {
 	var rej *frontend.RejectedError

@@ -176,8 +176,8 @@ func batchContentType(ct string) (ndjson bool, err error) {
 	}
 }
 
-// submitBatch submits the valid items, each id once, at most batchParallel
-// at a time, and answers every item in request order. A duplicate id gets
+// submitBatch submits the valid items, each id once (in batches when the
+// backend takes them, else at most batchParallel at a time), and answers every item in request order. A duplicate id gets
 // the outcome of its first occurrence, as POST /work answers 201 again for
 // an id already accepted.
 func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []error) BatchResponse {
@@ -196,18 +196,28 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 			unique = append(unique, i)
 		}
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, batchParallel)
-	for _, i := range unique {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			q := reqs[i]
-			errs[i] = s.backend.Submit(ctx, &messages.Work{WorkId: q.ID, JobType: q.Type, Payload: q.Payload})
-		}()
+	if bb, ok := s.backend.(BatchBackend); ok {
+		works := make([]*messages.Work, len(unique))
+		for j, i := range unique {
+			works[j] = &messages.Work{WorkId: reqs[i].ID, JobType: reqs[i].Type, Payload: reqs[i].Payload}
+		}
+		for j, err := range bb.SubmitMany(ctx, works) {
+			errs[unique[j]] = err
+		}
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, batchParallel)
+		for _, i := range unique {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				q := reqs[i]
+				errs[i] = s.backend.Submit(ctx, &messages.Work{WorkId: q.ID, JobType: q.Type, Payload: q.Payload})
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	var out BatchResponse
 	for i := range reqs {
 		err := errs[i]
