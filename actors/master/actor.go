@@ -125,6 +125,7 @@ func (a *masterActor) onRecovered(c actor.Context) {
 		"done", cnt.Done, "dead", cnt.Dead, "cancelled", cnt.Cancelled, "stashed", len(a.stash))
 	a.observeRecovered()
 	a.armCleanup()
+	a.feed.resetTail(a.rt.DurableSeq())
 	a.feed.advance(a.rt.DurableSeq(), true)
 	a.notifyWorkers(c)
 	for _, s := range a.stash {
@@ -204,8 +205,15 @@ type outcome struct {
 // completed results and wakes the result feed's readers.
 func (a *masterActor) journal(events []proto.Message, then func()) {
 	observed := a.observeDurable(events)
-	var outs []outcome
-	for _, ev := range events {
+	var (
+		outs    []outcome
+		entries []*messages.FeedEntry // the feed's, for its in-memory tail
+	)
+	first := a.rt.LastSeq() + 1
+	for i, ev := range events {
+		if e := feedEntry(first+int64(i), ev); e != nil {
+			entries = append(entries, e)
+		}
 		if id, ok := finishingID(ev); ok && a.state.IsFinished(id) {
 			st := a.state.Status(id)
 			outs = append(outs, outcome{
@@ -215,7 +223,7 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 			})
 		}
 	}
-	if len(outs) == 0 && observed == nil {
+	if len(outs) == 0 && observed == nil && len(entries) == 0 {
 		a.rt.Persist(events, then)
 		return
 	}
@@ -226,6 +234,9 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 		}
 		if then != nil {
 			then()
+		}
+		if len(entries) > 0 {
+			a.feed.addTail(entries)
 		}
 		if len(outs) == 0 {
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -40,6 +41,12 @@ const (
 	feedMinScan    = 4096
 	// maxFeedReaders bounds the reads in flight; more are answered busy.
 	maxFeedReaders = 256
+	// feedTailSize is how many of the newest feed entries the master keeps
+	// in memory, so that readers following the feed are served without a
+	// journal read (which scans and decodes every event of the range, about
+	// three per finished work). The tail keeps up to twice this many
+	// before it is trimmed back.
+	feedTailSize = 16_384
 )
 
 // Errors of ReadFeed.
@@ -54,17 +61,67 @@ var (
 
 // feedHub tells the feed's readers how far the stream is durable. The master
 // advances it once finishing events are durable; readers wait on changed.
+//
+// It also holds the feed's tail: the newest finishing entries, in sequence
+// order, complete for every sequence number in (tailFrom, durable]. A read
+// whose cursor is in that range, and recent enough that the journal cannot
+// have deleted the events after it (retain), is answered from the tail
+// exactly as the journal would answer it.
 type feedHub struct {
-	mu      sync.Mutex
-	durable int64
-	changed chan struct{} // closed and replaced on every advance
-	readers chan struct{} // semaphore of reads in flight
-	stopped chan struct{} // closed when the master stops: held reads answer
-	stop    sync.Once
+	mu       sync.Mutex
+	durable  int64
+	changed  chan struct{} // closed and replaced on every advance
+	readers  chan struct{} // semaphore of reads in flight
+	stopped  chan struct{} // closed when the master stops: held reads answer
+	stop     sync.Once
+	tail     []*messages.FeedEntry // read-only once added
+	tailFrom int64
+	retain   int64 // the journal keeps at least this many events behind the durable one
 }
 
-func newFeedHub() *feedHub {
-	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders), stopped: make(chan struct{})}
+func newFeedHub(retain int64) *feedHub {
+	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders), stopped: make(chan struct{}), retain: retain}
+}
+
+// resetTail empties the tail at a recovery: it covers nothing before durable.
+func (h *feedHub) resetTail(durable int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tail, h.tailFrom = nil, durable
+}
+
+// addTail appends the entries of events that just became durable (in
+// sequence order, after every entry added before) and trims the oldest.
+func (h *feedHub) addTail(entries []*messages.FeedEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tail = append(h.tail, entries...)
+	if n := len(h.tail) - feedTailSize; n > feedTailSize {
+		h.tailFrom = h.tail[n-1].GetSeq()
+		h.tail = append([]*messages.FeedEntry(nil), h.tail[n:]...)
+	}
+}
+
+// fromTail answers a read of at most limit entries after the cursor after,
+// up to durable, from the tail; ok is false when the tail cannot answer it
+// as the journal would (the cursor is older than the tail, or old enough
+// that the journal may have deleted what follows it).
+func (h *feedHub) fromTail(after, durable int64, limit int) (page *messages.ResultsPage, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if after < h.tailFrom || after < durable-h.retain {
+		return nil, false
+	}
+	i := sort.Search(len(h.tail), func(i int) bool { return h.tail[i].GetSeq() > after })
+	page = &messages.ResultsPage{NextSeq: durable}
+	for ; i < len(h.tail) && h.tail[i].GetSeq() <= durable; i++ {
+		if len(page.Entries) == limit {
+			page.NextSeq = page.Entries[limit-1].GetSeq()
+			break
+		}
+		page.Entries = append(page.Entries, h.tail[i])
+	}
+	return page, true
 }
 
 // close answers the held reads: the master stops.
@@ -126,16 +183,20 @@ func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 		for {
 			durable, changed := hub.state()
 			if after < durable {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				p, err := ReadFeed(ctx, j, stream, after, durable, limit)
-				cancel()
-				switch {
-				case err == nil:
+				if p, ok := hub.fromTail(after, durable, limit); ok {
 					page = p
-				case errors.Is(err, ErrFeedGone):
-					page = p
-				default:
-					page = &messages.ResultsPage{NextSeq: after, Error: err.Error()}
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), timeout)
+					p, err := ReadFeed(ctx, j, stream, after, durable, limit)
+					cancel()
+					switch {
+					case err == nil:
+						page = p
+					case errors.Is(err, ErrFeedGone):
+						page = p
+					default:
+						page = &messages.ResultsPage{NextSeq: after, Error: err.Error()}
+					}
 				}
 				if len(page.GetEntries()) > 0 || page.GetGone() || page.GetError() != "" {
 					break read

@@ -69,7 +69,12 @@ func TestObserverListAndResubmit(t *testing.T) {
 	require.Equal(t, "a", list.GetWorks()[0].GetWorkId())
 	require.Equal(t, "bad payload", list.GetWorks()[0].GetLastError())
 
-	require.Eventually(t, func() bool { _, durable, _, _ := rec.snapshot(); return len(durable) == 3 }, testkit.Timeout(), time.Millisecond)
+	// Counts are reported after the commit's events (AfterDurable): wait
+	// for both.
+	require.Eventually(t, func() bool {
+		_, durable, counts, _ := rec.snapshot()
+		return len(durable) == 3 && counts.Dead == 1
+	}, testkit.Timeout(), time.Millisecond)
 	epochs, durable, counts, _ := rec.snapshot()
 	require.Len(t, epochs, 1)
 	require.Positive(t, epochs[0])

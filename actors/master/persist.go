@@ -40,7 +40,7 @@ func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
 		if err != nil {
 			panic(err) // validated above
 		}
-		return &masterActor{cfg: cfg, rt: rt, j: j, clock: cfg.clock, policy: cfg.policy(), workers: newWorkerRegistry(), feed: newFeedHub()}
+		return &masterActor{cfg: cfg, rt: rt, j: j, clock: cfg.clock, policy: cfg.policy(), workers: newWorkerRegistry(), feed: newFeedHub(cfg.feedRetention)}
 	}), nil
 }
 

@@ -1,0 +1,107 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// TestFeedTail: a read the tail answers is answered exactly as the journal
+// answers it (entries and next cursor), for every cursor and limit; reads
+// it cannot answer (older than the tail, or old enough that the journal may
+// have deleted what follows) are left to the journal.
+func TestFeedTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	epoch, _, err := mem.AcquireEpoch(ctx, "s")
+	require.NoError(t, err)
+
+	// 40 works: accepted, started, then completed or (every 7th) dead; a
+	// few commits without finishing events in between.
+	var events []proto.Message
+	for i := range 40 {
+		id := fmt.Sprint("w", i)
+		events = append(events, &messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square"}},
+			&messages.WorkStarted{WorkId: id, WorkerId: "x"})
+		if i%7 == 0 {
+			events = append(events, &messages.WorkerFailed{WorkId: id, WorkerId: "x", Error: "boom", Dead: true})
+		} else {
+			events = append(events, &messages.WorkCompleted{WorkId: id, Result: []byte(id)})
+		}
+	}
+	const base = 10 // the stream's events before the tail starts (a recovery at seq 10)
+	hub := newFeedHub(1_000_000)
+	hub.resetTail(base)
+	var stored []persistence.Event
+	for i := range base {
+		stored = append(stored, persistence.Event{Seq: int64(i + 1), Msg: &messages.WorkAccepted{Work: &messages.Work{WorkId: fmt.Sprint("old", i), JobType: "square"}}})
+	}
+	for i, ev := range events {
+		seq := int64(base + i + 1)
+		stored = append(stored, persistence.Event{Seq: seq, Msg: ev})
+		if e := feedEntry(seq, ev); e != nil {
+			hub.addTail([]*messages.FeedEntry{e})
+		}
+	}
+	require.NoError(t, mem.Append(ctx, "s", epoch, stored))
+	durable := int64(len(stored))
+
+	for after := int64(base); after <= durable; after++ {
+		for _, limit := range []int{1, 3, 1000} {
+			got, ok := hub.fromTail(after, durable, limit)
+			require.True(t, ok, "after %d", after)
+			want, err := ReadFeed(ctx, mem, "s", after, durable, limit)
+			require.NoError(t, err)
+			require.Len(t, got.GetEntries(), len(want.GetEntries()), "after %d limit %d", after, limit)
+			for i := range want.GetEntries() {
+				require.True(t, proto.Equal(want.GetEntries()[i], got.GetEntries()[i]), "after %d limit %d entry %d", after, limit, i)
+			}
+			require.Equal(t, want.GetNextSeq(), got.GetNextSeq(), "after %d limit %d", after, limit)
+		}
+	}
+	// Entries not yet durable are not shown.
+	got, ok := hub.fromTail(base, base+3, 1000)
+	require.True(t, ok)
+	require.Len(t, got.GetEntries(), 1)
+	require.Equal(t, int64(base+3), got.GetNextSeq())
+
+	_, ok = hub.fromTail(base-1, durable, 10)
+	require.False(t, ok, "a cursor before the tail reads the journal")
+	strict := newFeedHub(5)
+	strict.resetTail(0)
+	_, ok = strict.fromTail(durable-6, durable, 10)
+	require.False(t, ok, "a cursor the journal may have deleted past reads the journal (which may answer gone)")
+	_, ok = strict.fromTail(durable-5, durable, 10)
+	require.True(t, ok)
+}
+
+// TestFeedTailTrims: the tail keeps at most twice feedTailSize entries and,
+// once trimmed, leaves older cursors to the journal.
+func TestFeedTailTrims(t *testing.T) {
+	t.Parallel()
+	hub := newFeedHub(1 << 40)
+	hub.resetTail(0)
+	seq := int64(0)
+	for range 2*feedTailSize + 1 {
+		seq += 3
+		hub.addTail([]*messages.FeedEntry{{Seq: seq, WorkId: fmt.Sprint(seq)}})
+	}
+	require.Len(t, hub.tail, feedTailSize)
+	first := hub.tail[0].GetSeq()
+	require.Equal(t, first-3, hub.tailFrom, "covers everything after the last entry dropped")
+	_, ok := hub.fromTail(hub.tailFrom-1, seq, 10)
+	require.False(t, ok)
+	p, ok := hub.fromTail(hub.tailFrom, seq, 2)
+	require.True(t, ok)
+	require.Equal(t, first, p.GetEntries()[0].GetSeq())
+	require.Equal(t, first+3, p.GetNextSeq())
+}
