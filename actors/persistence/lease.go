@@ -51,6 +51,9 @@ type leaseKeeper struct {
 	// nanoseconds on the injected clock; written by the calls (and at
 	// creation), read by the actor.
 	deadline atomic.Int64
+	// hold is the ttl renewals ask for while a long write runs (holdFor),
+	// 0 otherwise; set off the actor by that write's goroutine.
+	hold atomic.Int64
 
 	mu      sync.Mutex
 	stopped bool        // guarded by mu; a call starts only while false
@@ -109,12 +112,16 @@ func (k *leaseKeeper) renew() {
 		return
 	}
 	start := k.clock.Now()
+	ttl := k.ttl
+	if h := time.Duration(k.hold.Load()); h > ttl {
+		ttl = h // a long write is under way (holdFor)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
-	_, err := k.j.Lease(ctx, k.stream, k.holder, k.ttl)
+	_, err := k.j.Lease(ctx, k.stream, k.holder, ttl)
 	cancel()
 	switch {
 	case err == nil:
-		k.deadline.Store(start.Add(k.ttl).UnixNano())
+		k.deadline.Store(start.Add(ttl).UnixNano())
 	case errors.Is(err, ErrLeaseHeld):
 		// The lease lapsed (this process paused, or its renewals failed for
 		// a ttl) and another activation took it, and with it an epoch.
@@ -131,6 +138,38 @@ func (k *leaseKeeper) renew() {
 	// Every ttl/3 from the start of the last call; at once if that call
 	// took longer.
 	k.arm(max(start.Add(k.ttl/3).Sub(k.clock.Now()), 0))
+}
+
+// holdFor renews the lease for d instead of the ttl, before journal writes
+// long enough to hold up the renewals queued behind them for more than a
+// ttl (a big snapshot and the deletion of the events it covers), and makes
+// every renewal ask for d until release: one that slips in between two long
+// writes must not shorten the lease before the second. A failed call
+// changes nothing (the writes go ahead; epochs fence them if the lease was
+// lost).
+func (k *leaseKeeper) holdFor(ctx context.Context, d time.Duration) {
+	k.hold.Store(int64(d))
+	start := k.clock.Now()
+	if _, err := k.j.Lease(ctx, k.stream, k.holder, d); err != nil {
+		k.log.Warn("could not lengthen the lease before a long journal write", "error", err, "for", d)
+		return
+	}
+	k.extend(start.Add(d))
+	k.log.Debug("lengthened the lease for a long journal write", "for", d)
+}
+
+// release ends holdFor: the next renewal asks for the ttl again.
+func (k *leaseKeeper) release() { k.hold.Store(0) }
+
+// extend moves the local deadline to until unless it is later already.
+func (k *leaseKeeper) extend(until time.Time) {
+	u := until.UnixNano()
+	for {
+		cur := k.deadline.Load()
+		if u <= cur || k.deadline.CompareAndSwap(cur, u) {
+			return
+		}
+	}
 }
 
 // guardOK reports what the lease guard says (true without one).

@@ -48,6 +48,7 @@ type config struct {
 	leaseGuard     func() bool   // nil: always true
 	leaseMaxWait   time.Duration // 0: wait for the lease as long as it takes
 	retainEvents   int64         // events kept behind each snapshot
+	bigSnapshot    int           // events since the last snapshot from which one holds the lease longer; 0: never
 }
 
 func defaultConfig() config {
@@ -59,6 +60,7 @@ func defaultConfig() config {
 		maxBatchBytes:  DefaultMaxBatchBytes,
 		retryMin:       DefaultMinRetryBackoff,
 		retryMax:       DefaultMaxRetryBackoff,
+		bigSnapshot:    DefaultBigSnapshot,
 	}
 }
 
@@ -66,6 +68,8 @@ func (c *config) validate() error {
 	switch {
 	case c.clock == nil:
 		return fmt.Errorf("%w: clock is nil", ErrInvalidOption)
+	case c.bigSnapshot < 0:
+		return fmt.Errorf("%w: big snapshot %d events must not be negative (0 turns the longer lease off; default %d)", ErrInvalidOption, c.bigSnapshot, DefaultBigSnapshot)
 	case c.snapshotEvery < 0:
 		return fmt.Errorf("%w: snapshot every %d events must not be negative (0 turns snapshots off; default %d)", ErrInvalidOption, c.snapshotEvery, DefaultSnapshotEvery)
 	case c.journalTimeout <= 0:
@@ -187,3 +191,21 @@ func WithLeaseMaxWait(d time.Duration) Option {
 // master's result feed, which serves finished work from the journal to
 // readers that may be behind the latest snapshot.
 func WithRetainEvents(n int64) Option { return func(cfg *config) { cfg.retainEvents = n } }
+
+// DefaultBigSnapshot is the number of events since the previous snapshot
+// from which a snapshot counts as big (see WithBigSnapshotLease).
+const DefaultBigSnapshot = 50_000
+
+// WithBigSnapshotLease sets when a snapshot is big: taken at least events
+// events after the previous one (a handler's state grows with its events).
+// With a lease (WithLease), the runtime renews its lease for the journal
+// timeout, instead of the ttl, just before writing a big snapshot, and
+// until the events it covers are deleted: the journal writes each in one
+// long transaction, and renewals queued behind them would miss the ttl and
+// stop a healthy actor (seen with a million queued works: a 100 MB snapshot
+// and a million rows to delete, seconds each, against a 300 ms lease). The
+// price: should the process die during those writes, a successor waits up
+// to the journal timeout for the lease instead of the ttl. The first
+// renewal after them shortens the lease to the ttl again. Default
+// DefaultBigSnapshot; 0 never holds the lease longer.
+func WithBigSnapshotLease(events int) Option { return func(cfg *config) { cfg.bigSnapshot = events } }

@@ -139,6 +139,7 @@ type Runtime struct {
 
 	sinceSnap    int // events since the last snapshot
 	pendingSnap  *Snapshot
+	pendingBig   bool // pendingSnap is big (WithBigSnapshotLease)
 	snapInFlight bool
 
 	retryTimer clock.Timer
@@ -647,6 +648,7 @@ func (r *Runtime) flush() {
 	if r.cfg.snapshotEvery > 0 && r.sinceSnap >= r.cfg.snapshotEvery && r.pendingSnap == nil && !r.snapInFlight {
 		if msg, ok := r.h.Snapshot(r.sinceSnap); ok {
 			r.pendingSnap = &Snapshot{Seq: b.lastSeq, Msg: msg}
+			r.pendingBig = r.cfg.bigSnapshot > 0 && r.sinceSnap >= r.cfg.bigSnapshot
 			r.sinceSnap = 0
 		}
 	}
@@ -704,7 +706,16 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 func (r *Runtime) saveSnapshot(snap Snapshot) {
 	r.snapInFlight = true
 	j, stream, epoch, gen, retain := r.j, r.stream, r.epoch, r.gen, r.cfg.retainEvents
+	var keeper *leaseKeeper
+	if r.pendingBig {
+		keeper = r.keeper // nil without a lease
+	}
+	hold := r.cfg.journalTimeout
 	r.offActor(func(ctx context.Context) any {
+		if keeper != nil {
+			keeper.holdFor(ctx, hold)
+			defer keeper.release()
+		}
 		err := j.SaveSnapshot(ctx, stream, epoch, snap)
 		if upTo := snap.Seq - retain; err == nil && upTo > 0 {
 			err = j.DeleteEvents(ctx, stream, epoch, upTo)
