@@ -101,6 +101,9 @@ func (n *ClusterNode) shardKind(k int, log *slog.Logger) (*cluster.Kind, error) 
 	}
 	mopts = append(mopts, metricsMaster(cfg.Metrics)...)
 	mopts = append(mopts, cfg.MasterOptions...)
+	// After the caller's options: a cluster-wide limit replaces a limiter
+	// of the same type passed there.
+	mopts = append(mopts, n.permits.permitOptions(cfg.RateLimits)...)
 	if cfg.Shards > 1 {
 		// After the caller's options: shard k's stream is not theirs to pick.
 		mopts = append(mopts, master.WithStream(route.ShardName(master.DefaultStream, k, cfg.Shards)))
@@ -157,6 +160,11 @@ type ClusterConfig struct {
 	Workers int
 	// Registry holds the job functions of a worker node (default: built-ins).
 	Registry *worker.Registry
+	// RateLimits are cluster-wide per-job-type limits (backends): each is
+	// enforced across every master shard by one throttler actor, the
+	// cluster kind ThrottleKind(type), placed by the cluster on a backend.
+	// Every backend must be given the same limits.
+	RateLimits []RateLimit
 	// MasterOptions, WorkerOptions and FrontendOptions pass options on.
 	MasterOptions   []master.Option
 	WorkerOptions   []worker.Option
@@ -200,6 +208,7 @@ type ClusterNode struct {
 	log     *slog.Logger
 	sys     *actor.ActorSystem
 	c       *cluster.Cluster
+	permits *permitAsker // backends: asks the throttlers for the master shards
 	jrnl    persistence.Journal
 	ownJ    bool
 	locator *MasterLocator   // shard 0's
@@ -291,6 +300,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			n.sys.Shutdown()
 			return nil, err
 		}
+		n.permits = &permitAsker{log: log}
+		tk, err := throttleKinds(cfg.RateLimits)
+		if err != nil {
+			n.closeJournal()
+			n.sys.Shutdown()
+			return nil, err
+		}
+		kinds = append(kinds, tk...)
 		for k := range cfg.Shards {
 			kind, err := n.shardKind(k, log)
 			if err != nil {
@@ -313,6 +330,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	// gossip runs rarely.
 	ccfg.GossipInterval = time.Hour
 	n.c = cluster.New(n.sys, ccfg)
+	if n.permits != nil {
+		n.permits.c.Store(n.c)
+	}
 	if err := n.startCluster(); err != nil {
 		n.closeJournal()
 		n.sys.Shutdown()

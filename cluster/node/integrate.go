@@ -22,9 +22,9 @@ import (
 
 // RateSpecSyntax describes what ParseRateLimits accepts; error messages
 // quote it.
-const RateSpecSyntax = `TYPE=N/PERIOD[,TYPE=N/PERIOD...], N a positive integer, ` +
+const RateSpecSyntax = `TYPE=N/PERIOD[:strict][,TYPE=N/PERIOD...], N a positive integer, ` +
 	`PERIOD one of s, m, h (also sec, min, hour) or a Go duration such as 500ms or 10s; ` +
-	`e.g. "square=10/s,factorize=100/m"`
+	`e.g. "square=10/s,factorize=100/m:strict"`
 
 // RateLimit is the dispatch rate of one job type: the master hands out at
 // most Rate.Calls works of JobType in any window of Rate.Per.
@@ -33,12 +33,24 @@ type RateLimit struct {
 	JobType string
 	// Rate is the limit.
 	Rate throttler.Rate
+	// Strict (":strict" in a spec) makes a cluster-wide limit hold in
+	// every window of Rate.Per, wherever it starts (the throttler's
+	// sliding window), not only in its timer periods (the seed's vouchers,
+	// the default). A one-process node's limit is always strict.
+	Strict bool
 }
 
 // String formats the limit as ParseRateLimits accepts it.
 func (l RateLimit) String() string {
-	return fmt.Sprintf("%s=%d/%s", l.JobType, l.Rate.Calls, periodText(l.Rate.Per))
+	s := fmt.Sprintf("%s=%d/%s", l.JobType, l.Rate.Calls, periodText(l.Rate.Per))
+	if l.Strict {
+		s += ":" + strictSuffix
+	}
+	return s
 }
+
+// strictSuffix marks a strict limit in a rate spec.
+const strictSuffix = "strict"
 
 func periodText(d time.Duration) string {
 	switch d {
@@ -77,6 +89,10 @@ func ParseRateLimits(spec string) ([]RateLimit, error) {
 		if jobType == "" || strings.ContainsFunc(jobType, func(c rune) bool { return c <= ' ' }) {
 			return nil, bad("job type %q must be a non-empty name without spaces", jobType)
 		}
+		rate, mode, hasMode := strings.Cut(rate, ":")
+		if mode = strings.TrimSpace(mode); hasMode && mode != strictSuffix {
+			return nil, bad("mode %q is not %q", mode, strictSuffix)
+		}
 		calls, per, ok := strings.Cut(rate, "/")
 		calls, per = strings.TrimSpace(calls), strings.TrimSpace(per)
 		if !ok {
@@ -96,7 +112,7 @@ func ParseRateLimits(spec string) ([]RateLimit, error) {
 		if slices.ContainsFunc(out, func(l RateLimit) bool { return l.JobType == jobType }) {
 			return nil, bad("job type %q is limited twice", jobType)
 		}
-		out = append(out, RateLimit{JobType: jobType, Rate: throttler.Rate{Calls: n, Per: d}})
+		out = append(out, RateLimit{JobType: jobType, Rate: throttler.Rate{Calls: n, Per: d}, Strict: hasMode})
 	}
 	return out, nil
 }
@@ -128,10 +144,11 @@ func parsePeriod(s string) (time.Duration, error) {
 // of a limited type waits in the master's queue (never in a mailbox) and
 // other types go first.
 //
-// The limit is per master: a cluster with K master shards hands out up to K
-// times the rate. Call RateLimitOptions once per master you build; the
-// limiters are safe to share between masters of one process (for example
-// successive activations of the singleton), and are then one limit for all.
+// The limit is per process: for a limit across a cluster's masters, give
+// ClusterConfig.RateLimits instead. Call RateLimitOptions once per master
+// you build; the limiters are safe to share between masters of one process
+// (for example successive activations of the singleton), and are then one
+// limit for all.
 func RateLimitOptions(limits []RateLimit) ([]master.Option, error) {
 	opts := make([]master.Option, 0, len(limits))
 	for _, l := range limits {

@@ -43,6 +43,13 @@ func TestParseRateLimits(t *testing.T) {
 			{JobType: "square", Rate: throttler.Rate{Calls: 5, Per: 250 * time.Millisecond}},
 			{JobType: "b", Rate: throttler.Rate{Calls: 1, Per: 90 * time.Second}},
 		}},
+		{name: "Strict", spec: "square=10/s:strict, b=2/m : strict,c=1/h", want: []node.RateLimit{
+			{JobType: "square", Rate: throttler.PerSecond(10), Strict: true},
+			{JobType: "b", Rate: throttler.PerMinute(2), Strict: true},
+			{JobType: "c", Rate: throttler.PerHour(1)},
+		}},
+		{name: "UnknownMode", spec: "square=10/s:exact", wantErr: `mode "exact" is not "strict"`},
+		{name: "EmptyMode", spec: "square=10/s:", wantErr: `mode "" is not "strict"`},
 		{name: "NoEquals", spec: "square:10/s", wantErr: `rate limit 1 "square:10/s": no '='`},
 		{name: "NoSlash", spec: "square=10", wantErr: "no '/' between the count and the period"},
 		{name: "ZeroCount", spec: "square=0/s", wantErr: `count "0" is not a positive integer`},

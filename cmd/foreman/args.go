@@ -97,7 +97,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		a.delay, a.delaySet = d, true
 		return nil
 	})
-	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the master hands work out, e.g. square=10/s,factorize=100/m (backend and all-in-one nodes)")
+	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the masters hand work out, across the cluster, e.g. square=10/s,factorize=100/m:strict (backend and all-in-one nodes; give every backend the same)")
 	fs.StringVar(&a.adaptive, "adaptive", "off", "size the node's worker pool itself: default, seed, vegas or off (worker and all-in-one nodes)")
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")

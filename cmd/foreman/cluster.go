@@ -45,13 +45,19 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		return 2
 	}
 	m := metrics.New()
-	mopts, wopts, closePool, err := tuning(a, m)
+	mopts, wopts, closePool, err := tuning(a, m, true)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2
 	}
 	defer closePool()
+	limits, err := node.ParseRateLimits(a.rate)
+	if err != nil {
+		printErr(stderr, "foreman: --rate: %v\n", err)
+		return 2
+	}
 	cfg := node.ClusterConfig{
+		RateLimits:    limits,
 		MasterOptions: mopts,
 		WorkerOptions: wopts,
 		Role:          a.role,

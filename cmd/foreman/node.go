@@ -36,7 +36,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return runClusterNode(ctx, a, sec, stdout, stderr, log)
 	}
 	m := metrics.New()
-	mopts, wopts, closePool, err := tuning(a, m)
+	mopts, wopts, closePool, err := tuning(a, m, false)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 2

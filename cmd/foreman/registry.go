@@ -23,10 +23,13 @@ func builtinRegistry(a nodeArgs) *worker.Registry {
 
 // tuning turns --rate, --adaptive and --window into master and worker
 // options. done closes the adaptive pool; call it after the workers stop.
-func tuning(a nodeArgs, m *metrics.Metrics) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
-	mopts, err = node.MasterRateOptions(a.rate)
-	if err != nil {
-		return nil, nil, nil, err
+// In a cluster (clusterWide) --rate is not a master option: the node
+// enforces it across every shard (ClusterConfig.RateLimits).
+func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
+	if !clusterWide {
+		if mopts, err = node.MasterRateOptions(a.rate); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	wopts = []worker.Option{worker.WithWindow(a.window)}
 	done = func() {}
