@@ -95,7 +95,7 @@ func (a *masterActor) Receive(c actor.Context) {
 		}
 	case *wakeTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
-			a.wakeAt = time.Time{}
+			a.wakeTimer, a.wakeAt = nil, time.Time{} // fired: the next armWake arms anew
 			a.notifyWorkers(c)
 		}
 	}
@@ -173,8 +173,8 @@ func (a *masterActor) after(d time.Duration, msg any) clock.Timer {
 
 // armWake makes sure idle workers are told when work becomes ready at t.
 func (a *masterActor) armWake(t time.Time) {
-	if a.wakeTimer != nil && !a.wakeAt.After(t) {
-		return
+	if a.wakeTimer != nil && !a.wakeAt.IsZero() && !a.wakeAt.After(t) {
+		return // an earlier wake is armed
 	}
 	if a.wakeTimer != nil {
 		a.wakeTimer.Stop()

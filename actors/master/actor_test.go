@@ -404,6 +404,25 @@ func TestMaster(t *testing.T) {
 		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
 	})
 
+	t.Run("DispatchLimiterRefusesAgainAfterAWake", func(t *testing.T) {
+		// Each refusal arms a wake, also after an earlier wake fired (a
+		// fired wake once kept every later one from being armed, so
+		// throttled work waited for the worker's next registration).
+		t.Parallel()
+		lim := &fakeLimiter{}
+		b := setup(t, master.WithDispatchLimiter("square", lim))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		for range 3 {
+			require.Empty(t, b.requestWork(t, b.worker, "w1", 1), "the limiter refuses")
+			b.advance(t, 2, 500*time.Millisecond) // cleanup tick and the limiter's retry
+			b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		}
+		lim.allow.Store(true)
+		require.Len(t, b.requestWork(t, b.worker, "w1", 1), 1)
+	})
+
 	t.Run("RecoveryReturnsInProgressWork", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, master.WithSnapshotEvery(5))
