@@ -46,7 +46,8 @@ func TestWorkBatch(t *testing.T) {
 		)
 		b.j.HoldWrites()
 		b.front.Request(b.master, &messages.WorkBatch{Works: works})
-		b.front.ExpectNoMsg(50 * time.Millisecond) // nothing acked before it is durable
+		require.Eventually(t, func() bool { return b.j.HeldWrites() > 0 }, testkit.Timeout(), time.Millisecond, "the batch reaches the journal")
+		b.front.ExpectNoMsg(20 * time.Millisecond) // nothing acked before it is durable
 		require.Equal(t, 1, b.j.ReleaseWrites(), "the batch's new works are one journal write")
 		ack := testkit.ExpectMsgType[*messages.WorkBatchAck](b.front, testkit.Timeout())
 		require.Len(t, ack.GetOutcomes(), len(works))
