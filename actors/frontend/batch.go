@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -98,12 +97,11 @@ func chunks(works []*messages.Work, idx []int) [][]int {
 }
 
 // submitChunk sends the works at idx to one shard's master until each is
-// acknowledged, rejected for good, or ctx ends, and records the outcomes in
-// errs (each index is written by this call only).
+// acknowledged, rejected for good, or ctx ends (Client.retry), each retry
+// carrying only the works still pending, and records the outcomes in errs
+// (each index is written by this call only).
 func (c *Client) submitChunk(ctx context.Context, m route.Master, works []*messages.Work, idx []int, errs []error) {
-	backoff := c.cfg.retryMin
-	lastGone := false
-	for attempt := 1; ; attempt++ {
+	err := c.retry(ctx, fmt.Sprintf("submit a batch of %d works", len(idx)), func() error {
 		batch := &messages.WorkBatch{Works: make([]*messages.Work, len(idx))}
 		for j, i := range idx {
 			batch.Works[j] = works[i]
@@ -111,49 +109,27 @@ func (c *Client) submitChunk(ctx context.Context, m route.Master, works []*messa
 		var pending []int
 		err := c.askBatch(ctx, m, batch, func(j int, o *messages.BatchOutcome) {
 			i := idx[j]
-			switch {
-			case o.GetAccepted():
-				errs[i] = nil
-			case o.GetCode() == messages.RejectCode_REJECT_CODE_UNAVAILABLE:
+			errs[i] = nil
+			if !o.GetAccepted() {
 				errs[i] = &RejectedError{WorkID: o.GetWorkId(), Code: o.GetCode(), Reason: o.GetReason()}
+			}
+			if o.GetCode() == messages.RejectCode_REJECT_CODE_UNAVAILABLE {
 				pending = append(pending, i)
-			default:
-				errs[i] = &RejectedError{WorkID: o.GetWorkId(), Code: o.GetCode(), Reason: o.GetReason()}
 			}
 		})
-		switch {
-		case err == nil && len(pending) == 0:
-			return
-		case err == nil:
-			idx = pending
-			err = errs[pending[0]]
-		case !retryable(err) && !errors.Is(err, errMasterGone):
-			for _, i := range idx {
-				errs[i] = err
-			}
-			return
-		default:
-			for _, i := range idx {
-				errs[i] = err
-			}
+		if err != nil {
+			return err
 		}
-		if errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
-			lastGone = true // its successor is being found now: send again at once
-			continue
+		if len(pending) == 0 {
+			return nil
 		}
-		lastGone = false
-		c.log.Debug("batch submit failed, retrying", "works", len(idx), "attempt", attempt, "backoff", backoff, "error", err)
-		t := c.cfg.clock.NewTimer(backoff)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			for _, i := range idx {
-				errs[i] = fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %w): %w", works[i].GetWorkId(), attempt, errs[i], ctx.Err())
-			}
-			return
+		idx = pending
+		return errs[pending[0]] // temporary: retried
+	})
+	if err != nil {
+		for _, i := range idx {
+			errs[i] = err
 		}
-		backoff = min(2*backoff, c.cfg.retryMax)
 	}
 }
 

@@ -51,31 +51,39 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 // REJECT_CODE_UNAVAILABLE are retried with backoff; the master acknowledges
 // an id it already accepted again, so retrying never runs a job twice.
 func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
+	return c.retry(ctx, fmt.Sprintf("submit %q", w.GetWorkId()), func() error { return c.SubmitOnce(ctx, w) })
+}
+
+// retry calls attempt until it returns nil or an error not worth retrying,
+// or ctx ends; what names the attempts in the error and the log. Timeouts,
+// a missing master and temporary rejections are retried with backoff; when
+// the master's node just left, the next attempt goes at once (once: its
+// successor is being found now). Once ctx ends the error matches ctx.Err()
+// and wraps the last attempt's.
+func (c *Client) retry(ctx context.Context, what string, attempt func() error) error {
 	backoff := c.cfg.retryMin
 	lastGone := false
-	for attempt := 1; ; attempt++ {
-		err := c.SubmitOnce(ctx, w)
+	for n := 1; ; n++ {
+		err := attempt()
 		if errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
-			// The master's node just left: its successor is being found
-			// now, so send again at once (once; then back off as usual).
-			c.log.Debug("master gone, submitting again at once", "work_id", w.GetWorkId(), "attempt", attempt)
+			c.log.Debug("master gone, trying again at once", "what", what, "attempt", n)
 			lastGone = true
 			continue
 		}
 		lastGone = false
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			if err != nil && ctx.Err() != nil {
-				return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %w): %w", w.GetWorkId(), attempt, err, ctx.Err())
+				return fmt.Errorf("frontend: %s gave up after %d attempts (last: %w): %w", what, n, err, ctx.Err())
 			}
 			return err
 		}
-		c.log.Debug("submit failed, retrying", "work_id", w.GetWorkId(), "attempt", attempt, "backoff", backoff, "error", err)
+		c.log.Debug("failed, retrying", "what", what, "attempt", n, "backoff", backoff, "error", err)
 		t := c.cfg.clock.NewTimer(backoff)
 		select {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("frontend: submit %q gave up after %d attempts (last: %w): %w", w.GetWorkId(), attempt, err, ctx.Err())
+			return fmt.Errorf("frontend: %s gave up after %d attempts (last: %w): %w", what, n, err, ctx.Err())
 		}
 		backoff = min(2*backoff, c.cfg.retryMax)
 	}
