@@ -10,10 +10,24 @@
 //	go build -o /tmp/foreman ./cmd/foreman
 //	go run ./cmd/foreman/internal/clusterbench failover -foreman /tmp/foreman -runs 7
 //	go run ./cmd/foreman/internal/clusterbench throughput -foreman /tmp/foreman -jobs 100000 -worker-procs 2 -workers 4 -window 32
+//	go run ./cmd/foreman/internal/clusterbench throughput -foreman /tmp/foreman -jobs 10000 -shards 4 -skew 0.8 -window 8
 //	go run ./cmd/foreman/internal/clusterbench pauses -foreman /tmp/foreman -pauses 30 -pause 100ms
 //	go run ./cmd/foreman/internal/clusterbench shardfailover -foreman /tmp/foreman -shards 4 -backends 3 -rounds 3
 //
 // Worker processes are `foreman 0 --workers K --window N --delay 0`.
+//
+// Throughput's -skew F (issue 14 item 2) skews the ids over the shards:
+// job i (1..count) of a phase is made to land on shard 0 (an id that
+// route.ShardOf puts there, see shardIDs) when floor(i*F) > floor((i-1)*F),
+// which picks floor(count*F) jobs spread evenly through the phase; every
+// other job keeps the usual id prefix-i, which the hash spreads uniformly
+// over all N shards (shard 0 included). Shard 0 thus gets about
+// F + (1-F)/N of the jobs and each other shard (1-F)/N. F = 0 is the
+// uniform run. The run prints, per shard, the jobs its master accepted
+// and completed during the measured phase, and the work handed out to
+// workers (in_progress summed over the shards, sampled every 100 ms): with
+// skew, workers should stay as busy as without, pulling from shard 0
+// while the others are empty.
 package main
 
 import (
@@ -23,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,6 +53,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
@@ -537,11 +553,15 @@ func runThroughput(ctx context.Context, args []string) error {
 	clientLevel := fs.String("client-log-level", "warn", "log level of this program's frontend client (client.log)")
 	useTLS := fs.Bool("tls", false, "mutual TLS between all nodes (a CA and certificate made for the run), and HTTPS with a bearer token for -http")
 	fs.IntVar(&c.shards, "shards", 1, "masters the work is sharded over (foreman --shards of every node)")
+	skew := fs.Float64("skew", 0, "fraction F (0 <= F < 1) of each phase's jobs given ids that route.ShardOf puts on shard 0 (job i when floor(i*F) > floor((i-1)*F)); the other jobs keep uniform ids spread over all shards, so shard 0 gets about F + (1-F)/N of the jobs; 0: all uniform")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if c.shards < 1 || c.shards > node.MaxShards {
 		return fmt.Errorf("-shards %d: must be 1 to %d", c.shards, node.MaxShards)
+	}
+	if !(*skew >= 0 && *skew < 1) {
+		return fmt.Errorf("-skew %v: must be 0 <= F < 1", *skew)
 	}
 	shardArgs := []string{"--shards", strconv.Itoa(c.shards)}
 	if err := c.check(); err != nil {
@@ -660,9 +680,18 @@ func runThroughput(ctx context.Context, args []string) error {
 	defer stopClient()
 	client := n.Client()
 
-	lostResults := map[string]int{} // by phase: results pub-sub did not deliver (the master's count ended the phase)
+	lostResults := map[string]int{} // by phase: results pub-sub did not deliver (the masters' counts ended the phase)
+	skewIDs := newShardIDs(c.shards)
+	samples := map[string]*busySamples{} // by phase
 	phase := func(prefix string, count int) (acked, done time.Duration, err error) {
 		all := expect(prefix, count)
+		ids := phaseIDs(prefix, count, *skew, skewIDs)
+		bs := &busySamples{}
+		samples[prefix] = bs
+		sampleCtx, stopSampling := context.WithCancel(ctx)
+		sampled := make(chan struct{})
+		go func() { defer close(sampled); bs.run(sampleCtx, client) }()
+		defer func() { stopSampling(); <-sampled }()
 		start := time.Now()
 		var wg sync.WaitGroup
 		next := atomic.Int64{}
@@ -676,7 +705,7 @@ func runThroughput(ctx context.Context, args []string) error {
 					if i > int64(count) {
 						return
 					}
-					w := &messages.Work{WorkId: prefix + "-" + strconv.FormatInt(i, 10), JobType: "square", Payload: strconv.AppendInt(nil, i, 10)}
+					w := &messages.Work{WorkId: ids[i-1], JobType: "square", Payload: strconv.AppendInt(nil, i, 10)}
 					sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
 					var err error
 					if hc != nil {
@@ -699,8 +728,9 @@ func runThroughput(ctx context.Context, args []string) error {
 		}
 		// Wait for the results while they keep coming (30 s without one
 		// is a failure). Pub-sub is at-most-once and loses results under
-		// load: the phase also ends when the master reports nothing pending
-		// or in progress, every job done (checked once results stall).
+		// load: the phase also ends when every shard's master reports
+		// nothing pending or in progress, every job done (checked once
+		// results stall).
 		last, lastAt := -1, time.Now()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -719,9 +749,9 @@ func runThroughput(ctx context.Context, args []string) error {
 				last, lastAt = got, time.Now()
 			} else if time.Since(lastAt) > 200*time.Millisecond {
 				sctx, scancel := context.WithTimeout(ctx, time.Second)
-				st, err := client.MasterStatus(sctx)
+				idle := allIdle(client.ShardStatus(sctx))
 				scancel()
-				if err == nil && st.GetPending() == 0 && st.GetInProgress() == 0 {
+				if idle {
 					lostResults[prefix] = count - got
 					return acked, time.Since(start), nil
 				}
@@ -755,6 +785,7 @@ func runThroughput(ctx context.Context, args []string) error {
 	if _, _, err := phase("warm", 2000); err != nil && !errors.Is(err, errResultsLost) {
 		return fmt.Errorf("warm-up: %w", err)
 	}
+	before := client.ShardStatus(ctx)
 	acked, done, err := phase("run", *jobs)
 	if err != nil {
 		if errors.Is(err, errResultsLost) {
@@ -764,7 +795,7 @@ func runThroughput(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	st, serr := client.MasterStatus(ctx)
+	after := client.ShardStatus(ctx)
 	via := "the actor API (this program's frontend client)"
 	if hc != nil {
 		via = "HTTP (POST /work to a frontend process)"
@@ -776,16 +807,123 @@ func runThroughput(ctx context.Context, args []string) error {
 			security += ", HTTPS + bearer token"
 		}
 	}
-	fmt.Printf("throughput via %s (%s): %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, %s, %s membership, loopback, 2 cores\n",
-		via, security, *jobs, *submitters, *backends, *procs, *workers, *window, c.journalName(), c.membershipName())
+	fmt.Printf("throughput via %s (%s): %d jobs, %d submitters, %d backend(s), %d worker processes x %d workers x window %d, %d shard(s), skew %g, %s, %s membership, loopback, 2 cores\n",
+		via, security, *jobs, *submitters, *backends, *procs, *workers, *window, c.shards, *skew, c.journalName(), c.membershipName())
 	fmt.Printf("  acked (durable):  %8.0f jobs/s (%v)\n", float64(*jobs)/acked.Seconds(), acked.Round(time.Millisecond))
 	if lost := lostResults["run"]; lost > 0 {
 		fmt.Printf("  end to end:       %8.0f jobs/s (%v, until the master reported every job done; pub-sub did not deliver %d results to the client)\n", float64(*jobs)/done.Seconds(), done.Round(time.Millisecond), lost)
 	} else {
 		fmt.Printf("  end to end:       %8.0f jobs/s (%v, all results consumed by the client)\n", float64(*jobs)/done.Seconds(), done.Round(time.Millisecond))
 	}
-	if serr == nil {
-		fmt.Printf("  master: accepted_total=%d done=%d pending=%d in_progress=%d dead=%d\n", st.GetAcceptedTotal(), st.GetDone(), st.GetPending(), st.GetInProgress(), st.GetDead())
+	printShards(before, after, *jobs)
+	if bs := samples["run"]; bs != nil {
+		fmt.Printf("  %s; for scale, %d workers x window %d run %d at once (a worker also holds work queued beyond its window and results awaiting acks)\n", bs.summary(), *procs**workers, *window, *procs**workers**window)
 	}
 	return nil
+}
+
+// phaseIDs returns the work ids of a phase of count jobs: job i (1-based)
+// gets an id on shard 0 (from g) when floor(i*skew) > floor((i-1)*skew),
+// else the uniform id prefix-i. Both start with prefix + "-" (the result
+// counting keys on it); a shard-0 id has a second dash, so they never
+// collide.
+func phaseIDs(prefix string, count int, skew float64, g *shardIDs) []string {
+	ids := make([]string, count)
+	for i := 1; i <= count; i++ {
+		if math.Floor(float64(i)*skew) > math.Floor(float64(i-1)*skew) {
+			ids[i-1] = g.id(prefix, 0)
+		} else {
+			ids[i-1] = prefix + "-" + strconv.Itoa(i)
+		}
+	}
+	return ids
+}
+
+// allIdle reports whether every shard answered with nothing pending or in
+// progress.
+func allIdle(sts []frontend.ShardStatus) bool {
+	for _, s := range sts {
+		if s.Err != nil || s.Status.GetPending() != 0 || s.Status.GetInProgress() != 0 {
+			return false
+		}
+	}
+	return len(sts) > 0
+}
+
+// printShards prints, per shard, what its master accepted and completed
+// between the two status snapshots (the measured phase) and its totals.
+func printShards(before, after []frontend.ShardStatus, jobs int) {
+	for k, a := range after {
+		if a.Err != nil {
+			fmt.Printf("  shard %d: no status: %v\n", k, a.Err)
+			continue
+		}
+		st := a.Status
+		var b0 *messages.MasterStatus // nil if shard k did not answer before: deltas are totals
+		if k < len(before) && before[k].Err == nil {
+			b0 = before[k].Status
+		}
+		acc := st.GetAcceptedTotal() - b0.GetAcceptedTotal()
+		done := st.GetDone() - b0.GetDone()
+		fmt.Printf("  shard %d: run accepted %6d (%5.1f%%) done %6d; totals accepted=%d done=%d pending=%d in_progress=%d dead=%d\n",
+			k, acc, 100*float64(acc)/float64(jobs), done, st.GetAcceptedTotal(), st.GetDone(), st.GetPending(), st.GetInProgress(), st.GetDead())
+	}
+}
+
+// busySamples samples every shard's status during a phase: how much work
+// is handed out to workers (in_progress summed over the shards) and how
+// often shard 0 had a queue while every other shard had none.
+type busySamples struct {
+	n        int
+	handed   int64 // sum over samples of the summed in_progress
+	zeroOnly int   // samples with shard 0 pending > 0 and the others 0
+	shards   int
+}
+
+func (b *busySamples) run(ctx context.Context, client *frontend.Client) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		sts := client.ShardStatus(sctx)
+		cancel()
+		var handed int64
+		zeroOnly := len(sts) > 1
+		ok := true
+		for k, s := range sts {
+			if s.Err != nil {
+				ok = false
+				break
+			}
+			handed += s.Status.GetInProgress()
+			if (k == 0) != (s.Status.GetPending() > 0) {
+				zeroOnly = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		b.n++
+		b.handed += handed
+		b.shards = len(sts)
+		if zeroOnly {
+			b.zeroOnly++
+		}
+	}
+}
+
+func (b *busySamples) summary() string {
+	if b.n == 0 {
+		return "workers: no status samples"
+	}
+	s := fmt.Sprintf("workers: %.1f jobs handed out on average (in_progress summed over the shards, %d samples every 100 ms)", float64(b.handed)/float64(b.n), b.n)
+	if b.shards > 1 {
+		s += fmt.Sprintf("; shard 0 alone had a queue in %d of them", b.zeroOnly)
+	}
+	return s
 }
