@@ -48,6 +48,9 @@ func (a *issuerActor) Receive(c actor.Context) {
 	case *actor.Started:
 		// Checked by IssuerProps with the same rate and options.
 		a.issuer, _ = NewIssuer(a.rate, a.clock.Now(), a.opts...)
+		// Where the type's throttler runs is an operator's first question
+		// when a rate looks wrong, and the cluster places it: say so once.
+		c.ActorSystem().Logger().Info("throttler started", "job_type", a.jobType, "rate", a.rate.String(), "address", c.ActorSystem().Address())
 	case *messages.PermitRequest:
 		c.Respond(a.grant(m))
 	}

@@ -153,6 +153,9 @@ type sqliteBackend struct {
 	puts    [insertChunk + 1]*sql.Stmt // multi-row epoch upserts
 	pending []pendingRow
 	args    []any
+	busy    time.Duration // how long BEGIN retries while another writer holds the lock
+	turns   turnLock      // the side file writers take turns by (turns.go)
+	yield   bool          // another writer waited at the last commit
 }
 
 const (
@@ -182,12 +185,15 @@ func sqliteDSN(path string, busy time.Duration) string {
 
 func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 	dsn := sqliteDSN(path, cfg.busyTimeout)
-	b := &sqliteBackend{path: path, clock: cfg.clock, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}}
+	b := &sqliteBackend{path: path, clock: cfg.clock, stmts: map[string]*sql.Stmt{}, rstmts: map[string]*sql.Stmt{}, busy: cfg.busyTimeout}
 	defer func() {
 		if err != nil {
 			_ = b.close()
 		}
 	}()
+	if b.turns, err = openTurns(path); err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
 	b.wdb, err = sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, sqliteOpenError(path, cfg, err)
@@ -196,6 +202,12 @@ func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 	ctx := context.Background()
 	b.wconn, err = b.wdb.Conn(ctx)
 	if err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
+	// The writer's BEGIN is retried by beginTurn, not SQLite's busy
+	// handler (see turns.go); inside a transaction begun IMMEDIATE in WAL
+	// mode no statement waits for a lock.
+	if _, err := b.wconn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
 		return nil, sqliteOpenError(path, cfg, err)
 	}
 	if err := b.initSchema(ctx); err != nil {
@@ -229,13 +241,14 @@ func (b *sqliteBackend) initSchema(ctx context.Context) (err error) {
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, not wal (is the file system one that supports shared memory?)", mode)
 	}
-	if _, err := b.wconn.ExecContext(ctx, qBegin); err != nil {
+	if err := b.beginTurn(ctx); err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
 			_, _ = b.wconn.ExecContext(ctx, qRollback)
 		}
+		b.endTurn()
 	}()
 	var ver int
 	if err := b.wconn.QueryRowContext(ctx, qUserVer).Scan(&ver); err != nil {
@@ -297,6 +310,9 @@ func (b *sqliteBackend) close() error {
 	if b.wconn != nil {
 		errs = append(errs, b.wconn.Close())
 	}
+	if b.turns != nil {
+		errs = append(errs, b.turns.close())
+	}
 	if b.rdb != nil {
 		errs = append(errs, b.rdb.Close())
 	}
@@ -307,7 +323,7 @@ func (b *sqliteBackend) close() error {
 }
 
 func (b *sqliteBackend) begin(ctx context.Context) (txn, error) {
-	if _, err := b.wconn.ExecContext(ctx, qBegin); err != nil {
+	if err := b.beginTurn(ctx); err != nil {
 		return nil, err
 	}
 	b.pending = b.pending[:0]
@@ -480,12 +496,14 @@ func (t sqliteTxn) commit() error {
 		return err
 	}
 	_, err := t.b.wconn.ExecContext(bg, qCommit)
+	t.b.endTurn()
 	return err
 }
 
 func (t sqliteTxn) rollback() error {
 	t.b.pending = t.b.pending[:0]
 	_, err := t.b.wconn.ExecContext(bg, qRollback)
+	t.b.endTurn()
 	return err
 }
 
