@@ -1,9 +1,11 @@
 package master_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
@@ -178,6 +181,30 @@ func TestMaster(t *testing.T) {
 			require.NotEmpty(t, r.GetReason(), tt.name)
 		}
 		require.Equal(t, int64(0), b.status(t).GetAcceptedTotal())
+	})
+
+	t.Run("RejectsWorkOfAnotherShard", func(t *testing.T) {
+		t.Parallel()
+		// Shard 1 of 4: a node routing with another number of shards sends
+		// it ids that belong elsewhere; it must not accept them.
+		b := setup(t, master.WithShard(1, 4))
+		var mine, other string
+		for i := 0; mine == "" || other == ""; i++ {
+			id := "job-" + strconv.Itoa(i)
+			switch route.ShardOf(id, 4) {
+			case 1:
+				mine = cmp.Or(mine, id)
+			case 3:
+				other = cmp.Or(other, id)
+			}
+		}
+		b.front.Send(b.master, &messages.Work{WorkId: other, JobType: "square"})
+		r := testkit.ExpectMsgType[*messages.WorkRejected](b.front, testkit.Timeout())
+		require.Equal(t, messages.RejectCode_REJECT_CODE_INVALID, r.GetCode())
+		require.Contains(t, r.GetReason(), "belongs to shard 3 of 4")
+		require.Contains(t, r.GetReason(), "--shards 4")
+		b.submit(t, mine)
+		require.Equal(t, int64(1), b.status(t).GetAcceptedTotal(), "only the work of this shard")
 	})
 
 	t.Run("HandsOutCompletesAndPublishes", func(t *testing.T) {
@@ -544,6 +571,9 @@ func TestPropsRejectsBadOptions(t *testing.T) {
 		{name: "JournalTimeout", opt: master.WithJournalTimeout(0)},
 		{name: "LeaseTTL", opt: master.WithLeaseTTL(-time.Millisecond)},
 		{name: "RecoveryStash", opt: master.WithRecoveryStash(-1)},
+		{name: "ShardOfOne", opt: master.WithShard(0, 1)},
+		{name: "ShardBeyondN", opt: master.WithShard(4, 4)},
+		{name: "NegativeShard", opt: master.WithShard(-1, 4)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,6 +100,7 @@ type config struct {
 	leaseGuard      func() bool   // nil: always true
 	observer        Observer      // nil: none (observer.go)
 	feedRetention   int64         // journal events kept behind a snapshot for the result feed
+	shard, shards   int           // this master is shard `shard` of `shards` (WithShard); shards 0: not sharded
 }
 
 func defaultConfig() config {
@@ -123,6 +124,9 @@ func defaultConfig() config {
 }
 
 func (c *config) validate() error {
+	if c.shards != 0 && (c.shards < 2 || c.shard < 0 || c.shard >= c.shards) {
+		return fmt.Errorf("%w: shard %d of %d: need 2 or more shards and 0 <= shard < shards", ErrInvalidOption, c.shard, c.shards)
+	}
 	switch {
 	case c.stream == "":
 		return fmt.Errorf("%w: stream name is empty (default %q)", ErrInvalidOption, DefaultStream)
@@ -168,6 +172,15 @@ func (c *config) policy() Policy {
 // WithStream sets the journal stream (persistence id) of the master
 // (default DefaultStream). Shards use one stream each.
 func WithStream(name string) Option { return func(c *config) { c.stream = name } }
+
+// WithShard makes the master shard k of n (n >= 2; route.ShardOf maps a
+// work id to its shard): it rejects, as invalid, work whose id belongs to
+// another shard. Such work comes from a node that routes with another
+// number of shards than the cluster's; accepting it would put a job in a
+// stream where every correctly configured node looks for it in vain, and
+// let the same id be accepted twice, once per shard. It does not set the
+// stream (see WithStream).
+func WithShard(k, n int) Option { return func(c *config) { c.shard, c.shards = k, n } }
 
 // WithWorkTimeout sets how long a worker may hold a work before it is
 // re-queued (default DefaultWorkTimeout). The cleanup tick runs every half

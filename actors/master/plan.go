@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -107,6 +108,13 @@ func (c *config) check(w *messages.Work) *messages.WorkRejected {
 	case len(w.GetPayload()) > c.maxPayload:
 		return reject(messages.RejectCode_REJECT_CODE_TOO_LARGE,
 			fmt.Sprintf("master: payload is %d bytes, over the limit of %d; send a reference to the data instead", len(w.GetPayload()), c.maxPayload))
+	}
+	if c.shards > 1 {
+		if k := route.ShardOf(w.GetWorkId(), c.shards); k != c.shard {
+			return reject(messages.RejectCode_REJECT_CODE_INVALID,
+				fmt.Sprintf("master: work %q belongs to shard %d of %d, not to this master (shard %d): the node that sent it routes with another number of shards; start every node of the cluster with --shards %d",
+					w.GetWorkId(), k, c.shards, c.shard, c.shards))
+		}
 	}
 	if c.jobTypes != nil {
 		if _, ok := c.jobTypes[w.GetJobType()]; !ok {

@@ -2,6 +2,7 @@ package throttler
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -28,8 +29,12 @@ func IssuerProps(jobType string, rate Rate, clk clock.Clock, opts ...IssuerOptio
 	if _, err := NewIssuer(rate, clk.Now(), opts...); err != nil {
 		return nil, err
 	}
+	var cfg issuerConfig
+	for _, o := range opts {
+		_ = o(&cfg) // checked by NewIssuer above
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &issuerActor{jobType: jobType, rate: rate, clock: clk, opts: opts}
+		return &issuerActor{jobType: jobType, rate: rate, clock: clk, opts: opts, log: cfg.log}
 	}), nil
 }
 
@@ -40,6 +45,7 @@ type issuerActor struct {
 	clock   clock.Clock
 	opts    []IssuerOption
 	issuer  *Issuer
+	log     *slog.Logger // nil: the actor system's
 }
 
 // Receive implements actor.Actor.
@@ -50,7 +56,10 @@ func (a *issuerActor) Receive(c actor.Context) {
 		a.issuer, _ = NewIssuer(a.rate, a.clock.Now(), a.opts...)
 		// Where the type's throttler runs is an operator's first question
 		// when a rate looks wrong, and the cluster places it: say so once.
-		c.ActorSystem().Logger().Info("throttler started", "job_type", a.jobType, "rate", a.rate.String(), "address", c.ActorSystem().Address())
+		if a.log == nil {
+			a.log = c.ActorSystem().Logger()
+		}
+		a.log.Info("throttler started", "job_type", a.jobType, "rate", a.rate.String(), "address", c.ActorSystem().Address())
 	case *messages.PermitRequest:
 		c.Respond(a.grant(m))
 	}

@@ -2,6 +2,7 @@ package throttler
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -41,6 +42,16 @@ type issuerConfig struct {
 	lease    time.Duration // 0: Per/DefaultLeaseDiv
 	horizon  time.Duration // 0: Per/DefaultHorizonDiv
 	maxBatch int           // 0: Calls/DefaultMaxBatchDiv
+	log      *slog.Logger  // IssuerProps' actor only; nil: the actor system's
+}
+
+// WithIssuerLogger sets the logger of the actor IssuerProps makes (default:
+// its actor system's). The Issuer itself logs nothing.
+func WithIssuerLogger(l *slog.Logger) IssuerOption {
+	return func(c *issuerConfig) error {
+		c.log = l
+		return nil
+	}
 }
 
 // WithIssuerMode selects ModeTimer (default: Calls permits per period, each

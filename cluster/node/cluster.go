@@ -106,7 +106,7 @@ func (n *ClusterNode) shardKind(k int, log *slog.Logger) (*cluster.Kind, error) 
 	mopts = append(mopts, n.permits.permitOptions(cfg.RateLimits)...)
 	if cfg.Shards > 1 {
 		// After the caller's options: shard k's stream is not theirs to pick.
-		mopts = append(mopts, master.WithStream(route.ShardName(master.DefaultStream, k, cfg.Shards)))
+		mopts = append(mopts, master.WithStream(route.ShardName(master.DefaultStream, k, cfg.Shards)), master.WithShard(k, cfg.Shards))
 	}
 	props, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
@@ -301,7 +301,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 		n.permits = &permitAsker{log: log}
-		tk, err := throttleKinds(cfg.RateLimits)
+		tk, err := throttleKinds(cfg.RateLimits, log.With("component", "throttler"))
 		if err != nil {
 			n.closeJournal()
 			n.sys.Shutdown()

@@ -27,15 +27,16 @@ import (
 func ThrottleKind(jobType string) string { return "throttle-" + url.PathEscape(jobType) }
 
 // issuerOptions are the Issuer's options for a limit.
-func issuerOptions(l RateLimit) []throttler.IssuerOption {
+func issuerOptions(l RateLimit, log *slog.Logger) []throttler.IssuerOption {
+	opts := []throttler.IssuerOption{throttler.WithIssuerLogger(log)}
 	if l.Strict {
-		return []throttler.IssuerOption{throttler.WithIssuerMode(throttler.ModeSlidingWindow)}
+		opts = append(opts, throttler.WithIssuerMode(throttler.ModeSlidingWindow))
 	}
-	return nil
+	return opts
 }
 
 // throttleKinds returns the kinds of the throttlers of limits.
-func throttleKinds(limits []RateLimit) ([]*cluster.Kind, error) {
+func throttleKinds(limits []RateLimit, log *slog.Logger) ([]*cluster.Kind, error) {
 	kinds := make([]*cluster.Kind, 0, len(limits))
 	seen := map[string]bool{}
 	for _, l := range limits {
@@ -43,7 +44,7 @@ func throttleKinds(limits []RateLimit) ([]*cluster.Kind, error) {
 			return nil, fmt.Errorf("%w: rate limit %s: job type %q is limited twice", ErrInvalidConfig, l, l.JobType)
 		}
 		seen[l.JobType] = true
-		props, err := throttler.IssuerProps(l.JobType, l.Rate, clock.Real, issuerOptions(l)...)
+		props, err := throttler.IssuerProps(l.JobType, l.Rate, clock.Real, issuerOptions(l, log)...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rate limit %s: %w", ErrInvalidConfig, l, err)
 		}
