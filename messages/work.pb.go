@@ -436,7 +436,12 @@ type RegisterWorker struct {
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Worker   *actor.PID             `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
 	// Job types the worker can run; empty means any.
-	JobTypes      []string `protobuf:"bytes,3,rep,name=job_types,json=jobTypes,proto3" json:"job_types,omitempty"`
+	JobTypes []string `protobuf:"bytes,3,rep,name=job_types,json=jobTypes,proto3" json:"job_types,omitempty"`
+	// The number of shards (masters) the worker's node routes over, each of
+	// which it registers with; 0 from a worker that does not say. A master
+	// of another number of shards warns: the worker's node was started with
+	// the wrong --shards.
+	Shards        int32 `protobuf:"varint,4,opt,name=shards,proto3" json:"shards,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -490,6 +495,13 @@ func (x *RegisterWorker) GetJobTypes() []string {
 		return x.JobTypes
 	}
 	return nil
+}
+
+func (x *RegisterWorker) GetShards() int32 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
 }
 
 // DeregisterWorker is sent by a worker that stops gracefully.
@@ -1556,12 +1568,13 @@ const file_work_proto_rawDesc = "" +
 	"\fWorkRejected\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x120\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x1c.foreman.messages.RejectCodeR\x04code\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"n\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x86\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\"\n" +
 	"\x06worker\x18\x02 \x01(\v2\n" +
 	".actor.PIDR\x06worker\x12\x1b\n" +
-	"\tjob_types\x18\x03 \x03(\tR\bjobTypes\"/\n" +
+	"\tjob_types\x18\x03 \x03(\tR\bjobTypes\x12\x16\n" +
+	"\x06shards\x18\x04 \x01(\x05R\x06shards\"/\n" +
 	"\x10DeregisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"q\n" +
 	"\x12WorkerRequestsWork\x12\x1b\n" +

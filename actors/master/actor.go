@@ -391,6 +391,13 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 	if isNew {
 		a.log.Info("worker registered", "worker_id", w.id, "worker", pid.GetAddress()+"/"+pid.GetId())
 		a.observeCounts()
+		if theirs, ours := int(m.GetShards()), max(a.cfg.shards, 1); theirs != 0 && theirs != ours {
+			// Its node registers with the wrong set of masters: shards
+			// beyond its N get no work from it, or it looks for shards
+			// that do not exist. Said where the operator looks first.
+			a.log.Warn("a worker routes over another number of shards than this cluster's; start its node with the cluster's --shards",
+				"worker_id", w.id, "worker", pid.GetAddress()+"/"+pid.GetId(), "worker_shards", theirs, "cluster_shards", ours)
+		}
 	}
 	if !a.rt.Recovered() {
 		return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,6 +206,30 @@ func TestMaster(t *testing.T) {
 		require.Contains(t, r.GetReason(), "--shards 4")
 		b.submit(t, mine)
 		require.Equal(t, int64(1), b.status(t).GetAcceptedTotal(), "only the work of this shard")
+	})
+
+	t.Run("WarnsOfAWorkerWithAnotherNumberOfShards", func(t *testing.T) {
+		t.Parallel()
+		var (
+			mu   sync.Mutex
+			logs strings.Builder
+		)
+		log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+		b := setup(t, master.WithShard(0, 4), master.WithLogger(log))
+		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "right", Worker: b.worker.PID(), Shards: 4})
+		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "wrong", Worker: b.worker.PID(), Shards: 2})
+		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "silent", Worker: b.worker.PID()})
+		st := b.status(t) // after the three registrations: one mailbox
+		require.EqualValues(t, 3, st.GetIdleWorkers())
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, 1, strings.Count(logs.String(), "another number of shards"), logs.String())
+		require.Contains(t, logs.String(), "worker_id=wrong")
+		require.Contains(t, logs.String(), "worker_shards=2 cluster_shards=4")
 	})
 
 	t.Run("HandsOutCompletesAndPublishes", func(t *testing.T) {
@@ -609,6 +634,11 @@ func (f *fakeLimiter) Reserve(time.Time) (bool, time.Duration) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestMasterAwaitStarted(t *testing.T) {
 	t.Parallel()

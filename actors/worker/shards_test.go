@@ -82,3 +82,25 @@ func TestWorkerPullsFromEveryShard(t *testing.T) {
 		require.EqualValues(t, 1, st.Status.GetIdleWorkers()+st.Status.GetBusyWorkers(), "shard %d: the worker registered with it", st.Shard)
 	}
 }
+
+// TestWorkerSaysItsShards: a worker on a route over three shards tells each
+// master so when it registers, so a master of another number of shards can
+// say that the worker's node has the wrong --shards.
+func TestWorkerSaysItsShards(t *testing.T) {
+	sys := testkit.NewSystem(t)
+	probes := []*testkit.Probe{testkit.NewProbe(t, sys), testkit.NewProbe(t, sys), testkit.NewProbe(t, sys)}
+	routes := make([]route.Master, len(probes))
+	for k, p := range probes {
+		routes[k] = route.Fixed(p.PID())
+	}
+	sharded, err := route.Sharded(routes...)
+	require.NoError(t, err)
+	props, err := worker.Props(sharded, worker.NewRegistry(), worker.WithWorkerID("w"))
+	require.NoError(t, err)
+	pid := sys.Root.Spawn(props)
+	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	for k, p := range probes {
+		reg := testkit.ExpectMsgType[*messages.RegisterWorker](p, testkit.Timeout())
+		require.EqualValues(t, len(probes), reg.GetShards(), "shard %d", k)
+	}
+}

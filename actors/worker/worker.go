@@ -259,7 +259,7 @@ func (w *workerActor) register() {
 }
 
 func (w *workerActor) sendRegister(k int) {
-	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.id, Worker: w.self, JobTypes: w.reg.Types()})
+	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.id, Worker: w.self, JobTypes: w.reg.Types(), Shards: int32(len(w.conns))})
 }
 
 // resolve calls shard k's resolver off the actor goroutine; one call at a

@@ -88,6 +88,7 @@ func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
 	require.Equal(t, "w1", reg.GetWorkerId())
 	require.True(t, pid.Equal(reg.GetWorker()))
 	require.Equal(t, []string{"block", "echo", "fail", "panic"}, reg.GetJobTypes())
+	require.EqualValues(t, 1, reg.GetShards(), "one master: one shard")
 	// It asks for work at once: work may be pending already.
 	req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
 	require.GreaterOrEqual(t, req.GetCapacity(), int32(1))
