@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -95,7 +96,16 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	if err := checkFile(abs); err != nil {
 		return nil, err
 	}
+	// Processes that open a new file at the same moment find it locked
+	// while the first sets it up (turning it to WAL): SQLite says so at once
+	// rather than through its busy handler, so open again until the busy
+	// timeout (TestSQLiteOpenTogether).
+	deadline := time.Now().Add(cfg.busyTimeout)
 	be, err := openSQLiteBackend(abs, cfg)
+	for err != nil && isBusy(err) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond + rand.N(4*time.Millisecond)) // real time: the other process's
+		be, err = openSQLiteBackend(abs, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -204,12 +214,6 @@ func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 	if err != nil {
 		return nil, sqliteOpenError(path, cfg, err)
 	}
-	// The writer's BEGIN is retried by beginTurn, not SQLite's busy
-	// handler (see turns.go); inside a transaction begun IMMEDIATE in WAL
-	// mode no statement waits for a lock.
-	if _, err := b.wconn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
-		return nil, sqliteOpenError(path, cfg, err)
-	}
 	if err := b.initSchema(ctx); err != nil {
 		return nil, sqliteOpenError(path, cfg, err)
 	}
@@ -229,7 +233,21 @@ func openSQLiteBackend(path string, cfg config) (_ *sqliteBackend, err error) {
 			return nil, sqliteOpenError(path, cfg, err)
 		}
 	}
+	// From now on the writer's BEGIN is retried by beginTurn, not SQLite's
+	// busy handler (see turns.go); inside a transaction begun IMMEDIATE in
+	// WAL mode no statement waits for a lock. Until here the busy timeout
+	// stays: while another process turns a new file to WAL, even reading
+	// the schema must wait.
+	if err := b.setBusy(ctx, 0); err != nil {
+		return nil, sqliteOpenError(path, cfg, err)
+	}
 	return b, nil
+}
+
+// setBusy sets the writer connection's SQLite busy timeout.
+func (b *sqliteBackend) setBusy(ctx context.Context, d time.Duration) error {
+	_, err := b.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d.Milliseconds()))
+	return err
 }
 
 // initSchema creates the tables and checks the schema version.
@@ -241,7 +259,17 @@ func (b *sqliteBackend) initSchema(ctx context.Context) (err error) {
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, not wal (is the file system one that supports shared memory?)", mode)
 	}
-	if err := b.beginTurn(ctx); err != nil {
+	// BEGIN is retried by beginTurn alone (a turn-taking writer elsewhere
+	// lets it in); the other statements keep the busy timeout (see the end
+	// of openSQLiteBackend).
+	if err := b.setBusy(ctx, 0); err != nil {
+		return err
+	}
+	err = b.beginTurn(ctx)
+	if rerr := b.setBusy(ctx, b.busy); err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return err
 	}
 	defer func() {

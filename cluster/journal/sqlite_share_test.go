@@ -82,3 +82,26 @@ func TestSQLiteSharedFileIsFair(t *testing.T) {
 	require.Empty(t, late, "renewals that missed their budget")
 	require.False(t, errors.Is(ctx.Err(), context.Canceled))
 }
+
+// TestSQLiteOpenTogether: backends started at once open a new journal file
+// together; each must wait for the other's set-up, not fail on a locked
+// database (the writer's busy timeout is off only once the file is set up).
+func TestSQLiteOpenTogether(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for round := range 20 {
+		path := filepath.Join(dir, "journal-"+string(rune('a'+round))+".db")
+		const openers = 3
+		var wg sync.WaitGroup
+		errs := make([]error, openers)
+		js := make([]*journal.SQLite, openers)
+		for i := range openers {
+			wg.Go(func() { js[i], errs[i] = journal.OpenSQLite(path) })
+		}
+		wg.Wait()
+		for i := range openers {
+			require.NoError(t, errs[i], "round %d, opener %d", round, i)
+			require.NoError(t, js[i].Close())
+		}
+	}
+}
