@@ -104,6 +104,22 @@ type StatusInfo struct {
 	// and Queue and Workers are the sums over the shards that answered.
 	// Empty with one shard.
 	Shards []ShardInfo `json:"shards,omitempty"`
+	// Throttlers, in a cluster with cluster-wide rate limits (--rate on the
+	// backends), says where each limited job type's throttler runs. Empty
+	// without such limits.
+	Throttlers []ThrottlerInfo `json:"throttlers,omitempty"`
+}
+
+// ThrottlerInfo is one job type's throttler in GET /status.
+type ThrottlerInfo struct {
+	// JobType is the limited job type.
+	JobType string `json:"job_type"`
+	// Address is the actor system address of the node hosting it.
+	Address string `json:"address,omitempty"`
+	// Member is the ID of that node, when known.
+	Member string `json:"member,omitempty"`
+	// Error says why it was not found (Address is then empty).
+	Error string `json:"error,omitempty"`
 }
 
 // ShardInfo is one shard's master in GET /status.

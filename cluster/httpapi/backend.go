@@ -54,22 +54,39 @@ func LocalMembers(sys *actor.ActorSystem, roles ...string) MembersFunc {
 // ActorBackend implements Backend over the real actors: a frontend.Client
 // reaching the master (by PID or through the cluster) and a MembersFunc.
 type ActorBackend struct {
-	client  *frontend.Client
-	members MembersFunc
+	client     *frontend.Client
+	members    MembersFunc
+	throttlers ThrottlersFunc // nil: none reported
+}
+
+// ThrottlersFunc says where each cluster-wide rate limit's throttler runs,
+// for /status (in a cluster: node.ClusterNode.Throttlers).
+type ThrottlersFunc func(ctx context.Context) []ThrottlerInfo
+
+// BackendOption configures an ActorBackend.
+type BackendOption func(*ActorBackend)
+
+// WithThrottlers makes GET /status list the throttlers f reports.
+func WithThrottlers(f ThrottlersFunc) BackendOption {
+	return func(b *ActorBackend) { b.throttlers = f }
 }
 
 var _ Backend = (*ActorBackend)(nil)
 
 // NewActorBackend returns a Backend that submits and queries through client
 // and lists members with members (nil: no members).
-func NewActorBackend(client *frontend.Client, members MembersFunc) (*ActorBackend, error) {
+func NewActorBackend(client *frontend.Client, members MembersFunc, opts ...BackendOption) (*ActorBackend, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil frontend client", ErrInvalidOption)
 	}
 	if members == nil {
 		members = func(context.Context) ([]Member, error) { return nil, nil }
 	}
-	return &ActorBackend{client: client, members: members}, nil
+	b := &ActorBackend{client: client, members: members}
+	for _, o := range opts {
+		o(b)
+	}
+	return b, nil
 }
 
 // Submit sends w until the master acknowledges it; see Backend.Submit. The
@@ -144,6 +161,16 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 	info := &StatusInfo{Members: members}
 	if info.Members == nil {
 		info.Members = []Member{}
+	}
+	if b.throttlers != nil {
+		info.Throttlers = b.throttlers(ctx)
+		for i := range info.Throttlers {
+			for _, m := range info.Members {
+				if m.Address != "" && m.Address == info.Throttlers[i].Address {
+					info.Throttlers[i].Member = m.ID
+				}
+			}
+		}
 	}
 	if b.client.Shards() > 1 {
 		b.shardStatus(ctx, info)

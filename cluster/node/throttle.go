@@ -1,9 +1,13 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -24,7 +28,7 @@ import (
 // ThrottleKind returns the cluster kind of the throttler of jobType:
 // "throttle-" and the type, path-escaped (a kind must not contain "/"; see
 // ShardKind). Its identity is the job type.
-func ThrottleKind(jobType string) string { return "throttle-" + url.PathEscape(jobType) }
+func ThrottleKind(jobType string) string { return throttleKindPrefix + url.PathEscape(jobType) }
 
 // issuerOptions are the Issuer's options for a limit.
 func issuerOptions(l RateLimit, log *slog.Logger) []throttler.IssuerOption {
@@ -94,4 +98,66 @@ func (a *permitAsker) ask(jobType string, want int, pool *throttler.PermitPool) 
 		return
 	}
 	pool.Add(throttler.GrantPermits(g))
+}
+
+// ThrottlerPlace says where a job type's throttler runs.
+type ThrottlerPlace struct {
+	// JobType is the limited job type.
+	JobType string
+	// Address is the actor system address of the node that hosts the
+	// throttler (empty when Err is set).
+	Address string
+	// Err says why the throttler could not be found.
+	Err error
+}
+
+// throttleKindPrefix starts every throttler kind (see ThrottleKind).
+const throttleKindPrefix = "throttle-"
+
+// Throttlers says where each cluster-wide rate limit's throttler runs: the
+// limited types are those whose throttler kind a member registers (every
+// backend registers the kinds of its --rate), so any node can answer, a
+// frontend included. Looking a throttler up places it if it had no
+// activation, as a master's first permit request would. Sorted by type;
+// empty without cluster-wide limits. ctx bounds the lookups.
+func (n *ClusterNode) Throttlers(ctx context.Context) []ThrottlerPlace {
+	types := map[string]bool{}
+	for _, m := range n.c.MemberList.Members().Members() {
+		for _, kind := range m.GetKinds() {
+			escaped, ok := strings.CutPrefix(kind, throttleKindPrefix)
+			if !ok {
+				continue
+			}
+			if jobType, err := url.PathUnescape(escaped); err == nil {
+				types[jobType] = true
+			}
+		}
+	}
+	places := make([]ThrottlerPlace, 0, len(types))
+	for _, jobType := range slices.Sorted(maps.Keys(types)) {
+		places = append(places, n.throttlerPlace(ctx, jobType))
+	}
+	return places
+}
+
+// throttlerPlace looks up jobType's throttler, giving up when ctx ends
+// (cluster.Get itself waits for the cluster's request timeout).
+func (n *ClusterNode) throttlerPlace(ctx context.Context, jobType string) ThrottlerPlace {
+	found := make(chan string, 1)
+	go func() {
+		address := ""
+		if pid := n.c.Get(jobType, ThrottleKind(jobType)); pid != nil {
+			address = pid.GetAddress()
+		}
+		found <- address
+	}()
+	select {
+	case address := <-found:
+		if address == "" {
+			return ThrottlerPlace{JobType: jobType, Err: fmt.Errorf("node: no member could host the throttler of %q", jobType)}
+		}
+		return ThrottlerPlace{JobType: jobType, Address: address}
+	case <-ctx.Done():
+		return ThrottlerPlace{JobType: jobType, Err: fmt.Errorf("node: looking up the throttler of %q: %w", jobType, ctx.Err())}
+	}
 }

@@ -291,6 +291,20 @@ func statusTable(info *httpapi.StatusInfo) string {
 				sh.Queue.Pending, sh.Queue.InProgress, sh.Queue.Done, sh.Workers.Idle+sh.Workers.Busy)
 		}
 	}
+	if len(info.Throttlers) > 0 {
+		fmt.Fprintln(&b)
+		fmt.Fprintf(&b, "RATE-LIMITED TYPE\tTHROTTLER\n")
+		for _, th := range info.Throttlers {
+			switch {
+			case th.Error != "":
+				fmt.Fprintf(&b, "%s\tNOT FOUND: %s\n", th.JobType, th.Error)
+			case th.Member != "":
+				fmt.Fprintf(&b, "%s\trunning at %s (member %s)\n", th.JobType, th.Address, th.Member)
+			default:
+				fmt.Fprintf(&b, "%s\trunning at %s\n", th.JobType, th.Address)
+			}
+		}
+	}
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "MEMBER\tROLES\tADDRESS\tHTTP\tMASTER\n")
 	for _, mb := range info.Members {

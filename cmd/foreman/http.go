@@ -12,7 +12,7 @@ import (
 // startHTTP serves the HTTP API of a frontend node on addr and returns the
 // function that shuts it down.
 func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *security, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
-	b, err := httpapi.NewActorBackend(n.Client(), httpapi.ClusterMembers(n.Cluster()))
+	b, err := httpapi.NewActorBackend(n.Client(), httpapi.ClusterMembers(n.Cluster()), httpapi.WithThrottlers(clusterThrottlers(n)))
 	if err != nil {
 		return nil, err
 	}
@@ -42,4 +42,20 @@ func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *securit
 	}
 	log.Info("HTTP API listening", "addr", srv.Addr())
 	return srv.Shutdown, nil
+}
+
+// clusterThrottlers reports where n's cluster runs each throttler, for
+// GET /status.
+func clusterThrottlers(n *node.ClusterNode) httpapi.ThrottlersFunc {
+	return func(ctx context.Context) []httpapi.ThrottlerInfo {
+		places := n.Throttlers(ctx)
+		infos := make([]httpapi.ThrottlerInfo, len(places))
+		for i, p := range places {
+			infos[i] = httpapi.ThrottlerInfo{JobType: p.JobType, Address: p.Address}
+			if p.Err != nil {
+				infos[i].Error = p.Err.Error()
+			}
+		}
+		return infos
+	}
 }

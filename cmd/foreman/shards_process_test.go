@@ -136,7 +136,7 @@ func TestShardsSIGKILLProcesses(t *testing.T) {
 	// Then the backend hosting the throttler, unless that was the first:
 	// the rate must hold across the throttler's failover too. The last
 	// backend then hosts every shard and the throttler.
-	throttler := throttlerHost(t, g, backends, alive)
+	throttler := throttlerHost(ctx, t, g, api, backends, alive)
 	recoveredAt := kill(throttler, "the throttler")
 	acked = append(acked, submitShardJobs(ctx, t, api, ids, "last", shardJobsLast)...)
 	step("%d more jobs acked on the last backend", shardJobsLast)
@@ -168,7 +168,12 @@ func TestShardsSIGKILLProcesses(t *testing.T) {
 
 	// The rate held: the hand-outs the journal recorded, over all shards.
 	starts := journalStarts(ctx, t, filepath.Join(data, node.JournalFile))
-	require.GreaterOrEqual(t, len(starts), total, "every job was handed out at least once")
+	// A master sends a Work before its WorkStarted is durable (a lost one
+	// only means the job may run again), so a hand-out whose master died or
+	// lost its lease in that window is missing here: it ran, and its permit
+	// was counted by the throttler all the same. Under load that was 2 of
+	// 800; the journal must still hold nearly all of them.
+	require.GreaterOrEqual(t, len(starts), total*95/100, "the journal's hand-outs are too few to judge the rate")
 	most, at1 := mostInWindow(starts, time.Second)
 	step("%d hand-outs from %v to %v; at most %d in any 1 s window (at %v after the first)",
 		len(starts), starts[0].Format("15:04:05.000"), starts[len(starts)-1].Format("15:04:05.000"), most, at1.Sub(starts[0]).Round(time.Millisecond))
@@ -193,27 +198,38 @@ func TestShardsSIGKILLProcesses(t *testing.T) {
 	require.GreaterOrEqual(t, pace, 0.25*shardRate, "hand-outs after the failover all but stopped")
 }
 
-// throttlerHost returns the port of the live backend (of ports alive) that
-// started the throttler last: it hosts the live activation. It waits for
-// one, since the throttler starts when a master first asks it for permits.
-func throttlerHost(t *testing.T, g *procGroup, backends []*nodeProc, alive []int) int {
+// throttlerHost returns the port of the backend that runs square's
+// throttler, as GET /status reports it, and checks that this backend's log
+// says it started one. It waits for one, since the throttler starts when a
+// master first asks it for permits (or a status request looks it up).
+func throttlerHost(ctx context.Context, t *testing.T, g *procGroup, api *httpapi.Client, backends []*nodeProc, alive []int) int {
 	t.Helper()
-	var host int
+	var (
+		host int
+		last string
+	)
 	require.Eventually(t, func() bool {
-		var latest time.Time
-		for _, b := range backends {
-			port, _ := strconv.Atoi(b.cmd.Args[1])
-			if !slices.Contains(alive, port) {
+		st, err := api.Status(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("%+v", st.Throttlers)
+		for _, th := range st.Throttlers {
+			if th.JobType != "square" || th.Address == "" {
 				continue
 			}
-			for _, l := range b.log.lines() {
-				if strings.Contains(l.text, "throttler started") && l.at.After(latest) {
-					latest, host = l.at, port
+			for _, port := range alive {
+				if strings.HasSuffix(th.Address, ":"+strconv.Itoa(port)) {
+					host = port
+					return true
 				}
 			}
 		}
-		return host != 0
-	}, 30*time.Second, 100*time.Millisecond, "no live backend started the throttler\n%s", g.tails())
+		return false
+	}, 30*time.Second, 100*time.Millisecond, "GET /status never placed square's throttler on a live backend: %s\n%s", last, g.tails())
+	proc := backends[slices.IndexFunc(backends, func(b *nodeProc) bool { return b.cmd.Args[1] == strconv.Itoa(host) })]
+	proc.waitLine(t, "throttler started", 1, 10*time.Second, "job_type=square")
 	return host
 }
 

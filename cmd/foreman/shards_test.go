@@ -53,18 +53,25 @@ func TestStatusTableShards(t *testing.T) {
 				Queue: httpapi.QueueInfo{Pending: 5, InProgress: 2, Done: 7}, Workers: httpapi.WorkersInfo{Idle: 1, Busy: 2}},
 			{Shard: 1, Master: httpapi.MasterInfo{Error: "unavailable: the master did not answer in time"}},
 		},
+		Throttlers: []httpapi.ThrottlerInfo{
+			{JobType: "square", Address: "10.0.0.2:2551", Member: "b2"},
+			{JobType: "fetch", Error: "node: looking up the throttler of \"fetch\": context deadline exceeded"},
+		},
 	}
 	out := statusTable(info)
 	for _, want := range []string{
 		"SHARD\tMASTER\tEPOCH\tPENDING\tIN PROGRESS\tDONE\tWORKERS\n",
 		"0\t10.0.0.1:2551\t3\t5\t2\t7\t3\n",
 		"1\tNOT REACHABLE: unavailable: the master did not answer in time\t",
+		"RATE-LIMITED TYPE\tTHROTTLER\n",
+		"square\trunning at 10.0.0.2:2551 (member b2)\n",
+		"fetch\tNOT FOUND: node: looking up the throttler of \"fetch\": context deadline exceeded\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status table lacks %q:\n%s", want, out)
 		}
 	}
-	if out := statusTable(&httpapi.StatusInfo{Master: info.Master}); strings.Contains(out, "SHARD") {
-		t.Errorf("one shard shows a shard table:\n%s", out)
+	if out := statusTable(&httpapi.StatusInfo{Master: info.Master}); strings.Contains(out, "SHARD") || strings.Contains(out, "THROTTLER") {
+		t.Errorf("one shard without rate limits shows a shard or throttler table:\n%s", out)
 	}
 }
