@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -58,6 +59,9 @@ type ActorBackend struct {
 	members    MembersFunc
 	throttlers ThrottlersFunc // nil: none reported
 }
+
+// throttlerLookupTimeout bounds how long GET /status looks for throttlers.
+const throttlerLookupTimeout = time.Second
 
 // ThrottlersFunc says where each cluster-wide rate limit's throttler runs,
 // for /status (in a cluster: node.ClusterNode.Throttlers).
@@ -163,14 +167,23 @@ func (b *ActorBackend) Status(ctx context.Context) (*StatusInfo, error) {
 		info.Members = []Member{}
 	}
 	if b.throttlers != nil {
-		info.Throttlers = b.throttlers(ctx)
-		for i := range info.Throttlers {
-			for _, m := range info.Members {
-				if m.Address != "" && m.Address == info.Throttlers[i].Address {
-					info.Throttlers[i].Member = m.ID
+		// Alongside the masters' answers, and for at most a second: a
+		// throttler on a node that just died is not found until the
+		// membership says so, and the masters' state matters more.
+		found := make(chan []ThrottlerInfo, 1)
+		tctx, cancel := context.WithTimeout(ctx, throttlerLookupTimeout)
+		defer cancel()
+		go func() { found <- b.throttlers(tctx) }()
+		defer func() {
+			info.Throttlers = <-found
+			for i := range info.Throttlers {
+				for _, m := range info.Members {
+					if m.Address != "" && m.Address == info.Throttlers[i].Address {
+						info.Throttlers[i].Member = m.ID
+					}
 				}
 			}
-		}
+		}()
 	}
 	if b.client.Shards() > 1 {
 		b.shardStatus(ctx, info)
