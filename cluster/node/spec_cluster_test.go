@@ -4,7 +4,6 @@ package node_test
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,17 +77,7 @@ func TestClusterDistributedWorkerSpec(t *testing.T) {
 
 	// The flaky worker, on the worker node's route over every shard.
 	var calls atomic.Int32
-	flakyReg := worker.NewRegistry()
-	require.NoError(t, flakyReg.Register("square", func(_ context.Context, p []byte) ([]byte, error) {
-		if calls.Add(1) == 3 {
-			panic("flaky executor")
-		}
-		var v int64
-		if err := json.Unmarshal(p, &v); err != nil {
-			return nil, err
-		}
-		return json.Marshal(v * v)
-	}))
+	flakyReg := flakySquareRegistry(t, &calls)
 	var (
 		diedOnce    atomic.Bool
 		flakyMu     sync.Mutex

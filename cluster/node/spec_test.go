@@ -45,6 +45,24 @@ func startLocal(t *testing.T, opts ...node.LocalOption) *node.Local {
 	return n
 }
 
+// flakySquareRegistry is the spec's flaky executor: square, except that
+// the 3rd call (counted in calls) panics.
+func flakySquareRegistry(t *testing.T, calls *atomic.Int32) *worker.Registry {
+	t.Helper()
+	reg := worker.NewRegistry()
+	require.NoError(t, reg.Register("square", func(_ context.Context, p []byte) ([]byte, error) {
+		if calls.Add(1) == 3 {
+			panic("flaky executor")
+		}
+		var v int64
+		if err := json.Unmarshal(p, &v); err != nil {
+			return nil, err
+		}
+		return json.Marshal(v * v)
+	}))
+	return reg
+}
+
 // TestDistributedWorkerSpec is the Akka sample's DistributedWorkerSpec in
 // one process: three good workers and a flaky one whose executor fails on
 // its 3rd job and whose worker dies on its 5th; work 1 warms up, then 2..100
@@ -67,17 +85,7 @@ func TestDistributedWorkerSpec(t *testing.T) {
 
 	// The flaky worker.
 	var calls atomic.Int32
-	flakyReg := worker.NewRegistry()
-	require.NoError(t, flakyReg.Register("square", func(ctx context.Context, p []byte) ([]byte, error) {
-		if calls.Add(1) == 3 {
-			panic("flaky executor")
-		}
-		var v int64
-		if err := json.Unmarshal(p, &v); err != nil {
-			return nil, err
-		}
-		return json.Marshal(v * v)
-	}))
+	flakyReg := flakySquareRegistry(t, &calls)
 	var diedOnce atomic.Bool
 	flakyProps, err := worker.Props(route.Fixed(n.Master()), flakyReg,
 		worker.WithRegisterInterval(time.Second),
