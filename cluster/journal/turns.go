@@ -26,8 +26,8 @@ import (
 // side file (the journal's path + "-writers") until it is in. After each
 // commit the writer tests that lock: while anyone waits, it pauses for
 // yieldPause before its next transaction, longer than a waiter's longest
-// pause, so the waiter gets its turn. A writer alone pays one non-blocking
-// lock call per commit. The side file holds no data; the kernel drops a
+// pause, so the waiter gets its turn. A writer alone pays two non-blocking
+// lock calls per commit. The side file holds no data; the kernel drops a
 // dead process's lock with it, so a killed waiter delays nobody.
 
 const (
