@@ -709,6 +709,153 @@ func (x *WorkIsDone) GetResult() []byte {
 	return nil
 }
 
+// WorkIsDoneBatch reports several results of one worker at once (those
+// that completed while the worker was busy with other messages); each is
+// re-sent until acknowledged, as a WorkIsDone is.
+type WorkIsDoneBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Done          []*WorkIsDone          `protobuf:"bytes,2,rep,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkIsDoneBatch) Reset() {
+	*x = WorkIsDoneBatch{}
+	mi := &file_work_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkIsDoneBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkIsDoneBatch) ProtoMessage() {}
+
+func (x *WorkIsDoneBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkIsDoneBatch.ProtoReflect.Descriptor instead.
+func (*WorkIsDoneBatch) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *WorkIsDoneBatch) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkIsDoneBatch) GetDone() []*WorkIsDone {
+	if x != nil {
+		return x.Done
+	}
+	return nil
+}
+
+// AckBatch acknowledges the results of a WorkIsDoneBatch, once they are
+// durable: one Ack per work id.
+type AckBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkIds       []string               `protobuf:"bytes,1,rep,name=work_ids,json=workIds,proto3" json:"work_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckBatch) Reset() {
+	*x = AckBatch{}
+	mi := &file_work_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckBatch) ProtoMessage() {}
+
+func (x *AckBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckBatch.ProtoReflect.Descriptor instead.
+func (*AckBatch) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AckBatch) GetWorkIds() []string {
+	if x != nil {
+		return x.WorkIds
+	}
+	return nil
+}
+
+// WorkBundle carries several works handed out to one worker for one
+// request, in order; the worker takes each as if it came as a Work.
+type WorkBundle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Works         []*Work                `protobuf:"bytes,1,rep,name=works,proto3" json:"works,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkBundle) Reset() {
+	*x = WorkBundle{}
+	mi := &file_work_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkBundle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkBundle) ProtoMessage() {}
+
+func (x *WorkBundle) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkBundle.ProtoReflect.Descriptor instead.
+func (*WorkBundle) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *WorkBundle) GetWorks() []*Work {
+	if x != nil {
+		return x.Works
+	}
+	return nil
+}
+
 // WorkFailed reports that the executor failed (error or panic).
 type WorkFailed struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -729,7 +876,7 @@ type WorkFailed struct {
 
 func (x *WorkFailed) Reset() {
 	*x = WorkFailed{}
-	mi := &file_work_proto_msgTypes[8]
+	mi := &file_work_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +888,7 @@ func (x *WorkFailed) String() string {
 func (*WorkFailed) ProtoMessage() {}
 
 func (x *WorkFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[8]
+	mi := &file_work_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +901,7 @@ func (x *WorkFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkFailed.ProtoReflect.Descriptor instead.
 func (*WorkFailed) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{8}
+	return file_work_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkFailed) GetWorkerId() string {
@@ -810,7 +957,7 @@ type WorkResult struct {
 
 func (x *WorkResult) Reset() {
 	*x = WorkResult{}
-	mi := &file_work_proto_msgTypes[9]
+	mi := &file_work_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +969,7 @@ func (x *WorkResult) String() string {
 func (*WorkResult) ProtoMessage() {}
 
 func (x *WorkResult) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[9]
+	mi := &file_work_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +982,7 @@ func (x *WorkResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResult.ProtoReflect.Descriptor instead.
 func (*WorkResult) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{9}
+	return file_work_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkResult) GetWorkId() string {
@@ -885,7 +1032,7 @@ type DetachWaiter struct {
 
 func (x *DetachWaiter) Reset() {
 	*x = DetachWaiter{}
-	mi := &file_work_proto_msgTypes[10]
+	mi := &file_work_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +1044,7 @@ func (x *DetachWaiter) String() string {
 func (*DetachWaiter) ProtoMessage() {}
 
 func (x *DetachWaiter) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[10]
+	mi := &file_work_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1057,7 @@ func (x *DetachWaiter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetachWaiter.ProtoReflect.Descriptor instead.
 func (*DetachWaiter) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{10}
+	return file_work_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DetachWaiter) GetWorkId() string {
@@ -935,7 +1082,7 @@ type ReadResults struct {
 
 func (x *ReadResults) Reset() {
 	*x = ReadResults{}
-	mi := &file_work_proto_msgTypes[11]
+	mi := &file_work_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1094,7 @@ func (x *ReadResults) String() string {
 func (*ReadResults) ProtoMessage() {}
 
 func (x *ReadResults) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[11]
+	mi := &file_work_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1107,7 @@ func (x *ReadResults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResults.ProtoReflect.Descriptor instead.
 func (*ReadResults) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{11}
+	return file_work_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadResults) GetAfterSeq() int64 {
@@ -1002,7 +1149,7 @@ type FeedEntry struct {
 
 func (x *FeedEntry) Reset() {
 	*x = FeedEntry{}
-	mi := &file_work_proto_msgTypes[12]
+	mi := &file_work_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1161,7 @@ func (x *FeedEntry) String() string {
 func (*FeedEntry) ProtoMessage() {}
 
 func (x *FeedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[12]
+	mi := &file_work_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1174,7 @@ func (x *FeedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedEntry.ProtoReflect.Descriptor instead.
 func (*FeedEntry) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{12}
+	return file_work_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FeedEntry) GetSeq() int64 {
@@ -1102,7 +1249,7 @@ type ResultsPage struct {
 
 func (x *ResultsPage) Reset() {
 	*x = ResultsPage{}
-	mi := &file_work_proto_msgTypes[13]
+	mi := &file_work_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1261,7 @@ func (x *ResultsPage) String() string {
 func (*ResultsPage) ProtoMessage() {}
 
 func (x *ResultsPage) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[13]
+	mi := &file_work_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1274,7 @@ func (x *ResultsPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultsPage.ProtoReflect.Descriptor instead.
 func (*ResultsPage) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{13}
+	return file_work_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResultsPage) GetEntries() []*FeedEntry {
@@ -1182,7 +1329,7 @@ type GetWorkStatus struct {
 
 func (x *GetWorkStatus) Reset() {
 	*x = GetWorkStatus{}
-	mi := &file_work_proto_msgTypes[14]
+	mi := &file_work_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1341,7 @@ func (x *GetWorkStatus) String() string {
 func (*GetWorkStatus) ProtoMessage() {}
 
 func (x *GetWorkStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[14]
+	mi := &file_work_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1354,7 @@ func (x *GetWorkStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkStatus.ProtoReflect.Descriptor instead.
 func (*GetWorkStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{14}
+	return file_work_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetWorkStatus) GetWorkId() string {
@@ -1235,7 +1382,7 @@ type WorkStatusReply struct {
 
 func (x *WorkStatusReply) Reset() {
 	*x = WorkStatusReply{}
-	mi := &file_work_proto_msgTypes[15]
+	mi := &file_work_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1394,7 @@ func (x *WorkStatusReply) String() string {
 func (*WorkStatusReply) ProtoMessage() {}
 
 func (x *WorkStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[15]
+	mi := &file_work_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1407,7 @@ func (x *WorkStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkStatusReply.ProtoReflect.Descriptor instead.
 func (*WorkStatusReply) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{15}
+	return file_work_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WorkStatusReply) GetWorkId() string {
@@ -1330,7 +1477,7 @@ type WorkHistoryEvent struct {
 
 func (x *WorkHistoryEvent) Reset() {
 	*x = WorkHistoryEvent{}
-	mi := &file_work_proto_msgTypes[16]
+	mi := &file_work_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1489,7 @@ func (x *WorkHistoryEvent) String() string {
 func (*WorkHistoryEvent) ProtoMessage() {}
 
 func (x *WorkHistoryEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[16]
+	mi := &file_work_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1502,7 @@ func (x *WorkHistoryEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkHistoryEvent.ProtoReflect.Descriptor instead.
 func (*WorkHistoryEvent) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{16}
+	return file_work_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WorkHistoryEvent) GetKind() WorkHistoryKind {
@@ -1402,7 +1549,7 @@ type GetMasterStatus struct {
 
 func (x *GetMasterStatus) Reset() {
 	*x = GetMasterStatus{}
-	mi := &file_work_proto_msgTypes[17]
+	mi := &file_work_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1561,7 @@ func (x *GetMasterStatus) String() string {
 func (*GetMasterStatus) ProtoMessage() {}
 
 func (x *GetMasterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[17]
+	mi := &file_work_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1574,7 @@ func (x *GetMasterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterStatus.ProtoReflect.Descriptor instead.
 func (*GetMasterStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{17}
+	return file_work_proto_rawDescGZIP(), []int{20}
 }
 
 // MasterStatus answers GetMasterStatus.
@@ -1451,7 +1598,7 @@ type MasterStatus struct {
 
 func (x *MasterStatus) Reset() {
 	*x = MasterStatus{}
-	mi := &file_work_proto_msgTypes[18]
+	mi := &file_work_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1610,7 @@ func (x *MasterStatus) String() string {
 func (*MasterStatus) ProtoMessage() {}
 
 func (x *MasterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_work_proto_msgTypes[18]
+	mi := &file_work_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1623,7 @@ func (x *MasterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterStatus.ProtoReflect.Descriptor instead.
 func (*MasterStatus) Descriptor() ([]byte, []int) {
-	return file_work_proto_rawDescGZIP(), []int{18}
+	return file_work_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MasterStatus) GetPending() int64 {
@@ -1587,7 +1734,15 @@ const file_work_proto_rawDesc = "" +
 	"WorkIsDone\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x16\n" +
-	"\x06result\x18\x03 \x01(\fR\x06result\"\x94\x01\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\"`\n" +
+	"\x0fWorkIsDoneBatch\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x120\n" +
+	"\x04done\x18\x02 \x03(\v2\x1c.foreman.messages.WorkIsDoneR\x04done\"%\n" +
+	"\bAckBatch\x12\x19\n" +
+	"\bwork_ids\x18\x01 \x03(\tR\aworkIds\":\n" +
+	"\n" +
+	"WorkBundle\x12,\n" +
+	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\"\x94\x01\n" +
 	"\n" +
 	"WorkFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
@@ -1697,7 +1852,7 @@ func file_work_proto_rawDescGZIP() []byte {
 }
 
 var file_work_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_work_proto_goTypes = []any{
 	(RejectCode)(0),            // 0: foreman.messages.RejectCode
 	(WorkStatus)(0),            // 1: foreman.messages.WorkStatus
@@ -1710,35 +1865,40 @@ var file_work_proto_goTypes = []any{
 	(*WorkerRequestsWork)(nil), // 8: foreman.messages.WorkerRequestsWork
 	(*WorkIsReady)(nil),        // 9: foreman.messages.WorkIsReady
 	(*WorkIsDone)(nil),         // 10: foreman.messages.WorkIsDone
-	(*WorkFailed)(nil),         // 11: foreman.messages.WorkFailed
-	(*WorkResult)(nil),         // 12: foreman.messages.WorkResult
-	(*DetachWaiter)(nil),       // 13: foreman.messages.DetachWaiter
-	(*ReadResults)(nil),        // 14: foreman.messages.ReadResults
-	(*FeedEntry)(nil),          // 15: foreman.messages.FeedEntry
-	(*ResultsPage)(nil),        // 16: foreman.messages.ResultsPage
-	(*GetWorkStatus)(nil),      // 17: foreman.messages.GetWorkStatus
-	(*WorkStatusReply)(nil),    // 18: foreman.messages.WorkStatusReply
-	(*WorkHistoryEvent)(nil),   // 19: foreman.messages.WorkHistoryEvent
-	(*GetMasterStatus)(nil),    // 20: foreman.messages.GetMasterStatus
-	(*MasterStatus)(nil),       // 21: foreman.messages.MasterStatus
-	(*actor.PID)(nil),          // 22: actor.PID
+	(*WorkIsDoneBatch)(nil),    // 11: foreman.messages.WorkIsDoneBatch
+	(*AckBatch)(nil),           // 12: foreman.messages.AckBatch
+	(*WorkBundle)(nil),         // 13: foreman.messages.WorkBundle
+	(*WorkFailed)(nil),         // 14: foreman.messages.WorkFailed
+	(*WorkResult)(nil),         // 15: foreman.messages.WorkResult
+	(*DetachWaiter)(nil),       // 16: foreman.messages.DetachWaiter
+	(*ReadResults)(nil),        // 17: foreman.messages.ReadResults
+	(*FeedEntry)(nil),          // 18: foreman.messages.FeedEntry
+	(*ResultsPage)(nil),        // 19: foreman.messages.ResultsPage
+	(*GetWorkStatus)(nil),      // 20: foreman.messages.GetWorkStatus
+	(*WorkStatusReply)(nil),    // 21: foreman.messages.WorkStatusReply
+	(*WorkHistoryEvent)(nil),   // 22: foreman.messages.WorkHistoryEvent
+	(*GetMasterStatus)(nil),    // 23: foreman.messages.GetMasterStatus
+	(*MasterStatus)(nil),       // 24: foreman.messages.MasterStatus
+	(*actor.PID)(nil),          // 25: actor.PID
 }
 var file_work_proto_depIdxs = []int32{
-	22, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
+	25, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
 	0,  // 1: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
-	22, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
-	22, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
-	1,  // 4: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
-	1,  // 5: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
-	15, // 6: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
-	1,  // 7: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
-	19, // 8: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
-	2,  // 9: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	25, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
+	25, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
+	10, // 4: foreman.messages.WorkIsDoneBatch.done:type_name -> foreman.messages.WorkIsDone
+	3,  // 5: foreman.messages.WorkBundle.works:type_name -> foreman.messages.Work
+	1,  // 6: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
+	1,  // 7: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
+	18, // 8: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
+	1,  // 9: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
+	22, // 10: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
+	2,  // 11: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_work_proto_init() }
@@ -1752,7 +1912,7 @@ func file_work_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_work_proto_rawDesc), len(file_work_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   19,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -73,6 +73,8 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onRequestsWork(c, msg)
 	case *messages.WorkIsDone:
 		a.onWorkIsDone(c, msg)
+	case *messages.WorkIsDoneBatch:
+		a.onWorkIsDoneBatch(c, msg)
 	case *messages.WorkFailed:
 		a.onWorkFailed(c, msg)
 	case *messages.DeregisterWorker:
@@ -444,12 +446,22 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 	if len(p.events) > 0 {
 		a.journal(p.events, nil)
 	}
-	for _, out := range p.works {
-		if a.cfg.awaitStarted {
-			a.rt.Reply(w.pid, out)
-		} else {
-			c.Request(w.pid, out)
-		}
+	var out proto.Message
+	switch len(p.works) {
+	case 0:
+	case 1:
+		out = p.works[0]
+	default:
+		// One message for the hand-out of one request: under load a
+		// worker asks for several jobs at once.
+		out = &messages.WorkBundle{Works: p.works}
+	}
+	switch {
+	case out == nil:
+	case a.cfg.awaitStarted:
+		a.rt.Reply(w.pid, out)
+	default:
+		c.Request(w.pid, out)
 	}
 	a.workers.setWanting(w, p.short)
 	if !p.wakeAt.IsZero() {
@@ -458,31 +470,72 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 }
 
 func (a *masterActor) onWorkIsDone(c actor.Context, m *messages.WorkIsDone) {
-	to := c.Sender()
-	w := a.workers.get(m.GetWorkerId())
-	now := a.clock.Now()
-	if w != nil {
+	to, now := a.resultSender(c, m.GetWorkerId())
+	if !a.rt.Recovered() {
+		return // the worker re-sends until acknowledged
+	}
+	if ev := a.completion(m, now); ev != nil {
+		a.persist(ev, nil)
+	}
+	a.rt.Reply(to, &messages.Ack{WorkId: m.GetWorkId()})
+}
+
+// onWorkIsDoneBatch records several results in one journal write and
+// acknowledges them together once they are durable.
+func (a *masterActor) onWorkIsDoneBatch(c actor.Context, m *messages.WorkIsDoneBatch) {
+	to, now := a.resultSender(c, m.GetWorkerId())
+	if !a.rt.Recovered() {
+		return // the worker re-sends until acknowledged
+	}
+	var events []proto.Message
+	ids := make([]string, 0, len(m.GetDone()))
+	for _, d := range m.GetDone() {
+		if d.GetWorkerId() == "" {
+			d.WorkerId = m.GetWorkerId() // the batch names it once
+		}
+		if ev := a.completion(d, now); ev != nil {
+			if err := a.state.Apply(ev); err != nil {
+				panic(err) // a WorkCompleted of a known, unfinished work applies
+			}
+			events = append(events, ev)
+		}
+		ids = append(ids, d.GetWorkId())
+	}
+	if len(events) > 0 {
+		a.journal(events, nil)
+	}
+	a.rt.Reply(to, &messages.AckBatch{WorkIds: ids})
+}
+
+// resultSender notes that the worker reporting a result is alive and
+// returns where its Ack goes: the sender, or the worker's registered PID.
+func (a *masterActor) resultSender(c actor.Context, workerID string) (*actor.PID, time.Time) {
+	to, now := c.Sender(), a.clock.Now()
+	if w := a.workers.get(workerID); w != nil {
 		w.lastSeen = now
 		if to == nil {
 			to = w.pid
 		}
 	}
-	if !a.rt.Recovered() {
-		return // the worker re-sends until acknowledged
-	}
+	return to, now
+}
+
+// completion returns the WorkCompleted that a reported result makes, or
+// nil when there is nothing to record: the work is done already (the
+// previous Ack was lost) or unknown (forgotten after the retention, or
+// never durably accepted; the result has no one to go to). Either way the
+// worker is acknowledged, so it stops re-sending.
+func (a *masterActor) completion(m *messages.WorkIsDone, now time.Time) *messages.WorkCompleted {
 	work := a.state.Work(m.GetWorkId())
 	switch {
 	case work == nil:
-		// Forgotten after the retention, or never durably accepted: the
-		// result has no one to go to; acknowledge so the worker stops.
 		a.log.Debug("done reported for an unknown work", "work_id", m.GetWorkId(), "worker_id", m.GetWorkerId())
+		return nil
 	case a.state.IsDone(m.GetWorkId()):
-		// Idempotent: the previous Ack was lost.
-	default:
-		a.persist(&messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(),
-			AtUnixNano: now.UnixNano(), JobType: work.GetJobType()}, nil)
+		return nil
 	}
-	a.rt.Reply(to, &messages.Ack{WorkId: m.GetWorkId()})
+	return &messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(),
+		AtUnixNano: now.UnixNano(), JobType: work.GetJobType()}
 }
 
 func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {

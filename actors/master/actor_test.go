@@ -117,6 +117,8 @@ func (b *bundle) requestWork(t *testing.T, p *testkit.Probe, id string, n int) [
 		switch m := p.FishForMessage(testkit.Timeout(), func(any) bool { return true }).(type) {
 		case *messages.Work:
 			works = append(works, m)
+		case *messages.WorkBundle:
+			works = append(works, m.GetWorks()...)
 		case *messages.MasterStatus:
 			return works
 		}
@@ -264,6 +266,59 @@ func TestMaster(t *testing.T) {
 		// A done id submitted again is acked and not run again.
 		b.submit(t, "a")
 		require.Equal(t, int64(1), b.status(t).GetPending())
+	})
+
+	t.Run("HandsOutABundleAndTakesResultsInABatch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.register(t, b.worker, "w1")
+		for _, id := range []string{"a", "b", "c", "d"} {
+			b.submit(t, id)
+		}
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		// Three asked, three ready: one message, in order.
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 3})
+		bun := testkit.ExpectMsgType[*messages.WorkBundle](b.worker, testkit.Timeout())
+		ids := func(ws []*messages.Work) (out []string) {
+			for _, w := range ws {
+				out = append(out, w.GetWorkId())
+			}
+			return out
+		}
+		require.Equal(t, []string{"a", "b", "c"}, ids(bun.GetWorks()))
+		require.Equal(t, int32(1), bun.GetWorks()[0].GetAttempt())
+		// One asked: a plain Work, as before bundles.
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.ExpectMsg(&messages.Work{WorkId: "d", JobType: "square", Payload: []byte("d"), Attempt: 1}, testkit.Timeout())
+
+		// A batch of results: a repeated one and one of an unknown work are
+		// acknowledged too (the worker stops re-sending them) and recorded
+		// once; the batch names the worker once.
+		b.worker.Send(b.master, &messages.WorkIsDoneBatch{WorkerId: "w1", Done: []*messages.WorkIsDone{
+			{WorkId: "a", Result: []byte("aa")},
+			{WorkId: "b", Result: []byte("bb")},
+			{WorkId: "a", Result: []byte("aa")},
+			{WorkId: "zz", Result: []byte("?")},
+		}})
+		b.worker.ExpectMsg(&messages.AckBatch{WorkIds: []string{"a", "b", "a", "zz"}}, testkit.Timeout())
+		b.results.ExpectMsg(&messages.WorkResult{WorkId: "a", JobType: "square", Result: []byte("aa")}, testkit.Timeout())
+		b.results.ExpectMsg(&messages.WorkResult{WorkId: "b", JobType: "square", Result: []byte("bb")}, testkit.Timeout())
+		b.results.ExpectNoMsg(50 * time.Millisecond)
+		for id, res := range map[string]string{"a": "aa", "b": "bb"} {
+			ws := b.workStatus(t, id)
+			require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, ws.GetStatus(), id)
+			require.Equal(t, []byte(res), ws.GetResult(), id)
+		}
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_RUNNING, b.workStatus(t, "c").GetStatus())
+		st := b.status(t)
+		require.Equal(t, int64(2), st.GetDone())
+		require.Equal(t, int64(2), st.GetInProgress())
+
+		// Recorded, not just answered: a new activation reads them back.
+		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())
+		b.master = b.start(t)
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, b.workStatus(t, "b").GetStatus())
+		require.Equal(t, []byte("bb"), b.workStatus(t, "b").GetResult())
 	})
 
 	t.Run("FailedWorkBacksOffThenDies", func(t *testing.T) {

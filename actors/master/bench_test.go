@@ -90,10 +90,21 @@ func (w *benchWorker) Receive(c actor.Context) {
 		w.ask(c)
 	case *messages.Work:
 		c.Request(w.master, &messages.WorkIsDone{WorkerId: w.id, WorkId: m.GetWorkId(), Result: m.GetPayload()})
-		w.awaiting--
-		if w.awaiting <= 0 {
-			w.ask(c)
+		w.served(c, 1)
+	case *messages.WorkBundle:
+		done := make([]*messages.WorkIsDone, len(m.GetWorks()))
+		for i, work := range m.GetWorks() {
+			done[i] = &messages.WorkIsDone{WorkId: work.GetWorkId(), Result: work.GetPayload()}
 		}
+		c.Request(w.master, &messages.WorkIsDoneBatch{WorkerId: w.id, Done: done})
+		w.served(c, len(done))
+	}
+}
+
+func (w *benchWorker) served(c actor.Context, n int) {
+	w.awaiting -= n
+	if w.awaiting <= 0 {
+		w.ask(c)
 	}
 }
 

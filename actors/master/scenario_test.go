@@ -48,27 +48,36 @@ func (w *scenarioWorker) Receive(c actor.Context) {
 		if !w.dead {
 			c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2})
 		}
+	case *messages.WorkBundle:
+		for _, work := range msg.GetWorks() {
+			w.run(c, m, work)
+		}
 	case *messages.Work:
-		if w.dead {
-			return
-		}
-		w.jobs++
-		switch w.jobs {
-		case w.dieOn:
-			w.dead = true
-			return
-		case w.failOn:
-			c.Request(m, &messages.WorkFailed{WorkerId: w.id, WorkId: msg.GetWorkId(), Error: "flaky executor"})
-		default:
-			n, _ := strconv.Atoi(string(msg.GetPayload()))
-			res := []byte(strconv.Itoa(n * n))
-			w.unacked[msg.GetWorkId()] = res
-			c.Request(m, &messages.WorkIsDone{WorkerId: w.id, WorkId: msg.GetWorkId(), Result: res})
-		}
-		c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 1})
+		w.run(c, m, msg)
 	case *messages.Ack:
 		delete(w.unacked, msg.GetWorkId())
 	}
+}
+
+// run takes one handed-out work, as a Work or within a WorkBundle.
+func (w *scenarioWorker) run(c actor.Context, m *actor.PID, msg *messages.Work) {
+	if w.dead {
+		return
+	}
+	w.jobs++
+	switch w.jobs {
+	case w.dieOn:
+		w.dead = true
+		return
+	case w.failOn:
+		c.Request(m, &messages.WorkFailed{WorkerId: w.id, WorkId: msg.GetWorkId(), Error: "flaky executor"})
+	default:
+		n, _ := strconv.Atoi(string(msg.GetPayload()))
+		res := []byte(strconv.Itoa(n * n))
+		w.unacked[msg.GetWorkId()] = res
+		c.Request(m, &messages.WorkIsDone{WorkerId: w.id, WorkId: msg.GetWorkId(), Result: res})
+	}
+	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 1})
 }
 
 func (w *scenarioWorker) tick(c actor.Context, m *actor.PID) {

@@ -73,6 +73,15 @@ func BenchmarkWorkerGates(b *testing.B) {
 					if completed++; completed == b.N {
 						close(done)
 					}
+				case *messages.WorkIsDoneBatch:
+					ids := make([]string, len(m.GetDone()))
+					for i, d := range m.GetDone() {
+						ids[i] = d.GetWorkId()
+					}
+					c.Respond(&messages.AckBatch{WorkIds: ids})
+					if completed += len(ids); completed == b.N {
+						close(done)
+					}
 				}
 			}))
 			props, err := worker.Props(route.Fixed(master), reg, opts...)

@@ -19,7 +19,9 @@
 //	master -> worker  WorkIsReady          the worker asks for work if it has a free slot
 //	worker -> master  WorkerRequestsWork   capacity = free slots of its window
 //	master -> worker  Work                 run in a WorkExecutor child
+//	master -> worker  WorkBundle           the works of one request, when more than one
 //	worker -> master  WorkIsDone           re-sent every 5 s until the master's Ack
+//	worker -> master  WorkIsDoneBatch      results that finished together; AckBatch
 //	worker -> master  WorkFailed           the job returned an error or panicked,
 //	                                       its type is unknown, or its deadline passed
 //	worker -> master  DeregisterWorker     when the worker stops
@@ -28,7 +30,12 @@
 // Every message to the master carries the worker as sender, so the master's
 // Ack reaches it. The worker keeps pulling while earlier results wait for
 // their Acks (bounded by WithMaxUnacked), so a master that makes completions
-// durable in batches is not waited on per job.
+// durable in batches is not waited on per job. Results that complete while
+// the worker handles other messages leave together: a result queues a flush
+// message behind those already in the mailbox, and the flush sends what has
+// gathered (one WorkIsDone, or a WorkIsDoneBatch) and then one request for
+// the freed slots. A busy worker so sends a message or two per batch of jobs
+// instead of two per job, and an idle one waits for no timer.
 //
 // # States
 //

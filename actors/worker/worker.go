@@ -55,9 +55,12 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 // Timer messages and piped results (all sent to the worker itself).
 type (
 	registerTick struct{}
-	resendTick   struct{ workID string }
-	drainCheck   struct{}
-	resolved     struct {
+	// flushTick sends the results gathered since it was queued (see
+	// onResult); one is queued at a time.
+	flushTick  struct{}
+	resendTick struct{ workID string }
+	drainCheck struct{}
+	resolved   struct {
 		shard int
 		pid   *actor.PID
 		err   error
@@ -96,6 +99,13 @@ type workerActor struct {
 
 	registerTimer clock.Timer
 	resendTimers  map[string]clock.Timer
+
+	// doneOut holds the results completed since the last flush, by
+	// shard; flushing says whether a flushTick is queued, and askAfter
+	// whether the flush also asks for work.
+	doneOut  [][]*messages.WorkIsDone
+	flushing bool
+	askAfter bool
 
 	// The gates (gate.go): gates[i] is where slot i's work is.
 	gates         []gate
@@ -182,6 +192,20 @@ func (w *workerActor) Receive(c actor.Context) {
 	case *messages.Ack:
 		w.onAck(m.GetWorkId())
 		w.checkDrained(c)
+	case *messages.AckBatch:
+		for _, id := range m.GetWorkIds() {
+			w.onAck(id)
+		}
+		w.checkDrained(c)
+	case *messages.WorkBundle:
+		if ws := m.GetWorks(); len(ws) > 0 {
+			w.conns[w.shardOf(ws[0].GetWorkId())].ready = true // see Work
+		}
+		for _, m := range m.GetWorks() {
+			w.onWork(m)
+		}
+	case *flushTick:
+		w.flush()
 	case *resendTick:
 		w.onResend(m.workID)
 	case *interestAnswer:
@@ -219,6 +243,7 @@ func (w *workerActor) start(c actor.Context) {
 	for k := range w.master.Shards() {
 		w.conns = append(w.conns, &masterConn{route: w.master.Shard(k), ready: true})
 	}
+	w.doneOut = make([][]*messages.WorkIsDone, len(w.conns))
 	for i := range w.execs {
 		pid := c.Spawn(executorProps(i, w.reg))
 		w.execs[i] = pid
@@ -431,7 +456,7 @@ func (w *workerActor) onResult(m *execResult) {
 		w.endGate(m.slot, !errors.Is(m.err, ErrCallerGone))
 		w.fail(failed, m.err)
 		w.startNext(m.slot, next)
-		w.maybeRequest()
+		w.requestAfterFlush()
 		return
 	}
 	next, ok := w.st.complete(m.slot, m.workID, m.result)
@@ -440,10 +465,50 @@ func (w *workerActor) onResult(m *execResult) {
 	}
 	w.endGate(m.slot, true)
 	w.log.Debug("Work is complete", "work_id", m.workID, "result", string(m.result))
-	w.tell(&messages.WorkIsDone{WorkerId: w.id, WorkId: m.workID, Result: m.result})
+	k := w.shardOf(m.workID)
+	w.doneOut[k] = append(w.doneOut[k], &messages.WorkIsDone{WorkId: m.workID, Result: m.result})
 	w.armResend(m.workID)
 	w.startNext(m.slot, next)
-	w.maybeRequest()
+	w.requestAfterFlush()
+}
+
+// requestAfterFlush queues a flushTick, which reports the results gathered
+// until it is handled and then asks for work. A flushTick goes behind the
+// messages already in the mailbox, so the results of executors that
+// finished together leave in one WorkIsDoneBatch with one request for
+// their slots, instead of a WorkIsDone and a request each; when the worker
+// is not busy the flush follows at once.
+func (w *workerActor) requestAfterFlush() {
+	w.askAfter = true
+	if !w.flushing {
+		w.flushing = true
+		w.sys.Root.Send(w.self, &flushTick{})
+	}
+}
+
+// flush sends each shard's gathered results (a WorkIsDone for one, a
+// WorkIsDoneBatch for more) and asks for work if a result freed a slot.
+func (w *workerActor) flush() {
+	w.flushing = false
+	if w.stopped {
+		return // shutdown re-sent every unacknowledged result
+	}
+	for k, done := range w.doneOut {
+		switch len(done) {
+		case 0:
+			continue
+		case 1:
+			done[0].WorkerId = w.id
+			w.tellTo(k, done[0])
+		default:
+			w.tellTo(k, &messages.WorkIsDoneBatch{WorkerId: w.id, Done: done})
+		}
+		w.doneOut[k] = nil
+	}
+	if w.askAfter {
+		w.askAfter = false
+		w.maybeRequest()
+	}
 }
 
 func (w *workerActor) startNext(slot int, next *messages.Work) {

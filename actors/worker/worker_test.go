@@ -236,12 +236,112 @@ func TestWorker(t *testing.T) {
 			case *messages.WorkIsDone:
 				done[m.GetWorkId()] = true
 				b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
+			case *messages.WorkIsDoneBatch: // results that finished together
+				var ids []string
+				for _, d := range m.GetDone() {
+					done[d.GetWorkId()] = true
+					ids = append(ids, d.GetWorkId())
+				}
+				b.master.Reply(&messages.AckBatch{WorkIds: ids})
 			case *messages.WorkerRequestsWork:
 				require.LessOrEqual(t, m.GetCapacity(), int32(3))
 			default:
 				t.Fatalf("unexpected %T", m)
 			}
 		}
+	})
+
+	t.Run("ResultsFinishedTogetherGoInOneBatch", func(t *testing.T) {
+		t.Parallel()
+		// The fourth Work's hook holds the worker's goroutine until the
+		// three running jobs have returned and their executors have
+		// reported: their results then wait in the mailbox together.
+		var (
+			b       *testBundle
+			holding = make(chan struct{})
+		)
+		hold := worker.WithOnWork(func(seq int, _ *messages.Work) {
+			if seq == 4 {
+				close(b.release)
+				<-holding
+			}
+		})
+		pid, bb := setup(t, worker.WithWindow(4), worker.WithResendInterval(5*time.Second), worker.WithRegisterInterval(time.Hour), hold)
+		b = bb
+		for _, id := range []string{"a", "b", "c"} {
+			b.master.Send(pid, work(id, "block", id))
+		}
+		for range 3 {
+			startedWithin(b, testkit.Timeout())
+		}
+		b.master.Send(pid, work("d", "echo", "d"))
+		time.Sleep(200 * time.Millisecond) // the executors' reports reach the mailbox
+		close(holding)
+
+		var batch *messages.WorkIsDoneBatch
+		got := map[string]string{}
+		for len(got) < 4 {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkIsDoneBatch:
+				if batch == nil {
+					batch = m
+				}
+				for _, d := range m.GetDone() {
+					got[d.GetWorkId()] = string(d.GetResult())
+				}
+				require.True(t, pid.Equal(b.master.LastSender()), "sent by the worker, so the AckBatch finds it")
+			case *messages.WorkIsDone:
+				got[m.GetWorkId()] = string(m.GetResult())
+			case *messages.WorkerRequestsWork:
+			default:
+				t.Fatalf("unexpected %T", m)
+			}
+		}
+		require.Equal(t, map[string]string{"a": "a", "b": "b", "c": "c", "d": "d"}, got)
+		require.NotNil(t, batch, "results that finished together are reported in one message")
+		require.Equal(t, "w1", batch.GetWorkerId())
+		var first []string
+		for _, d := range batch.GetDone() {
+			first = append(first, d.GetWorkId())
+		}
+		require.Subset(t, first, []string{"a", "b", "c"})
+
+		// One AckBatch acknowledges them all: nothing is re-sent.
+		b.master.Send(pid, &messages.AckBatch{WorkIds: []string{"a", "b", "c", "d"}})
+		require.Eventually(t, func() bool { return b.clk.Pending() == 1 }, testkit.Timeout(), time.Millisecond,
+			"the four resend timers are disarmed: only the register timer is left")
+		b.clk.Advance(5 * time.Second)
+		for {
+			env, ok := b.master.ReceiveOne(50 * time.Millisecond)
+			if !ok {
+				break
+			}
+			_, asks := env.Message.(*messages.WorkerRequestsWork)
+			require.True(t, asks, "re-sent after the AckBatch: %T", env.Message)
+		}
+	})
+
+	t.Run("WorkBundleRunsEachWork", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, worker.WithWindow(2), worker.WithRegisterInterval(time.Hour))
+		b.master.Send(pid, &messages.WorkBundle{Works: []*messages.Work{
+			work("x", "echo", "1"), work("y", "echo", "2"), work("z", "echo", "3"), // z waits for a slot
+		}})
+		got := map[string]string{}
+		for len(got) < 3 {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkIsDoneBatch:
+				for _, d := range m.GetDone() {
+					got[d.GetWorkId()] = string(d.GetResult())
+				}
+			case *messages.WorkIsDone:
+				got[m.GetWorkId()] = string(m.GetResult())
+			case *messages.WorkerRequestsWork:
+			default:
+				t.Fatalf("unexpected %T", m)
+			}
+		}
+		require.Equal(t, map[string]string{"x": "1", "y": "2", "z": "3"}, got)
 	})
 
 	t.Run("StopHandsRunningWorkBackAndCancelsTheJob", func(t *testing.T) {
