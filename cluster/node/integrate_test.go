@@ -157,6 +157,8 @@ func TestRateLimitedMasterHandsOutAtMostNPerPeriod(t *testing.T) {
 			switch msg := wrk.FishForMessage(testkit.Timeout(), func(any) bool { return true }).(type) {
 			case *messages.Work:
 				got = append(got, msg)
+			case *messages.WorkBundle:
+				got = append(got, msg.GetWorks()...)
 			case *messages.MasterStatus:
 				return got
 			}
