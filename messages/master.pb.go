@@ -141,6 +141,69 @@ func (x *WorkStarted) GetAtUnixNano() int64 {
 	return 0
 }
 
+// WorksStarted: several pending works handed to one worker at once, in
+// order: the same as a WorkStarted for each, in one journal record (a
+// master handing out k works for one request writes one row, not k).
+type WorksStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkIds       []string               `protobuf:"bytes,1,rep,name=work_ids,json=workIds,proto3" json:"work_ids,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,3,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorksStarted) Reset() {
+	*x = WorksStarted{}
+	mi := &file_master_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorksStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorksStarted) ProtoMessage() {}
+
+func (x *WorksStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorksStarted.ProtoReflect.Descriptor instead.
+func (*WorksStarted) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorksStarted) GetWorkIds() []string {
+	if x != nil {
+		return x.WorkIds
+	}
+	return nil
+}
+
+func (x *WorksStarted) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorksStarted) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
 // WorkCompleted: a worker reported the result; the work is done. Accepted
 // from any worker while the work is pending, running or dead (first result
 // wins).
@@ -157,7 +220,7 @@ type WorkCompleted struct {
 
 func (x *WorkCompleted) Reset() {
 	*x = WorkCompleted{}
-	mi := &file_master_proto_msgTypes[2]
+	mi := &file_master_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +232,7 @@ func (x *WorkCompleted) String() string {
 func (*WorkCompleted) ProtoMessage() {}
 
 func (x *WorkCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[2]
+	mi := &file_master_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +245,7 @@ func (x *WorkCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkCompleted.ProtoReflect.Descriptor instead.
 func (*WorkCompleted) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{2}
+	return file_master_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkCompleted) GetWorkId() string {
@@ -240,7 +303,7 @@ type WorkerFailed struct {
 
 func (x *WorkerFailed) Reset() {
 	*x = WorkerFailed{}
-	mi := &file_master_proto_msgTypes[3]
+	mi := &file_master_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -252,7 +315,7 @@ func (x *WorkerFailed) String() string {
 func (*WorkerFailed) ProtoMessage() {}
 
 func (x *WorkerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[3]
+	mi := &file_master_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -265,7 +328,7 @@ func (x *WorkerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerFailed.ProtoReflect.Descriptor instead.
 func (*WorkerFailed) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{3}
+	return file_master_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WorkerFailed) GetWorkId() string {
@@ -340,7 +403,7 @@ type WorkerTimedOut struct {
 
 func (x *WorkerTimedOut) Reset() {
 	*x = WorkerTimedOut{}
-	mi := &file_master_proto_msgTypes[4]
+	mi := &file_master_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +415,7 @@ func (x *WorkerTimedOut) String() string {
 func (*WorkerTimedOut) ProtoMessage() {}
 
 func (x *WorkerTimedOut) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[4]
+	mi := &file_master_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +428,7 @@ func (x *WorkerTimedOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTimedOut.ProtoReflect.Descriptor instead.
 func (*WorkerTimedOut) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{4}
+	return file_master_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkerTimedOut) GetWorkId() string {
@@ -424,7 +487,7 @@ type WorkExpired struct {
 
 func (x *WorkExpired) Reset() {
 	*x = WorkExpired{}
-	mi := &file_master_proto_msgTypes[5]
+	mi := &file_master_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +499,7 @@ func (x *WorkExpired) String() string {
 func (*WorkExpired) ProtoMessage() {}
 
 func (x *WorkExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[5]
+	mi := &file_master_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +512,7 @@ func (x *WorkExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkExpired.ProtoReflect.Descriptor instead.
 func (*WorkExpired) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{5}
+	return file_master_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WorkExpired) GetWorkId() string {
@@ -491,7 +554,7 @@ type WaiterDetached struct {
 
 func (x *WaiterDetached) Reset() {
 	*x = WaiterDetached{}
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -503,7 +566,7 @@ func (x *WaiterDetached) String() string {
 func (*WaiterDetached) ProtoMessage() {}
 
 func (x *WaiterDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -516,7 +579,7 @@ func (x *WaiterDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaiterDetached.ProtoReflect.Descriptor instead.
 func (*WaiterDetached) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{6}
+	return file_master_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WaiterDetached) GetWorkId() string {
@@ -538,7 +601,7 @@ type FinishedForgotten struct {
 
 func (x *FinishedForgotten) Reset() {
 	*x = FinishedForgotten{}
-	mi := &file_master_proto_msgTypes[7]
+	mi := &file_master_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +613,7 @@ func (x *FinishedForgotten) String() string {
 func (*FinishedForgotten) ProtoMessage() {}
 
 func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[7]
+	mi := &file_master_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +626,7 @@ func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishedForgotten.ProtoReflect.Descriptor instead.
 func (*FinishedForgotten) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{7}
+	return file_master_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FinishedForgotten) GetBeforeUnixNano() int64 {
@@ -584,7 +647,7 @@ type MasterRecovered struct {
 
 func (x *MasterRecovered) Reset() {
 	*x = MasterRecovered{}
-	mi := &file_master_proto_msgTypes[8]
+	mi := &file_master_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +659,7 @@ func (x *MasterRecovered) String() string {
 func (*MasterRecovered) ProtoMessage() {}
 
 func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[8]
+	mi := &file_master_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +672,7 @@ func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterRecovered.ProtoReflect.Descriptor instead.
 func (*MasterRecovered) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{8}
+	return file_master_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MasterRecovered) GetAtUnixNano() int64 {
@@ -645,7 +708,7 @@ type WorkEntry struct {
 
 func (x *WorkEntry) Reset() {
 	*x = WorkEntry{}
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +720,7 @@ func (x *WorkEntry) String() string {
 func (*WorkEntry) ProtoMessage() {}
 
 func (x *WorkEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +733,7 @@ func (x *WorkEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkEntry.ProtoReflect.Descriptor instead.
 func (*WorkEntry) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{9}
+	return file_master_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WorkEntry) GetWork() *Work {
@@ -764,7 +827,7 @@ type MasterSnapshot struct {
 
 func (x *MasterSnapshot) Reset() {
 	*x = MasterSnapshot{}
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +839,7 @@ func (x *MasterSnapshot) String() string {
 func (*MasterSnapshot) ProtoMessage() {}
 
 func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +852,7 @@ func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterSnapshot.ProtoReflect.Descriptor instead.
 func (*MasterSnapshot) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{10}
+	return file_master_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MasterSnapshot) GetEntries() []*WorkEntry {
@@ -825,6 +888,11 @@ const file_master_proto_rawDesc = "" +
 	"atUnixNano\"e\n" +
 	"\vWorkStarted\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12 \n" +
+	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
+	"atUnixNano\"h\n" +
+	"\fWorksStarted\x12\x19\n" +
+	"\bwork_ids\x18\x01 \x03(\tR\aworkIds\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12 \n" +
 	"\fat_unix_nano\x18\x03 \x01(\x03R\n" +
 	"atUnixNano\"\x9a\x01\n" +
@@ -898,29 +966,30 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_master_proto_goTypes = []any{
 	(*WorkAccepted)(nil),      // 0: foreman.messages.WorkAccepted
 	(*WorkStarted)(nil),       // 1: foreman.messages.WorkStarted
-	(*WorkCompleted)(nil),     // 2: foreman.messages.WorkCompleted
-	(*WorkerFailed)(nil),      // 3: foreman.messages.WorkerFailed
-	(*WorkerTimedOut)(nil),    // 4: foreman.messages.WorkerTimedOut
-	(*WorkExpired)(nil),       // 5: foreman.messages.WorkExpired
-	(*WaiterDetached)(nil),    // 6: foreman.messages.WaiterDetached
-	(*FinishedForgotten)(nil), // 7: foreman.messages.FinishedForgotten
-	(*MasterRecovered)(nil),   // 8: foreman.messages.MasterRecovered
-	(*WorkEntry)(nil),         // 9: foreman.messages.WorkEntry
-	(*MasterSnapshot)(nil),    // 10: foreman.messages.MasterSnapshot
-	(*Work)(nil),              // 11: foreman.messages.Work
-	(WorkStatus)(0),           // 12: foreman.messages.WorkStatus
-	(*WorkHistoryEvent)(nil),  // 13: foreman.messages.WorkHistoryEvent
+	(*WorksStarted)(nil),      // 2: foreman.messages.WorksStarted
+	(*WorkCompleted)(nil),     // 3: foreman.messages.WorkCompleted
+	(*WorkerFailed)(nil),      // 4: foreman.messages.WorkerFailed
+	(*WorkerTimedOut)(nil),    // 5: foreman.messages.WorkerTimedOut
+	(*WorkExpired)(nil),       // 6: foreman.messages.WorkExpired
+	(*WaiterDetached)(nil),    // 7: foreman.messages.WaiterDetached
+	(*FinishedForgotten)(nil), // 8: foreman.messages.FinishedForgotten
+	(*MasterRecovered)(nil),   // 9: foreman.messages.MasterRecovered
+	(*WorkEntry)(nil),         // 10: foreman.messages.WorkEntry
+	(*MasterSnapshot)(nil),    // 11: foreman.messages.MasterSnapshot
+	(*Work)(nil),              // 12: foreman.messages.Work
+	(WorkStatus)(0),           // 13: foreman.messages.WorkStatus
+	(*WorkHistoryEvent)(nil),  // 14: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
-	11, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
-	11, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
-	12, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
-	13, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
-	9,  // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
+	12, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
+	12, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
+	13, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
+	14, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
+	10, // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
 	5,  // [5:5] is the sub-list for method output_type
 	5,  // [5:5] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
@@ -940,7 +1009,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

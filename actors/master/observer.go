@@ -58,6 +58,7 @@ func (a *masterActor) observeDurable(events []proto.Message) func() {
 	if a.cfg.observer == nil {
 		return nil
 	}
+	events = expandStarts(events)
 	types := make([]string, len(events))
 	for i, ev := range events {
 		types[i] = a.jobTypeOf(ev)
@@ -67,6 +68,33 @@ func (a *masterActor) observeDurable(events []proto.Message) func() {
 			a.cfg.observer.Durable(a.cfg.stream, ev, types[i])
 		}
 	}
+}
+
+// expandStarts returns events with each WorksStarted replaced by the
+// WorkStarted of each of its works, so that an observer sees one hand-out
+// per work whatever the journal record; events itself when it has none.
+func expandStarts(events []proto.Message) []proto.Message {
+	n, found := len(events), false
+	for _, ev := range events {
+		if ws, ok := ev.(*messages.WorksStarted); ok {
+			n, found = n+len(ws.GetWorkIds())-1, true
+		}
+	}
+	if !found {
+		return events
+	}
+	out := make([]proto.Message, 0, n)
+	for _, ev := range events {
+		ws, ok := ev.(*messages.WorksStarted)
+		if !ok {
+			out = append(out, ev)
+			continue
+		}
+		for _, id := range ws.GetWorkIds() {
+			out = append(out, &messages.WorkStarted{WorkId: id, WorkerId: ws.GetWorkerId(), AtUnixNano: ws.GetAtUnixNano()})
+		}
+	}
+	return out
 }
 
 // jobTypeOf names the job type of ev's work, read when ev is written (a

@@ -22,6 +22,28 @@ type dispatchPlan struct {
 	short  bool             // fewer works than asked: the worker still wants work
 }
 
+// start applies the hand-out of work id to workerID and records it: in the
+// WorksStarted that the previous hand-out began or joined, so that the
+// consecutive hand-outs of one request are one journal record; a lone one
+// stays a WorkStarted.
+func (p *dispatchPlan) start(s *WorkState, id, workerID string, at int64) {
+	ev := &messages.WorkStarted{WorkId: id, WorkerId: workerID, AtUnixNano: at}
+	if err := s.Apply(ev); err != nil {
+		panic(err) // a WorkStarted always applies
+	}
+	if n := len(p.events); n > 0 {
+		switch last := p.events[n-1].(type) {
+		case *messages.WorksStarted:
+			last.WorkIds = append(last.WorkIds, id)
+			return
+		case *messages.WorkStarted:
+			p.events[n-1] = &messages.WorksStarted{WorkIds: []string{last.GetWorkId(), id}, WorkerId: workerID, AtUnixNano: at}
+			return
+		}
+	}
+	p.events = append(p.events, ev)
+}
+
 // planDispatch picks up to n ready works for worker workerID among the job
 // types accepts allows, honouring the per-type limiters: expired work is
 // made dead (WorkExpired), a throttled type is skipped until its limiter
@@ -62,7 +84,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 				continue
 			}
 		}
-		apply(&messages.WorkStarted{WorkId: work.GetWorkId(), WorkerId: workerID, AtUnixNano: now.UnixNano()})
+		p.start(s, work.GetWorkId(), workerID, now.UnixNano())
 		p.works = append(p.works, messages.HandedOutWork(work, s.Attempts(work.GetWorkId())))
 	}
 	p.short = len(p.works) < n

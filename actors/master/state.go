@@ -147,7 +147,11 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	case *messages.WorkAccepted:
 		s.applyAccepted(ev)
 	case *messages.WorkStarted:
-		s.applyStarted(ev)
+		s.applyStarted(ev.GetWorkId(), ev.GetWorkerId(), ev.GetAtUnixNano())
+	case *messages.WorksStarted:
+		for _, id := range ev.GetWorkIds() {
+			s.applyStarted(id, ev.GetWorkerId(), ev.GetAtUnixNano())
+		}
 	case *messages.WorkCompleted:
 		s.applyCompleted(ev)
 	case *messages.WorkerFailed:
@@ -255,16 +259,16 @@ func (s *WorkState) unqueue(e *entry) {
 	s.counts.Pending--
 }
 
-func (s *WorkState) applyStarted(ev *messages.WorkStarted) {
-	e, ok := s.entries[ev.GetWorkId()]
+func (s *WorkState) applyStarted(id, workerID string, at int64) {
+	e, ok := s.entries[id]
 	if !ok || !e.pending() {
 		return
 	}
 	s.unqueue(e)
 	e.status = statusRunning
 	e.attempts++
-	e.workerID = ev.GetWorkerId()
-	e.startedAt = ev.GetAtUnixNano()
+	e.workerID = workerID
+	e.startedAt = at
 	e.record(histEvent{kind: histStarted, at: e.startedAt, attempt: e.attempts, worker: e.workerID})
 	s.addRunning(e)
 }

@@ -34,10 +34,12 @@ func genEvents(data []byte) []proto.Message {
 		case 0, 1:
 			w := &messages.Work{WorkId: id, JobType: types[arg%2], Payload: []byte{byte(arg)}}
 			emit(&messages.WorkAccepted{Work: w, AtUnixNano: now.UnixNano()})
-		case 2, 3:
+		case 2:
 			if w := s.NextReady(now, nil); w != nil {
 				emit(&messages.WorkStarted{WorkId: w.GetWorkId(), WorkerId: worker, AtUnixNano: now.UnixNano()})
 			}
+		case 3: // a request for several: one WorksStarted (planDispatch applies it)
+			evs = append(evs, planDispatch(s, nil, nil, worker, 1+arg%4, now).events...)
 		case 4:
 			if r := s.InProgress(); len(r) > 0 {
 				x := r[arg%len(r)]

@@ -369,3 +369,44 @@ func TestRestoreRejectsBadSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// A request for several works is journaled as one WorksStarted (one record
+// instead of one per work), which replays to the state the dispatch made;
+// expired work between hand-outs keeps its own record, in order.
+func TestDispatchJournalsOneWorksStarted(t *testing.T) {
+	t.Parallel()
+	expiring := accepted("x", "sq", 0)
+	expiring.Work.DeadlineUnixNano = at(time.Second)
+	evs := []proto.Message{accepted("a", "sq", 0), accepted("b", "sq", 0), expiring, accepted("c", "sq", 0), accepted("d", "sq", 0)}
+	live := build(t, evs...)
+	now := t0.Add(2 * time.Second)
+
+	p := planDispatch(live, nil, nil, "k1", 3, now)
+	require.Len(t, p.works, 3)
+	require.Equal(t, []proto.Message{
+		&messages.WorksStarted{WorkIds: []string{"a", "b"}, WorkerId: "k1", AtUnixNano: now.UnixNano()},
+		&messages.WorkExpired{WorkId: "x", AtUnixNano: now.UnixNano(), JobType: "sq", Reason: "deadline of the submitter passed before the work was started"},
+		&messages.WorkStarted{WorkId: "c", WorkerId: "k1", AtUnixNano: now.UnixNano()},
+	}, p.events)
+	one := planDispatch(live, nil, nil, "k2", 1, now)
+	require.Equal(t, []proto.Message{started("d", "k2", 2*time.Second)}, one.events, "a lone hand-out stays a WorkStarted")
+
+	replayed := build(t, append(evs, append(p.events, one.events...)...)...)
+	require.True(t, proto.Equal(live.Snapshot(), replayed.Snapshot()), "replay differs from the dispatch")
+	require.Equal(t, []Running{{WorkID: "a", WorkerID: "k1"}, {WorkID: "b", WorkerID: "k1"}, {WorkID: "c", WorkerID: "k1"}, {WorkID: "d", WorkerID: "k2"}},
+		replayed.InProgress())
+	require.Equal(t, int32(1), replayed.Attempts("b"))
+	require.Equal(t, messages.WorkStatus_WORK_STATUS_DEAD, replayed.Status("x").GetStatus())
+}
+
+// An observer is told one WorkStarted per work, whatever the record.
+func TestExpandStartsForTheObserver(t *testing.T) {
+	t.Parallel()
+	plain := []proto.Message{started("a", "k", 0), completed("a", "k", "r", time.Second)}
+	require.Equal(t, plain, expandStarts(plain), "nothing to expand: the same events")
+	got := expandStarts([]proto.Message{
+		&messages.WorksStarted{WorkIds: []string{"b", "c"}, WorkerId: "k", AtUnixNano: at(0)},
+		completed("a", "k", "r", time.Second),
+	})
+	require.Equal(t, []proto.Message{started("b", "k", 0), started("c", "k", 0), completed("a", "k", "r", time.Second)}, got)
+}

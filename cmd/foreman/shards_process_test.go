@@ -401,7 +401,8 @@ func waitDone(ctx context.Context, t *testing.T, g *procGroup, api *httpapi.Clie
 }
 
 // journalStarts reads every shard's stream of the journal at path and
-// returns the times of its WorkStarted events (every hand-out to a worker),
+// returns the times of its WorkStarted events and of each work of its
+// WorksStarted events (every hand-out to a worker),
 // sorted. The streams must be whole: a snapshot would have deleted the
 // events before it.
 func journalStarts(ctx context.Context, t *testing.T, path string) []time.Time {
@@ -416,8 +417,13 @@ func journalStarts(ctx context.Context, t *testing.T, path string) []time.Time {
 		require.NoError(t, err)
 		require.False(t, snapped, "stream %s has a snapshot, so its first events are gone: the test needs fewer events than master.DefaultSnapshotEvery (%d) per shard", stream, master.DefaultSnapshotEvery)
 		require.NoError(t, j.Load(ctx, stream, 1, func(ev persistence.Event) error {
-			if s, ok := ev.Msg.(*messages.WorkStarted); ok {
+			switch s := ev.Msg.(type) {
+			case *messages.WorkStarted:
 				starts = append(starts, time.Unix(0, s.GetAtUnixNano()))
+			case *messages.WorksStarted: // several hand-outs in one record
+				for range s.GetWorkIds() {
+					starts = append(starts, time.Unix(0, s.GetAtUnixNano()))
+				}
 			}
 			return nil
 		}))
