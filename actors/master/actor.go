@@ -17,6 +17,8 @@ import (
 type (
 	cleanupTick struct{ gen int64 }
 	wakeTick    struct{ gen int64 }
+	// startsTick writes the held hand-out records (WithStartedHold).
+	startsTick struct{}
 )
 
 type masterActor struct {
@@ -43,6 +45,12 @@ type masterActor struct {
 	wakeTimer    clock.Timer
 	wakeAt       time.Time
 
+	// heldStarts are hand-out records (WorkStarted, WorksStarted) applied
+	// to the state and not yet journaled: the next journal write carries
+	// them, or a startsTick after the hold (WithStartedHold).
+	heldStarts  []proto.Message
+	startsArmed bool
+
 	// feed wakes the result feed's readers (feed.go); shared with their
 	// goroutines, created with the actor.
 	feed *feedHub
@@ -52,6 +60,9 @@ type masterActor struct {
 func (a *masterActor) Receive(c actor.Context) {
 	if a.rt.Handle(c) {
 		return
+	}
+	if len(a.heldStarts) > 0 && a.rt.Recovered() && showsState(c.Message()) {
+		a.journal(nil, nil) // what an answer shows must be durable first
 	}
 	switch msg := c.Message().(type) {
 	case *actor.Started:
@@ -94,6 +105,13 @@ func (a *masterActor) Receive(c actor.Context) {
 	case *cleanupTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
 			a.onCleanup(c)
+		}
+	case *startsTick:
+		// Whatever activation armed it: held records are written within
+		// a hold of being made.
+		a.startsArmed = false
+		if len(a.heldStarts) > 0 && a.rt.Recovered() {
+			a.journal(nil, nil)
 		}
 	case *wakeTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
@@ -206,6 +224,13 @@ type outcome struct {
 // they finished its outcome (WorkResult with the final status), publishes
 // completed results and wakes the result feed's readers.
 func (a *masterActor) journal(events []proto.Message, then func()) {
+	if len(a.heldStarts) > 0 {
+		events = append(a.heldStarts, events...) // applied first: written first
+		a.heldStarts = nil
+	}
+	if len(events) == 0 {
+		return
+	}
 	observed := a.observeDurable(events)
 	var (
 		outs    []outcome
@@ -253,6 +278,45 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 		}
 		a.feed.advance(seq, true)
 	})
+}
+
+// holdStarts keeps hand-out records for the next journal write, and makes
+// sure one happens within the hold.
+func (a *masterActor) holdStarts(events []proto.Message) {
+	a.heldStarts = append(a.heldStarts, events...)
+	if !a.startsArmed {
+		// Wall-clock time, not the injected clock: the hold only groups
+		// writes; no decision depends on it.
+		a.startsArmed = true
+		root, self, tick := a.root, a.self, &startsTick{}
+		time.AfterFunc(a.cfg.startedHold, func() { root.Send(self, tick) })
+	}
+}
+
+// onlyStarts reports whether events are all hand-out records.
+func onlyStarts(events []proto.Message) bool {
+	for _, ev := range events {
+		switch ev.(type) {
+		case *messages.WorkStarted, *messages.WorksStarted:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// showsState reports whether the answer to msg shows the master's state
+// (status, lists, results), so that held hand-out records must be durable
+// first. Submissions, results and requests for work do not: their answers
+// say only what their own events made durable.
+func showsState(msg any) bool {
+	switch msg.(type) {
+	case *messages.Work, *messages.WorkBatch, *messages.WorkIsDone, *messages.WorkIsDoneBatch,
+		*messages.WorkerRequestsWork, *messages.RegisterWorker, *startsTick,
+		*actor.Stopping, *actor.Stopped, *actor.Restarting: // stopping: held records are lost, as in a crash
+		return false
+	}
+	return true
 }
 
 // finishingID returns the work id of an event that may finish a work.
@@ -443,7 +507,11 @@ func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequests
 // WorkStarted only means the work runs again.
 func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.Time) {
 	p := planDispatch(a.state, a.cfg.limiters, w.accepts, w.id, n, now)
-	if len(p.events) > 0 {
+	switch {
+	case len(p.events) == 0:
+	case a.cfg.startedHold > 0 && !a.cfg.awaitStarted && onlyStarts(p.events):
+		a.holdStarts(p.events)
+	default:
 		a.journal(p.events, nil)
 	}
 	var out proto.Message

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,6 +268,64 @@ func TestMaster(t *testing.T) {
 		// A done id submitted again is acked and not run again.
 		b.submit(t, "a")
 		require.Equal(t, int64(1), b.status(t).GetPending())
+	})
+
+	t.Run("HandOutRecordsRideWithTheNextWrite", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithStartedHold(time.Hour)) // no tick in the test: only writes and answers flush
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.submit(t, "b")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		kinds := func() (out []string) {
+			for _, ev := range events(t, b.j) {
+				switch ev := ev.(type) {
+				case *messages.WorkAccepted:
+					out = append(out, "accepted "+ev.GetWork().GetWorkId())
+				case *messages.WorkStarted:
+					out = append(out, "started "+ev.GetWorkId())
+				case *messages.WorkCompleted:
+					out = append(out, "completed "+ev.GetWorkId())
+				default:
+					out = append(out, fmt.Sprintf("%T", ev))
+				}
+			}
+			return out
+		}
+		base := kinds() // the recovery marker and the two acceptances
+
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.ExpectMsg(&messages.Work{WorkId: "a", JobType: "square", Payload: []byte("a"), Attempt: 1}, testkit.Timeout())
+		require.Equal(t, base, kinds(), "the hand-out is held, not written")
+
+		// The completion carries it, in order: one write.
+		b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("aa")})
+		b.worker.ExpectMsg(&messages.Ack{WorkId: "a"}, testkit.Timeout())
+		require.Equal(t, append(slices.Clone(base), "started a", "completed a"), kinds())
+
+		// An answer that shows the state writes what it shows first.
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_RUNNING, b.workStatus(t, "b").GetStatus())
+		require.Equal(t, append(slices.Clone(base), "started a", "completed a", "started b"), kinds())
+	})
+
+	t.Run("HeldHandOutIsWrittenWithinTheHold", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithStartedHold(5*time.Millisecond))
+		b.register(t, b.worker, "w1")
+		b.submit(t, "a")
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
+		require.Eventually(t, func() bool {
+			for _, ev := range events(t, b.j) {
+				if st, ok := ev.(*messages.WorkStarted); ok && st.GetWorkId() == "a" {
+					return true
+				}
+			}
+			return false
+		}, testkit.Timeout(), time.Millisecond, "the hand-out of an idle master is written after the hold")
 	})
 
 	t.Run("HandsOutABundleAndTakesResultsInABatch", func(t *testing.T) {
@@ -654,6 +714,7 @@ func TestPropsRejectsBadOptions(t *testing.T) {
 		{name: "ShardOfOne", opt: master.WithShard(0, 1)},
 		{name: "ShardBeyondN", opt: master.WithShard(4, 4)},
 		{name: "NegativeShard", opt: master.WithShard(-1, 4)},
+		{name: "StartedHold", opt: master.WithStartedHold(-time.Millisecond)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,6 +94,7 @@ type config struct {
 	limiters        map[string]DispatchLimiter
 	journalTimeout  time.Duration
 	awaitStarted    bool
+	startedHold     time.Duration // 0: journal hand-outs at once
 	fenceCheck      time.Duration // 0: off
 	recoveryStash   int           // submissions held while recovering
 	leaseTTL        time.Duration // 0: off
@@ -120,12 +121,16 @@ func defaultConfig() config {
 		fenceCheck:      DefaultFenceCheck,
 		leaseTTL:        DefaultLeaseTTL,
 		recoveryStash:   DefaultRecoveryStash,
+		startedHold:     DefaultStartedHold,
 	}
 }
 
 func (c *config) validate() error {
 	if c.shards != 0 && (c.shards < 2 || c.shard < 0 || c.shard >= c.shards) {
 		return fmt.Errorf("%w: shard %d of %d: need 2 or more shards and 0 <= shard < shards", ErrInvalidOption, c.shard, c.shards)
+	}
+	if c.startedHold < 0 {
+		return fmt.Errorf("%w: started hold %v must not be negative (0 journals each hand-out at once; default %v)", ErrInvalidOption, c.startedHold, DefaultStartedHold)
 	}
 	switch {
 	case c.stream == "":
@@ -260,6 +265,22 @@ func WithJournalTimeout(d time.Duration) Option { return func(c *config) { c.jou
 // hand out at once, since recovery returns in-progress work to pending and a
 // lost WorkStarted only means the work runs again; see BENCH.md).
 func WithAwaitStarted(await bool) Option { return func(c *config) { c.awaitStarted = await } }
+
+// DefaultStartedHold is how long the master holds the journal records of
+// its hand-outs for a later write to carry them (WithStartedHold).
+const DefaultStartedHold = time.Millisecond
+
+// WithStartedHold lets the master hold the WorkStarted records of its
+// hand-outs for up to d (wall-clock time) so that they go to the journal
+// with its next write, typically the completion of the same short job:
+// one commit, one fsync, where there were two, one after the other, on a
+// lightly loaded master. Held records are written before any answer that
+// shows the state (status, lists) and before anything else the master
+// journals, in order. Not with WithAwaitStarted, which waits for them.
+// A crash loses what was held, which, like any WorkStarted that was not
+// durable yet, means only that the work runs again. Default
+// DefaultStartedHold; 0 journals each hand-out at once.
+func WithStartedHold(d time.Duration) Option { return func(c *config) { c.startedHold = d } }
 
 // WithFenceCheck sets how often the master reads the journal for an event
 // it did not write, which means a newer activation took over: it then stops

@@ -48,6 +48,7 @@ func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
 // and persistence.RecoveryMarker.
 
 func (a *masterActor) Reset(snap *persistence.Snapshot) error {
+	a.heldStarts = nil // applied to the state being replaced, never written
 	if snap == nil {
 		a.state = NewWorkState()
 		return nil
