@@ -49,7 +49,13 @@
 // an append is being written share one group commit; the actor never waits
 // for an fsync. A Work is sent without waiting for its WorkStarted to be
 // durable (WithAwaitStarted changes that): recovery returns in-progress work
-// to pending, so a lost WorkStarted only means the work runs again. An append
+// to pending, so a lost WorkStarted only means the work runs again. The
+// hand-outs of one request are one record (WorksStarted), and the master
+// holds such records for up to a millisecond (WithStartedHold) so that the
+// next write carries them: a short job's start and completion then share one
+// commit instead of waiting for two fsyncs in turn. Answers that show the
+// state write what is held first. Results that a worker reports together
+// (WorkIsDoneBatch) are one write and one AckBatch. An append
 // fenced by a newer activation stops the master; any other append error
 // drops the unconfirmed state and re-reads the journal, as a restart would,
 // so nothing unconfirmed is ever acknowledged.
