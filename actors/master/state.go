@@ -127,6 +127,29 @@ type WorkState struct {
 	nextOrder     int64
 	acceptedTotal int64
 	counts        Counts
+	// shared holds one copy of each worker id (see share).
+	shared map[string]string
+}
+
+// maxShared bounds WorkState.shared; past it the table starts over.
+const maxShared = 4096
+
+// share returns v, or an equal string the state already holds. Every
+// history keeps the worker ids of its attempts, and each decoded event
+// brings its own copy of them: a million finished works kept two copies
+// each. Sharing changes no value, so replay stays exact.
+func (s *WorkState) share(v string) string {
+	if v == "" {
+		return ""
+	}
+	if x, ok := s.shared[v]; ok {
+		return x
+	}
+	if len(s.shared) >= maxShared {
+		clear(s.shared)
+	}
+	s.shared[v] = v
+	return v
 }
 
 // NewWorkState returns an empty state.
@@ -135,6 +158,7 @@ func NewWorkState() *WorkState {
 		entries:  make(map[string]*entry),
 		queues:   make(map[string]*queue),
 		byWorker: make(map[string]map[string]*entry),
+		shared:   make(map[string]string),
 	}
 }
 
@@ -263,7 +287,7 @@ func (s *WorkState) applyStarted(ev *messages.WorkStarted) {
 	s.unqueue(e)
 	e.status = statusRunning
 	e.attempts++
-	e.workerID = ev.GetWorkerId()
+	e.workerID = s.share(ev.GetWorkerId())
 	e.startedAt = ev.GetAtUnixNano()
 	e.record(histEvent{kind: histStarted, at: e.startedAt, attempt: e.attempts, worker: e.workerID})
 	s.addRunning(e)
@@ -310,6 +334,11 @@ func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 	e.status = status
 	e.finishedAt = at
 	e.readyAt, e.order = 0, 0
+	// Kept for the retention: no spare capacity (a history grows by
+	// doubling, a done one would carry a quarter of it unused).
+	if cap(e.history) > len(e.history) {
+		e.history = slices.Clone(e.history)
+	}
 	switch status {
 	case statusDone:
 		s.counts.Done++
@@ -331,7 +360,7 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		return
 	}
 	s.leave(e)
-	e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: ev.GetWorkerId()})
+	e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: s.share(ev.GetWorkerId())})
 	e.result = ev.GetResult()
 	s.finish(e, statusDone, ev.GetAtUnixNano())
 }
@@ -343,9 +372,10 @@ func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID,
 	if !ok || e.status != statusRunning || e.workerID != workerID {
 		return
 	}
+	worker := e.workerID // the shared copy of workerID
 	s.removeRunning(e)
 	e.lastError = reason
-	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: workerID, err: reason})
+	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: worker, err: reason})
 	switch end {
 	case statusDead:
 		e.record(histEvent{kind: histDead, at: at, attempt: e.attempts, err: reason})
@@ -596,14 +626,23 @@ func (s *WorkState) NextReadyAt(now time.Time) (at time.Time, ok bool) {
 	return time.Unix(0, best), true
 }
 
-// Snapshot returns the state as a MasterSnapshot. It shares the stored works
-// and results, which are never modified.
+// Snapshot returns the state as a MasterSnapshot, its entries packed into
+// chunks (see snapshot.go): finished works in finishing order, then the
+// others in arrival order, so the snapshot is deterministic.
 func (s *WorkState) Snapshot() *messages.MasterSnapshot {
-	snap := &messages.MasterSnapshot{
-		Entries:       make([]*messages.WorkEntry, 0, len(s.entries)),
+	var p packer
+	s.eachForSnapshot(p.add)
+	return &messages.MasterSnapshot{
+		Chunks:        p.done(),
+		ChunkEntries:  p.total,
 		NextOrder:     s.nextOrder,
 		AcceptedTotal: s.acceptedTotal,
 	}
+}
+
+// eachForSnapshot calls fn for every entry in snapshot order: the finished
+// ones in finishing order, then the others in arrival order.
+func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
 	// A work that finished, was re-submitted and finished again at the
 	// same instant has two live refs: it is listed once, at the first.
 	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead+s.counts.Cancelled)
@@ -611,11 +650,11 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
 			if _, dup := listed[ref.id]; !dup {
 				listed[ref.id] = struct{}{}
-				snap.Entries = append(snap.Entries, e.toProto())
+				fn(e)
 			}
 		}
 	}
-	var live []*entry
+	live := make([]*entry, 0, len(s.entries)-len(listed))
 	for _, e := range s.entries {
 		if !e.finished() {
 			live = append(live, e)
@@ -632,40 +671,26 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 		return strings.Compare(a.work.GetWorkId(), b.work.GetWorkId())
 	})
 	for _, e := range live {
-		snap.Entries = append(snap.Entries, e.toProto())
-	}
-	return snap
-}
-
-func (e *entry) toProto() *messages.WorkEntry {
-	return &messages.WorkEntry{
-		Work:               e.work,
-		Status:             e.status,
-		Attempts:           e.attempts,
-		LastError:          e.lastError,
-		Result:             e.result,
-		ReadyAtUnixNano:    e.readyAt,
-		Order:              e.order,
-		WorkerId:           e.workerID,
-		StartedAtUnixNano:  e.startedAt,
-		FinishedAtUnixNano: e.finishedAt,
-		History:            historyToProto(e.history),
+		fn(e)
 	}
 }
 
-// RestoreWorkState rebuilds a state from a snapshot.
+// RestoreWorkState rebuilds a state from a snapshot, packed (chunks) or
+// written as WorkEntry messages by an older master.
 func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 	s := NewWorkState()
+	if n := snap.GetChunkEntries(); n > 0 && n <= 1<<30 {
+		s.entries = make(map[string]*entry, n)
+	}
 	s.nextOrder = snap.GetNextOrder()
 	s.acceptedTotal = snap.GetAcceptedTotal()
+	if len(snap.GetChunks()) > 0 && len(snap.GetEntries()) > 0 {
+		return nil, fmt.Errorf("%w: both entries and chunks", ErrBadSnapshot)
+	}
+	if err := s.restoreChunks(snap.GetChunks()); err != nil {
+		return nil, err
+	}
 	for i, we := range snap.GetEntries() {
-		id := we.GetWork().GetWorkId()
-		if id == "" {
-			return nil, fmt.Errorf("%w: entry %d has no work id", ErrBadSnapshot, i)
-		}
-		if _, dup := s.entries[id]; dup {
-			return nil, fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
-		}
 		e := &entry{
 			work:       we.GetWork(),
 			status:     we.GetStatus(),
@@ -680,26 +705,41 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 			finishedAt: we.GetFinishedAtUnixNano(),
 			history:    historyFromProto(we.GetHistory()),
 		}
-		s.entries[id] = e
-		switch {
-		case e.pending():
-			s.push(e)
-		case e.status == statusRunning:
-			s.addRunning(e)
-		case e.status == statusDone:
-			s.counts.Done++
-			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
-		case e.status == statusDead:
-			s.counts.Dead++
-			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
-		case e.status == statusCancelled:
-			s.counts.Cancelled++
-			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
-		default:
-			return nil, fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
+		if err := s.restoreEntry(i, e); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// restoreEntry adds e, the i-th entry of a snapshot, to s.
+func (s *WorkState) restoreEntry(i int, e *entry) error {
+	id := e.work.GetWorkId()
+	if id == "" {
+		return fmt.Errorf("%w: entry %d has no work id", ErrBadSnapshot, i)
+	}
+	if _, dup := s.entries[id]; dup {
+		return fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
+	}
+	switch {
+	case e.pending():
+		s.push(e)
+	case e.status == statusRunning:
+		s.addRunning(e)
+	case e.status == statusDone:
+		s.counts.Done++
+	case e.status == statusDead:
+		s.counts.Dead++
+	case e.status == statusCancelled:
+		s.counts.Cancelled++
+	default:
+		return fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
+	}
+	if e.finished() {
+		s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
+	}
+	s.entries[id] = e
+	return nil
 }
 
 // Policy decides what happens to a work whose attempt failed or timed out.
