@@ -148,13 +148,13 @@ type Runtime struct {
 	inflight   []*batch // appended, not yet confirmed, in order
 	barrier    []deferred
 
-	sinceSnap    int // events since the last snapshot
-	pendingSnap  *Snapshot
-	pendingBig   bool // pendingSnap is big (WithBigSnapshotLease)
+	sinceSnap   int // events since the last snapshot
+	pendingSnap *Snapshot
+	pendingBig  bool // pendingSnap is big (WithBigSnapshotLease)
 	// flushedSinceTick: a batch was flushed since the last fence tick (the
 	// actor is not idle; see IdleSnapshotter).
 	flushedSinceTick bool
-	snapInFlight bool
+	snapInFlight     bool
 
 	retryTimer clock.Timer
 	retryDelay time.Duration
