@@ -16,10 +16,20 @@ import (
 // and to decode (a message per entry, per work and per history event, each
 // allocated and then dropped), and its transient copy weighed as much as the
 // state. The packed encoding writes each entry straight from the state into
-// a chunk of bytes and reads it straight back into an entry: no message per
-// entry on either side.
+// a chunk of bytes, and reads a chunk back with a handful of allocations:
+// one array of entries, one of works, one of history events, one string of
+// all work ids and one array of all payloads. An entry thus shares its
+// chunk's arrays with its neighbours, and they stay allocated until the
+// last of them is forgotten: never more memory than the restored chunk
+// took, and much less time and garbage collection than a million small
+// objects.
 //
-// A chunk is a format byte (packedFormat) followed by entries, each:
+// A chunk is a header, then entries. The header:
+//
+//	byte format (packedFormat)
+//	uvarint entries, uvarint id bytes, uvarint payload bytes, uvarint history events
+//
+// Each entry:
 //
 //	uvarint flags (flagWaiter)
 //	uvarint status
@@ -33,7 +43,8 @@ import (
 //	  uvarint kind, varint at, varint attempt, string worker, string error
 //
 // where string and bytes are a uvarint length and the bytes. Empty bytes
-// decode as nil, as they do from protobuf.
+// decode as nil, as they do from protobuf. The header's totals must match
+// the entries exactly.
 
 const (
 	// packedFormat is the first byte of every chunk; a reader rejects
@@ -51,28 +62,45 @@ var errPacked = errors.New("malformed packed entry")
 // packer appends entries to chunks.
 type packer struct {
 	chunks [][]byte
-	cur    []byte
-	n      int // entries in cur
-	total  int64
+	body   []byte // entries of the open chunk
+	// totals of the open chunk, for its header
+	n, idBytes, payloadBytes, hist int
+	total                          int64
 }
 
 func (p *packer) add(e *entry) {
-	if p.cur == nil {
-		p.cur = append(make([]byte, 0, 64*chunkEntries), packedFormat)
+	if p.body == nil {
+		p.body = make([]byte, 0, 64*chunkEntries)
 	}
-	p.cur = appendEntry(p.cur, e)
+	p.body = appendEntry(p.body, e)
 	p.n++
+	p.idBytes += len(e.work.GetWorkId())
+	p.payloadBytes += len(e.work.GetPayload())
+	p.hist += len(e.hist(new([3]histEvent)))
 	p.total++
 	if p.n == chunkEntries {
-		p.chunks = append(p.chunks, p.cur)
-		p.cur, p.n = nil, 0
+		p.close()
 	}
 }
 
+// close ends the open chunk: header, then its entries.
+func (p *packer) close() {
+	if p.body == nil {
+		return
+	}
+	c := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(p.body))
+	c = append(c, packedFormat)
+	for _, v := range []int{p.n, p.idBytes, p.payloadBytes, p.hist} {
+		c = binary.AppendUvarint(c, uint64(v))
+	}
+	p.chunks = append(p.chunks, append(c, p.body...))
+	p.body = p.body[:0]
+	p.n, p.idBytes, p.payloadBytes, p.hist = 0, 0, 0, 0
+}
+
 func (p *packer) done() [][]byte {
-	if p.cur != nil {
-		p.chunks = append(p.chunks, p.cur)
-		p.cur, p.n = nil, 0
+	if p.n > 0 {
+		p.close()
 	}
 	return p.chunks
 }
@@ -108,13 +136,16 @@ func appendEntry(b []byte, e *entry) []byte {
 	b = binary.AppendVarint(b, int64(e.attempts))
 	b = appendString(b, e.lastError)
 	b = appendBytes(b, e.result)
-	b = binary.AppendVarint(b, e.readyAt)
+	readyAt, startedAt, workerID := e.shown()
+	b = binary.AppendVarint(b, readyAt)
 	b = binary.AppendVarint(b, e.order)
-	b = appendString(b, e.workerID)
-	b = binary.AppendVarint(b, e.startedAt)
+	b = appendString(b, workerID)
+	b = binary.AppendVarint(b, startedAt)
 	b = binary.AppendVarint(b, e.finishedAt)
-	b = binary.AppendUvarint(b, uint64(len(e.history)))
-	for _, h := range e.history {
+	var buf [3]histEvent
+	history := e.hist(&buf)
+	b = binary.AppendUvarint(b, uint64(len(history)))
+	for _, h := range history {
 		b = binary.AppendUvarint(b, uint64(h.kind))
 		b = binary.AppendVarint(b, h.at)
 		b = binary.AppendVarint(b, int64(h.attempt))
@@ -124,12 +155,12 @@ func appendEntry(b []byte, e *entry) []byte {
 	return b
 }
 
-// unpacker reads entries from one chunk. The first error sticks: every
-// later read returns a zero value.
+// unpacker reads one chunk. The first error sticks: every later read
+// returns a zero value.
 type unpacker struct {
 	b      []byte
 	err    error
-	intern map[string]string // job types and worker ids, shared by all entries
+	intern map[string]string // job types and worker ids, shared by all chunks
 }
 
 func (u *unpacker) fail() {
@@ -159,6 +190,17 @@ func (u *unpacker) varint() int64 {
 	return v
 }
 
+// count reads a header total: at most the chunk's length, since every
+// counted thing takes at least a byte of it.
+func (u *unpacker) count() int {
+	v := u.uvarint()
+	if v > uint64(len(u.b)) {
+		u.fail()
+		return 0
+	}
+	return int(v)
+}
+
 func (u *unpacker) raw() []byte {
 	n := u.uvarint()
 	if n > uint64(len(u.b)) {
@@ -171,16 +213,6 @@ func (u *unpacker) raw() []byte {
 }
 
 func (u *unpacker) string() string { return string(u.raw()) }
-
-// bytes returns a copy (nil when empty), so the state never holds on to
-// the chunk.
-func (u *unpacker) bytes() []byte {
-	v := u.raw()
-	if len(v) == 0 {
-		return nil
-	}
-	return append([]byte(nil), v...)
-}
 
 // shared returns the string read, one copy per distinct value (job types
 // and worker ids repeat across a million entries).
@@ -197,60 +229,106 @@ func (u *unpacker) shared() string {
 	return s
 }
 
-func (u *unpacker) entry() *entry {
-	flags := u.uvarint()
-	status := messages.WorkStatus(u.uvarint())
-	w := &messages.Work{WorkId: u.string(), JobType: u.shared(), Payload: u.bytes()}
-	w.Attempt = int32(u.varint())
-	w.DeadlineUnixNano = u.varint()
-	if flags&flagWaiter != 0 {
-		w.Waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+// chunk decodes one chunk into entries that share its arrays (see the
+// format above).
+func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
+	if len(chunk) == 0 || chunk[0] != packedFormat {
+		return nil, fmt.Errorf("not in packed format %d (written by a newer master?)", packedFormat)
 	}
-	e := &entry{work: w, status: status, heapIdx: -1}
-	e.attempts = int32(u.varint())
-	e.lastError = u.string()
-	e.result = u.bytes()
-	e.readyAt = u.varint()
-	e.order = u.varint()
-	e.workerID = u.shared()
-	e.startedAt = u.varint()
-	e.finishedAt = u.varint()
-	if n := u.uvarint(); n > 0 && u.err == nil {
-		if n > uint64(len(u.b)) { // each event takes at least a byte
-			u.fail()
-			return nil
-		}
-		h := make([]histEvent, 0, min(n, historyCap))
-		for range n {
-			ev := histEvent{kind: messages.WorkHistoryKind(u.uvarint()), at: u.varint()}
-			ev.attempt = int32(u.varint())
-			ev.worker = u.shared()
-			ev.err = u.string()
-			h = appendHistory(h, ev)
-		}
-		e.history = h
-	}
+	u.b, u.err = chunk[1:], nil
+	n, idBytes, payloadBytes, histN := u.count(), u.count(), u.count(), u.count()
 	if u.err != nil {
-		return nil
+		return nil, fmt.Errorf("header: %w", u.err)
 	}
-	return e
+	entries := make([]entry, n)
+	works := make([]messages.Work, n)
+	ids := make([]byte, 0, idBytes)
+	idEnd := make([]int, n)
+	payloads := make([]byte, 0, payloadBytes)
+	hist := make([]histEvent, 0, histN)
+	for i := range entries {
+		e, w := &entries[i], &works[i]
+		flags := u.uvarint()
+		e.status = messages.WorkStatus(u.uvarint())
+		id := u.raw()
+		if len(ids)+len(id) > idBytes {
+			u.fail()
+		} else {
+			ids = append(ids, id...)
+			idEnd[i] = len(ids)
+		}
+		w.JobType = u.shared()
+		if p := u.raw(); len(p) > 0 {
+			if len(payloads)+len(p) > payloadBytes {
+				u.fail()
+			} else {
+				start := len(payloads)
+				payloads = append(payloads, p...)
+				w.Payload = payloads[start:len(payloads):len(payloads)]
+			}
+		}
+		w.Attempt = int32(u.varint())
+		w.DeadlineUnixNano = u.varint()
+		if flags&flagWaiter != 0 {
+			w.Waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+		}
+		e.work, e.heapIdx = w, -1
+		e.attempts = int32(u.varint())
+		e.lastError = u.string()
+		if r := u.raw(); len(r) > 0 {
+			e.result = append([]byte(nil), r...)
+		}
+		e.readyAt = u.varint()
+		e.order = u.varint()
+		e.workerID = u.shared()
+		e.startedAt = u.varint()
+		e.finishedAt = u.varint()
+		if k := u.uvarint(); k > 0 {
+			if k > uint64(histN-len(hist)) || k > historyCap {
+				u.fail()
+			}
+			start := len(hist)
+			for range k {
+				if u.err != nil {
+					break
+				}
+				ev := histEvent{kind: messages.WorkHistoryKind(u.uvarint()), at: u.varint()}
+				ev.attempt = int32(u.varint())
+				ev.worker = u.shared()
+				ev.err = u.string()
+				hist = append(hist, ev)
+			}
+			// Its own capacity: a later append reallocates rather than
+			// write over the next entry's history.
+			e.history = hist[start:len(hist):len(hist)]
+		}
+		if u.err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, u.err)
+		}
+	}
+	if len(u.b) > 0 || len(ids) != idBytes || len(payloads) != payloadBytes || len(hist) != histN {
+		return nil, fmt.Errorf("%w: the entries do not match the header", errPacked)
+	}
+	all := string(ids)
+	start := 0
+	for i := range works {
+		works[i].WorkId = all[start:idEnd[i]]
+		start = idEnd[i]
+	}
+	return entries, nil
 }
 
 // restoreChunks adds the entries of packed chunks to s.
 func (s *WorkState) restoreChunks(chunks [][]byte) error {
-	u := unpacker{intern: make(map[string]string)}
+	u := unpacker{intern: s.shared}
 	i := 0
 	for c, chunk := range chunks {
-		if len(chunk) == 0 || chunk[0] != packedFormat {
-			return fmt.Errorf("%w: chunk %d is not in packed format %d (written by a newer master?)", ErrBadSnapshot, c, packedFormat)
+		entries, err := u.chunk(chunk)
+		if err != nil {
+			return fmt.Errorf("%w: chunk %d: %w", ErrBadSnapshot, c, err)
 		}
-		u.b = chunk[1:]
-		for len(u.b) > 0 {
-			e := u.entry()
-			if e == nil {
-				return fmt.Errorf("%w: chunk %d entry %d: %w", ErrBadSnapshot, c, i, u.err)
-			}
-			if err := s.restoreEntry(i, e); err != nil {
+		for k := range entries {
+			if err := s.restoreEntry(i, &entries[k]); err != nil {
 				return err
 			}
 			i++

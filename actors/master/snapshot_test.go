@@ -22,18 +22,19 @@ func legacySnapshot(s *WorkState) *messages.MasterSnapshot {
 }
 
 func (e *entry) toProto() *messages.WorkEntry {
+	readyAt, startedAt, workerID := e.shown()
 	return &messages.WorkEntry{
 		Work:               e.work,
 		Status:             e.status,
 		Attempts:           e.attempts,
 		LastError:          e.lastError,
 		Result:             e.result,
-		ReadyAtUnixNano:    e.readyAt,
+		ReadyAtUnixNano:    readyAt,
 		Order:              e.order,
-		WorkerId:           e.workerID,
-		StartedAtUnixNano:  e.startedAt,
+		WorkerId:           workerID,
+		StartedAtUnixNano:  startedAt,
 		FinishedAtUnixNano: e.finishedAt,
-		History:            historyToProto(e.history),
+		History:            historyToProto(e.hist(new([3]histEvent))),
 	}
 }
 
@@ -172,4 +173,46 @@ func TestPackedSnapshot(t *testing.T) {
 		_, err := RestoreWorkState(&messages.MasterSnapshot{Chunks: [][]byte{good}, Entries: legacySnapshot(mixedState(t)).GetEntries()})
 		require.ErrorIs(t, err, ErrBadSnapshot)
 	})
+}
+
+// TestDoneWorkIsCompact: a work done in a plain run keeps no history nor
+// payload, and still answers status, listing and duplicate submissions as
+// before.
+func TestDoneWorkIsCompact(t *testing.T) {
+	t.Parallel()
+	s := NewWorkState()
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "square", Payload: []byte("7")}, AtUnixNano: at(1)}))
+	require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "a", WorkerId: "w1", AtUnixNano: at(2)}))
+	require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "a", WorkerId: "w1", Result: []byte("49"), AtUnixNano: at(3)}))
+
+	e := s.entries["a"]
+	require.True(t, e.plain)
+	require.Nil(t, e.history)
+	require.Nil(t, e.work.GetPayload())
+	want := &messages.WorkStatusReply{WorkId: "a", Status: statusDone, Result: []byte("49"), Attempts: 1, JobType: "square",
+		History: []*messages.WorkHistoryEvent{
+			{Kind: histAccepted, AtUnixNano: at(1)},
+			{Kind: histStarted, AtUnixNano: at(2), Attempt: 1, WorkerId: "w1"},
+			{Kind: histCompleted, AtUnixNano: at(3), Attempt: 1, WorkerId: "w1"},
+		}}
+	require.True(t, proto.Equal(want, s.Status("a")), "status: %v", s.Status("a"))
+	list := s.List(statusDone, 10)
+	require.Len(t, list.GetWorks(), 1)
+	require.True(t, proto.Equal(&messages.WorkSummary{WorkId: "a", JobType: "square", Status: statusDone, Attempts: 1, FinishedAtUnixNano: at(3)}, list.GetWorks()[0]))
+
+	// A duplicate is acknowledged and not queued again.
+	require.True(t, s.IsAccepted("a"))
+	require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "square"}, AtUnixNano: at(4)}))
+	require.Equal(t, Counts{Done: 1, AcceptedTotal: 1}, s.Counts())
+	require.True(t, proto.Equal(want, s.Status("a")))
+
+	// A work that needed a second attempt keeps its whole history.
+	require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "b", JobType: "square"}, AtUnixNano: at(5)}))
+	require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "b", WorkerId: "w1", AtUnixNano: at(6)}))
+	require.NoError(t, s.Apply(&messages.MasterRecovered{AtUnixNano: at(7)}))
+	require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "b", WorkerId: "w2", AtUnixNano: at(8)}))
+	require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "b", WorkerId: "w2", AtUnixNano: at(9)}))
+	require.False(t, s.entries["b"].plain)
+	require.Len(t, s.Status("b").GetHistory(), 5)
 }

@@ -37,12 +37,52 @@ type entry struct {
 	result     []byte
 	readyAt    int64 // pending: not handed out before (Unix ns)
 	order      int64 // pending: FIFO tie-breaker
-	heapIdx    int   // index in its queue, -1 when not queued
 	workerID   string
 	startedAt  int64
 	finishedAt int64
-	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
 	history    []histEvent // see history.go
+	heapIdx    int32       // index in its queue, -1 when not queued
+	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
+	// plain: done on its first attempt by the worker that started it, as
+	// most works are. Its history (accepted, started, completed) is not
+	// kept; readyAt, startedAt and workerID hold the three values it is
+	// made of instead (compact, hist, shown).
+	plain bool
+}
+
+// compact drops the history of a work done in a plain run (see plain):
+// a million done works kept 144 bytes of it each.
+func (e *entry) compact() {
+	h := e.history
+	if e.status != statusDone || len(h) != 3 ||
+		h[0] != (histEvent{kind: histAccepted, at: h[0].at}) ||
+		h[1] != (histEvent{kind: histStarted, at: h[1].at, attempt: 1, worker: h[1].worker}) ||
+		h[2] != (histEvent{kind: histCompleted, at: e.finishedAt, attempt: 1, worker: h[1].worker}) {
+		return
+	}
+	e.plain = true
+	e.readyAt, e.startedAt, e.workerID = h[0].at, h[1].at, h[1].worker
+	e.history = nil
+}
+
+// hist returns e's history; buf holds a plain one (see plain).
+func (e *entry) hist(buf *[3]histEvent) []histEvent {
+	if !e.plain {
+		return e.history
+	}
+	buf[0] = histEvent{kind: histAccepted, at: e.readyAt}
+	buf[1] = histEvent{kind: histStarted, at: e.startedAt, attempt: 1, worker: e.workerID}
+	buf[2] = histEvent{kind: histCompleted, at: e.finishedAt, attempt: 1, worker: e.workerID}
+	return buf[:]
+}
+
+// shown returns readyAt, startedAt and workerID as the state means them:
+// zero for a plain done work, whose fields hold its history instead.
+func (e *entry) shown() (readyAt, startedAt int64, workerID string) {
+	if e.plain {
+		return 0, 0, ""
+	}
+	return e.readyAt, e.startedAt, e.workerID
 }
 
 func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
@@ -65,12 +105,12 @@ func (q queue) Less(i, j int) bool {
 }
 func (q queue) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].heapIdx = i
-	q[j].heapIdx = j
+	q[i].heapIdx = int32(i)
+	q[j].heapIdx = int32(j)
 }
 func (q *queue) Push(x any) {
 	e := x.(*entry)
-	e.heapIdx = len(*q)
+	e.heapIdx = int32(len(*q))
 	*q = append(*q, e)
 }
 func (q *queue) Pop() any {
@@ -272,7 +312,7 @@ func (s *WorkState) push(e *entry) {
 
 func (s *WorkState) unqueue(e *entry) {
 	q := s.queues[e.work.GetJobType()]
-	heap.Remove(q, e.heapIdx)
+	heap.Remove(q, int(e.heapIdx))
 	if q.Len() == 0 {
 		delete(s.queues, e.work.GetJobType())
 	}
@@ -334,8 +374,11 @@ func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 	e.status = status
 	e.finishedAt = at
 	e.readyAt, e.order = 0, 0
-	// Kept for the retention: no spare capacity (a history grows by
-	// doubling, a done one would carry a quarter of it unused).
+	// Kept for the retention: a plain run's history not at all, another
+	// one without spare capacity (it grows by doubling).
+	if status == statusDone {
+		e.compact()
+	}
 	if cap(e.history) > len(e.history) {
 		e.history = slices.Clone(e.history)
 	}
@@ -510,7 +553,7 @@ func (s *WorkState) Status(id string) *messages.WorkStatusReply {
 		Attempts:  e.attempts,
 		LastError: e.lastError,
 		JobType:   e.work.GetJobType(),
-		History:   historyToProto(e.history),
+		History:   historyToProto(e.hist(new([3]histEvent))),
 	}
 }
 
@@ -738,6 +781,7 @@ func (s *WorkState) restoreEntry(i int, e *entry) error {
 	if e.finished() {
 		s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
 	}
+	e.compact()
 	s.entries[id] = e
 	return nil
 }

@@ -35,7 +35,8 @@ type Handler interface {
 // actor goes quiet. With WithFenceCheck, a runtime that persisted nothing
 // for a whole fence-check interval, and holds no unwritten or undurable
 // event, offers IdleSnapshot the since events written after the last
-// snapshot (at most once per quiet spell: since is 0 after a snapshot). A
+// snapshot when they are at least WithSnapshotEvery's (so at most once per
+// quiet spell: since is 0 after a snapshot). A
 // busy actor may decline Snapshot to keep its cost amortised; a quiet one
 // has the time to take it, so that a restart after a burst replays little.
 type IdleSnapshotter interface {
@@ -723,7 +724,7 @@ func (r *Runtime) idleSnapshot() {
 	busy := r.flushedSinceTick
 	r.flushedSinceTick = false
 	is, ok := r.h.(IdleSnapshotter)
-	if busy || !ok || r.cfg.snapshotEvery == 0 || r.sinceSnap == 0 || r.pendingSnap != nil || r.snapInFlight ||
+	if busy || !ok || r.cfg.snapshotEvery == 0 || r.sinceSnap < r.cfg.snapshotEvery || r.pendingSnap != nil || r.snapInFlight ||
 		r.building != nil || len(r.inflight) > 0 || r.durableSeq != r.nextSeq-1 {
 		return
 	}
