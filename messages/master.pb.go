@@ -818,9 +818,16 @@ func (x *WorkEntry) GetHistory() []*WorkHistoryEvent {
 type MasterSnapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Finished (done, dead) entries in finishing order, then the others.
+	// Written by masters before the packed encoding (chunks); still read.
 	Entries       []*WorkEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
 	NextOrder     int64        `protobuf:"varint,2,opt,name=next_order,json=nextOrder,proto3" json:"next_order,omitempty"`
 	AcceptedTotal int64        `protobuf:"varint,3,opt,name=accepted_total,json=acceptedTotal,proto3" json:"accepted_total,omitempty"`
+	// The entries (same order as above) in the master's packed encoding
+	// (actors/master/snapshot.go), a few thousand per chunk: decoding them
+	// allocates no message per entry. A snapshot holds entries or chunks.
+	Chunks [][]byte `protobuf:"bytes,4,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	// How many entries chunks holds in all (to size the state on restore).
+	ChunkEntries  int64 `protobuf:"varint,5,opt,name=chunk_entries,json=chunkEntries,proto3" json:"chunk_entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +879,20 @@ func (x *MasterSnapshot) GetNextOrder() int64 {
 func (x *MasterSnapshot) GetAcceptedTotal() int64 {
 	if x != nil {
 		return x.AcceptedTotal
+	}
+	return 0
+}
+
+func (x *MasterSnapshot) GetChunks() [][]byte {
+	if x != nil {
+		return x.Chunks
+	}
+	return nil
+}
+
+func (x *MasterSnapshot) GetChunkEntries() int64 {
+	if x != nil {
+		return x.ChunkEntries
 	}
 	return 0
 }
@@ -947,12 +968,14 @@ const file_master_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\t \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\n" +
 	" \x01(\x03R\x12finishedAtUnixNano\x12<\n" +
-	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\x8d\x01\n" +
+	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xca\x01\n" +
 	"\x0eMasterSnapshot\x125\n" +
 	"\aentries\x18\x01 \x03(\v2\x1b.foreman.messages.WorkEntryR\aentries\x12\x1d\n" +
 	"\n" +
 	"next_order\x18\x02 \x01(\x03R\tnextOrder\x12%\n" +
-	"\x0eaccepted_total\x18\x03 \x01(\x03R\racceptedTotalB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x0eaccepted_total\x18\x03 \x01(\x03R\racceptedTotal\x12\x16\n" +
+	"\x06chunks\x18\x04 \x03(\fR\x06chunks\x12#\n" +
+	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntriesB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once

@@ -49,9 +49,10 @@ func (s *WorkState) List(status messages.WorkStatus, limit int) *messages.WorkLi
 	})
 	out := &messages.WorkList{Total: int64(len(match))}
 	for _, e := range match[:min(len(match), limit)] {
+		_, startedAt, workerID := e.shown()
 		out.Works = append(out.Works, &messages.WorkSummary{
 			WorkId: e.work.GetWorkId(), JobType: e.work.GetJobType(), Status: e.status, Attempts: e.attempts,
-			LastError: e.lastError, WorkerId: e.workerID, StartedAtUnixNano: e.startedAt, FinishedAtUnixNano: e.finishedAt,
+			LastError: e.lastError, WorkerId: workerID, StartedAtUnixNano: startedAt, FinishedAtUnixNano: e.finishedAt,
 		})
 	}
 	return out

@@ -215,9 +215,10 @@ func WithBackoff(base, ceiling time.Duration) Option {
 func WithDoneRetention(d time.Duration) Option { return func(c *config) { c.doneRetention = d } }
 
 // WithSnapshotEvery sets the number of events between snapshots (default
-// DefaultSnapshotEvery). To keep the cost amortised, a snapshot is also
-// delayed until at least as many events as the state holds works have been
-// written since the previous one.
+// DefaultSnapshotEvery). To keep the cost amortised, a busy master also
+// delays a snapshot until the events written since the previous one reach
+// half the works the state holds; an idle one takes it at a sixteenth (see
+// persist.go).
 func WithSnapshotEvery(n int) Option { return func(c *config) { c.snapshotEvery = n } }
 
 // WithMaxPayload sets the largest accepted payload in bytes (default

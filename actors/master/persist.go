@@ -44,8 +44,15 @@ func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
 	}), nil
 }
 
-// Reset, Replay, Snapshot and RecoveryEvent implement persistence.Handler
-// and persistence.RecoveryMarker.
+var (
+	_ persistence.Handler         = (*masterActor)(nil)
+	_ persistence.IdleSnapshotter = (*masterActor)(nil)
+	_ persistence.RecoveryMarker  = (*masterActor)(nil)
+)
+
+// Reset, Replay, Snapshot, IdleSnapshot and RecoveryEvent implement
+// persistence.Handler, persistence.IdleSnapshotter and
+// persistence.RecoveryMarker.
 
 func (a *masterActor) Reset(snap *persistence.Snapshot) error {
 	a.heldStarts = nil // applied to the state being replaced, never written
@@ -67,10 +74,30 @@ func (a *masterActor) Reset(snap *persistence.Snapshot) error {
 
 func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
 
-// Snapshot declines while the state is larger than the events since the
-// last snapshot: replaying those is cheaper than writing it.
+// The snapshot policy. A snapshot costs in proportion to the works the
+// state holds (built on the master's goroutine, then written off it);
+// recovery replays the events written after the newest one. While busy, the
+// master takes a snapshot once the events since the previous one reach half
+// the state's works, so the cost stays amortised (each event pays for at
+// most two works' worth of snapshot) and a restart replays at most half as
+// many events as the state holds works. Once idle for a fence-check
+// interval (persistence.IdleSnapshotter), it takes one already at a
+// sixteenth: after a burst of submissions, the master has the time, and a
+// restart then replays next to nothing.
+const (
+	busySnapshotDivisor = 2
+	idleSnapshotDivisor = 16
+)
+
 func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
-	if since < a.state.Len() {
+	if since*busySnapshotDivisor < a.state.Len() {
+		return nil, false
+	}
+	return a.state.Snapshot(), true
+}
+
+func (a *masterActor) IdleSnapshot(since int) (proto.Message, bool) {
+	if since*idleSnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
 	return a.state.Snapshot(), true

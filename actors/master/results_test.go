@@ -122,12 +122,8 @@ func TestWaiterAndCancelled(t *testing.T) {
 			if err != nil || !ok {
 				return false
 			}
-			for _, e := range snap.Msg.(*messages.MasterSnapshot).GetEntries() {
-				if e.GetWork().GetWorkId() == "c" {
-					return e.GetStatus() == messages.WorkStatus_WORK_STATUS_CANCELLED
-				}
-			}
-			return false
+			st, err := master.RestoreWorkState(snap.Msg.(*messages.MasterSnapshot))
+			return err == nil && st.Status("c").GetStatus() == messages.WorkStatus_WORK_STATUS_CANCELLED
 		}, testkit.Timeout(), 5*time.Millisecond)
 		b.restart(t)
 		require.Equal(t, messages.WorkStatus_WORK_STATUS_CANCELLED, b.workStatus(t, "c").GetStatus())

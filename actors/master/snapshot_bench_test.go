@@ -1,29 +1,81 @@
 package master
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// BenchmarkWorkStateSnapshot measures building the snapshot message of a
-// state with 200,000 pending works, on the master's goroutine (it blocks
-// the master while it runs).
-func BenchmarkWorkStateSnapshot(b *testing.B) {
+// pendingState returns a state of n pending works, accepted out of id order.
+func pendingState(b *testing.B, n int) *WorkState {
+	b.Helper()
 	s := NewWorkState()
-	for i := range 200_000 {
-		id := "job-" + strconv.Itoa(i*7919%200_000) // not in id order
+	for i := range n {
+		id := "job-" + strconv.Itoa(i*7919%n)
 		if err := s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")},
 			AtUnixNano: t0.Add(time.Duration(i)).UnixNano()}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	for range b.N {
-		if snap := s.Snapshot(); len(snap.GetEntries()) != 200_000 {
-			b.Fatal(len(snap.GetEntries()))
+	return s
+}
+
+// BenchmarkWorkStateSnapshot measures a snapshot of a state of pending
+// works: "build" is WorkState.Snapshot, on the master's goroutine (it blocks
+// the master while it runs); "encode" adds the journal's marshalling (off
+// the master); "decode" is what recovery does with the stored bytes:
+// unmarshal and RestoreWorkState. legacy= is the WorkEntry form masters
+// wrote before the packed encoding (see legacySnapshot).
+func BenchmarkWorkStateSnapshot(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds states of up to a million works")
+	}
+	for _, n := range []int{200_000, 1_000_000} {
+		s := pendingState(b, n)
+		for _, legacy := range []bool{false, true} {
+			build := s.Snapshot
+			if legacy {
+				build = func() *messages.MasterSnapshot { return legacySnapshot(s) }
+			}
+			name := fmt.Sprintf("works=%d/legacy=%t", n, legacy)
+			b.Run(name+"/build", func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					build()
+				}
+			})
+			b.Run(name+"/encode", func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					data, err := proto.MarshalOptions{Deterministic: true}.Marshal(build())
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(len(data))/(1<<20), "MB")
+				}
+			})
+			data, err := proto.MarshalOptions{Deterministic: true}.Marshal(build())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(name+"/decode", func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					var snap messages.MasterSnapshot
+					if err := proto.Unmarshal(data, &snap); err != nil {
+						b.Fatal(err)
+					}
+					r, err := RestoreWorkState(&snap)
+					if err != nil || r.Len() != n {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -37,12 +37,52 @@ type entry struct {
 	result     []byte
 	readyAt    int64 // pending: not handed out before (Unix ns)
 	order      int64 // pending: FIFO tie-breaker
-	heapIdx    int   // index in its queue, -1 when not queued
 	workerID   string
 	startedAt  int64
 	finishedAt int64
-	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
 	history    []histEvent // see history.go
+	heapIdx    int32       // index in its queue, -1 when not queued
+	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
+	// plain: done on its first attempt by the worker that started it, as
+	// most works are. Its history (accepted, started, completed) is not
+	// kept; readyAt, startedAt and workerID hold the three values it is
+	// made of instead (compact, hist, shown).
+	plain bool
+}
+
+// compact drops the history of a work done in a plain run (see plain):
+// a million done works kept 144 bytes of it each.
+func (e *entry) compact() {
+	h := e.history
+	if e.status != statusDone || len(h) != 3 ||
+		h[0] != (histEvent{kind: histAccepted, at: h[0].at}) ||
+		h[1] != (histEvent{kind: histStarted, at: h[1].at, attempt: 1, worker: h[1].worker}) ||
+		h[2] != (histEvent{kind: histCompleted, at: e.finishedAt, attempt: 1, worker: h[1].worker}) {
+		return
+	}
+	e.plain = true
+	e.readyAt, e.startedAt, e.workerID = h[0].at, h[1].at, h[1].worker
+	e.history = nil
+}
+
+// hist returns e's history; buf holds a plain one (see plain).
+func (e *entry) hist(buf *[3]histEvent) []histEvent {
+	if !e.plain {
+		return e.history
+	}
+	buf[0] = histEvent{kind: histAccepted, at: e.readyAt}
+	buf[1] = histEvent{kind: histStarted, at: e.startedAt, attempt: 1, worker: e.workerID}
+	buf[2] = histEvent{kind: histCompleted, at: e.finishedAt, attempt: 1, worker: e.workerID}
+	return buf[:]
+}
+
+// shown returns readyAt, startedAt and workerID as the state means them:
+// zero for a plain done work, whose fields hold its history instead.
+func (e *entry) shown() (readyAt, startedAt int64, workerID string) {
+	if e.plain {
+		return 0, 0, ""
+	}
+	return e.readyAt, e.startedAt, e.workerID
 }
 
 func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
@@ -65,12 +105,12 @@ func (q queue) Less(i, j int) bool {
 }
 func (q queue) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].heapIdx = i
-	q[j].heapIdx = j
+	q[i].heapIdx = int32(i)
+	q[j].heapIdx = int32(j)
 }
 func (q *queue) Push(x any) {
 	e := x.(*entry)
-	e.heapIdx = len(*q)
+	e.heapIdx = int32(len(*q))
 	*q = append(*q, e)
 }
 func (q *queue) Pop() any {
@@ -127,6 +167,29 @@ type WorkState struct {
 	nextOrder     int64
 	acceptedTotal int64
 	counts        Counts
+	// shared holds one copy of each worker id (see share).
+	shared map[string]string
+}
+
+// maxShared bounds WorkState.shared; past it the table starts over.
+const maxShared = 4096
+
+// share returns v, or an equal string the state already holds. Every
+// history keeps the worker ids of its attempts, and each decoded event
+// brings its own copy of them: a million finished works kept two copies
+// each. Sharing changes no value, so replay stays exact.
+func (s *WorkState) share(v string) string {
+	if v == "" {
+		return ""
+	}
+	if x, ok := s.shared[v]; ok {
+		return x
+	}
+	if len(s.shared) >= maxShared {
+		clear(s.shared)
+	}
+	s.shared[v] = v
+	return v
 }
 
 // NewWorkState returns an empty state.
@@ -135,6 +198,7 @@ func NewWorkState() *WorkState {
 		entries:  make(map[string]*entry),
 		queues:   make(map[string]*queue),
 		byWorker: make(map[string]map[string]*entry),
+		shared:   make(map[string]string),
 	}
 }
 
@@ -252,7 +316,7 @@ func (s *WorkState) push(e *entry) {
 
 func (s *WorkState) unqueue(e *entry) {
 	q := s.queues[e.work.GetJobType()]
-	heap.Remove(q, e.heapIdx)
+	heap.Remove(q, int(e.heapIdx))
 	if q.Len() == 0 {
 		delete(s.queues, e.work.GetJobType())
 	}
@@ -267,7 +331,7 @@ func (s *WorkState) applyStarted(id, workerID string, at int64) {
 	s.unqueue(e)
 	e.status = statusRunning
 	e.attempts++
-	e.workerID = workerID
+	e.workerID = s.share(workerID)
 	e.startedAt = at
 	e.record(histEvent{kind: histStarted, at: e.startedAt, attempt: e.attempts, worker: e.workerID})
 	s.addRunning(e)
@@ -314,6 +378,14 @@ func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 	e.status = status
 	e.finishedAt = at
 	e.readyAt, e.order = 0, 0
+	// Kept for the retention: a plain run's history not at all, another
+	// one without spare capacity (it grows by doubling).
+	if status == statusDone {
+		e.compact()
+	}
+	if cap(e.history) > len(e.history) {
+		e.history = slices.Clone(e.history)
+	}
 	switch status {
 	case statusDone:
 		s.counts.Done++
@@ -335,7 +407,7 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		return
 	}
 	s.leave(e)
-	e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: ev.GetWorkerId()})
+	e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: s.share(ev.GetWorkerId())})
 	e.result = ev.GetResult()
 	s.finish(e, statusDone, ev.GetAtUnixNano())
 }
@@ -347,9 +419,10 @@ func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID,
 	if !ok || e.status != statusRunning || e.workerID != workerID {
 		return
 	}
+	worker := e.workerID // the shared copy of workerID
 	s.removeRunning(e)
 	e.lastError = reason
-	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: workerID, err: reason})
+	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: worker, err: reason})
 	switch end {
 	case statusDead:
 		e.record(histEvent{kind: histDead, at: at, attempt: e.attempts, err: reason})
@@ -484,7 +557,7 @@ func (s *WorkState) Status(id string) *messages.WorkStatusReply {
 		Attempts:  e.attempts,
 		LastError: e.lastError,
 		JobType:   e.work.GetJobType(),
-		History:   historyToProto(e.history),
+		History:   historyToProto(e.hist(new([3]histEvent))),
 	}
 }
 
@@ -600,14 +673,23 @@ func (s *WorkState) NextReadyAt(now time.Time) (at time.Time, ok bool) {
 	return time.Unix(0, best), true
 }
 
-// Snapshot returns the state as a MasterSnapshot. It shares the stored works
-// and results, which are never modified.
+// Snapshot returns the state as a MasterSnapshot, its entries packed into
+// chunks (see snapshot.go): finished works in finishing order, then the
+// others in arrival order, so the snapshot is deterministic.
 func (s *WorkState) Snapshot() *messages.MasterSnapshot {
-	snap := &messages.MasterSnapshot{
-		Entries:       make([]*messages.WorkEntry, 0, len(s.entries)),
+	var p packer
+	s.eachForSnapshot(p.add)
+	return &messages.MasterSnapshot{
+		Chunks:        p.done(),
+		ChunkEntries:  p.total,
 		NextOrder:     s.nextOrder,
 		AcceptedTotal: s.acceptedTotal,
 	}
+}
+
+// eachForSnapshot calls fn for every entry in snapshot order: the finished
+// ones in finishing order, then the others in arrival order.
+func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
 	// A work that finished, was re-submitted and finished again at the
 	// same instant has two live refs: it is listed once, at the first.
 	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead+s.counts.Cancelled)
@@ -615,11 +697,11 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
 			if _, dup := listed[ref.id]; !dup {
 				listed[ref.id] = struct{}{}
-				snap.Entries = append(snap.Entries, e.toProto())
+				fn(e)
 			}
 		}
 	}
-	var live []*entry
+	live := make([]*entry, 0, len(s.entries)-len(listed))
 	for _, e := range s.entries {
 		if !e.finished() {
 			live = append(live, e)
@@ -636,40 +718,26 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 		return strings.Compare(a.work.GetWorkId(), b.work.GetWorkId())
 	})
 	for _, e := range live {
-		snap.Entries = append(snap.Entries, e.toProto())
-	}
-	return snap
-}
-
-func (e *entry) toProto() *messages.WorkEntry {
-	return &messages.WorkEntry{
-		Work:               e.work,
-		Status:             e.status,
-		Attempts:           e.attempts,
-		LastError:          e.lastError,
-		Result:             e.result,
-		ReadyAtUnixNano:    e.readyAt,
-		Order:              e.order,
-		WorkerId:           e.workerID,
-		StartedAtUnixNano:  e.startedAt,
-		FinishedAtUnixNano: e.finishedAt,
-		History:            historyToProto(e.history),
+		fn(e)
 	}
 }
 
-// RestoreWorkState rebuilds a state from a snapshot.
+// RestoreWorkState rebuilds a state from a snapshot, packed (chunks) or
+// written as WorkEntry messages by an older master.
 func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 	s := NewWorkState()
+	if n := snap.GetChunkEntries(); n > 0 && n <= 1<<30 {
+		s.entries = make(map[string]*entry, n)
+	}
 	s.nextOrder = snap.GetNextOrder()
 	s.acceptedTotal = snap.GetAcceptedTotal()
+	if len(snap.GetChunks()) > 0 && len(snap.GetEntries()) > 0 {
+		return nil, fmt.Errorf("%w: both entries and chunks", ErrBadSnapshot)
+	}
+	if err := s.restoreChunks(snap.GetChunks()); err != nil {
+		return nil, err
+	}
 	for i, we := range snap.GetEntries() {
-		id := we.GetWork().GetWorkId()
-		if id == "" {
-			return nil, fmt.Errorf("%w: entry %d has no work id", ErrBadSnapshot, i)
-		}
-		if _, dup := s.entries[id]; dup {
-			return nil, fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
-		}
 		e := &entry{
 			work:       we.GetWork(),
 			status:     we.GetStatus(),
@@ -684,26 +752,42 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 			finishedAt: we.GetFinishedAtUnixNano(),
 			history:    historyFromProto(we.GetHistory()),
 		}
-		s.entries[id] = e
-		switch {
-		case e.pending():
-			s.push(e)
-		case e.status == statusRunning:
-			s.addRunning(e)
-		case e.status == statusDone:
-			s.counts.Done++
-			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
-		case e.status == statusDead:
-			s.counts.Dead++
-			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
-		case e.status == statusCancelled:
-			s.counts.Cancelled++
-			s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
-		default:
-			return nil, fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
+		if err := s.restoreEntry(i, e); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// restoreEntry adds e, the i-th entry of a snapshot, to s.
+func (s *WorkState) restoreEntry(i int, e *entry) error {
+	id := e.work.GetWorkId()
+	if id == "" {
+		return fmt.Errorf("%w: entry %d has no work id", ErrBadSnapshot, i)
+	}
+	if _, dup := s.entries[id]; dup {
+		return fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
+	}
+	switch {
+	case e.pending():
+		s.push(e)
+	case e.status == statusRunning:
+		s.addRunning(e)
+	case e.status == statusDone:
+		s.counts.Done++
+	case e.status == statusDead:
+		s.counts.Dead++
+	case e.status == statusCancelled:
+		s.counts.Cancelled++
+	default:
+		return fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
+	}
+	if e.finished() {
+		s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
+	}
+	e.compact()
+	s.entries[id] = e
+	return nil
 }
 
 // Policy decides what happens to a work whose attempt failed or timed out.

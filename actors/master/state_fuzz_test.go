@@ -128,6 +128,14 @@ func FuzzReplay(f *testing.F) {
 		}
 		checkInvariants(t, restored)
 		require.True(t, proto.Equal(want, restored.Snapshot()), "snapshot at %d + tail differs", cut)
+		require.True(t, proto.Equal(legacySnapshot(live), legacySnapshot(restored)), "snapshot at %d + tail differs field by field", cut)
+		// A snapshot written before the packed encoding restores the same.
+		upgraded, err := RestoreWorkState(roundTrip(t, legacySnapshot(head)))
+		require.NoError(t, err)
+		for _, ev := range evs[cut:] {
+			require.NoError(t, upgraded.Apply(roundTrip(t, ev)))
+		}
+		require.True(t, proto.Equal(want, upgraded.Snapshot()), "legacy snapshot at %d + tail differs", cut)
 		require.Equal(t, live.Counts(), restored.Counts())
 		require.Equal(t, live.PendingIDs(), restored.PendingIDs())
 		require.Equal(t, live.InProgress(), restored.InProgress())

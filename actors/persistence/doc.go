@@ -24,7 +24,8 @@ Runtime.Persist with a then callback for what others may see. The runtime:
   - never acts on a failed write: it drops its unconfirmed state and
     recovers from the journal; a fenced write stops the actor;
   - retries a recovery that fails (journal briefly down) with backoff on an
-    injected clock; snapshots every N events (Handler.Snapshot may decline).
+    injected clock; snapshots every N events (Handler.Snapshot may decline),
+    and once quiet for a fence-check interval (IdleSnapshotter).
 
 # Leases
 

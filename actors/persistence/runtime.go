@@ -31,6 +31,18 @@ type Handler interface {
 	Snapshot(since int) (msg proto.Message, ok bool)
 }
 
+// IdleSnapshotter is implemented by a Handler that wants a snapshot once the
+// actor goes quiet. With WithFenceCheck, a runtime that persisted nothing
+// for a whole fence-check interval, and holds no unwritten or undurable
+// event, offers IdleSnapshot the since events written after the last
+// snapshot when they are at least WithSnapshotEvery's (so at most once per
+// quiet spell: since is 0 after a snapshot). A
+// busy actor may decline Snapshot to keep its cost amortised; a quiet one
+// has the time to take it, so that a restart after a burst replays little.
+type IdleSnapshotter interface {
+	IdleSnapshot(since int) (msg proto.Message, ok bool)
+}
+
 // RecoveryMarker is implemented by a Handler whose every activation journals
 // an event when it has recovered. The event is replayed to the Handler like
 // any other. With WithFenceCheck, an older activation that sees an event it
@@ -137,10 +149,13 @@ type Runtime struct {
 	inflight   []*batch // appended, not yet confirmed, in order
 	barrier    []deferred
 
-	sinceSnap    int // events since the last snapshot
-	pendingSnap  *Snapshot
-	pendingBig   bool // pendingSnap is big (WithBigSnapshotLease)
-	snapInFlight bool
+	sinceSnap   int // events since the last snapshot
+	pendingSnap *Snapshot
+	pendingBig  bool // pendingSnap is big (WithBigSnapshotLease)
+	// flushedSinceTick: a batch was flushed since the last fence tick (the
+	// actor is not idle; see IdleSnapshotter).
+	flushedSinceTick bool
+	snapInFlight     bool
 
 	retryTimer clock.Timer
 	retryDelay time.Duration
@@ -344,6 +359,7 @@ func (r *Runtime) Handle(c actor.Context) bool {
 		}
 	case *fenceTick:
 		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
+			r.idleSnapshot()
 			r.checkFence()
 		}
 	case *fenceResult:
@@ -645,6 +661,7 @@ func (r *Runtime) flush() {
 		r.root.Send(r.self, &appendDone{rt: r, gen: gen, lastSeq: last, err: err})
 	})
 	r.sinceSnap += len(b.events)
+	r.flushedSinceTick = true
 	if r.cfg.snapshotEvery > 0 && r.sinceSnap >= r.cfg.snapshotEvery && r.pendingSnap == nil && !r.snapInFlight {
 		if msg, ok := r.h.Snapshot(r.sinceSnap); ok {
 			r.pendingSnap = &Snapshot{Seq: b.lastSeq, Msg: msg}
@@ -699,6 +716,25 @@ func (r *Runtime) onAppendDone(c actor.Context, m *appendDone) {
 		r.saveSnapshot(*r.pendingSnap)
 		r.pendingSnap = nil
 	}
+}
+
+// idleSnapshot offers an IdleSnapshotter a snapshot when nothing was flushed
+// since the previous fence tick and every event is durable.
+func (r *Runtime) idleSnapshot() {
+	busy := r.flushedSinceTick
+	r.flushedSinceTick = false
+	is, ok := r.h.(IdleSnapshotter)
+	if busy || !ok || r.cfg.snapshotEvery == 0 || r.sinceSnap < r.cfg.snapshotEvery || r.pendingSnap != nil || r.snapInFlight ||
+		r.building != nil || len(r.inflight) > 0 || r.durableSeq != r.nextSeq-1 {
+		return
+	}
+	msg, ok := is.IdleSnapshot(r.sinceSnap)
+	if !ok {
+		return
+	}
+	r.pendingBig = r.cfg.bigSnapshot > 0 && r.sinceSnap >= r.cfg.bigSnapshot
+	r.sinceSnap = 0
+	r.saveSnapshot(Snapshot{Seq: r.durableSeq, Msg: msg})
 }
 
 // saveSnapshot stores snap and deletes the events it covers, off the actor's

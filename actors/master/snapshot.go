@@ -1,0 +1,338 @@
+package master
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// The packed snapshot encoding: MasterSnapshot.chunks.
+//
+// A snapshot of a million works as WorkEntry messages took seconds to build
+// and to decode (a message per entry, per work and per history event, each
+// allocated and then dropped), and its transient copy weighed as much as the
+// state. The packed encoding writes each entry straight from the state into
+// a chunk of bytes, and reads a chunk back with a handful of allocations:
+// one array of entries, one of works, one of history events, one string of
+// all work ids and one array of all payloads. An entry thus shares its
+// chunk's arrays with its neighbours, and they stay allocated until the
+// last of them is forgotten: never more memory than the restored chunk
+// took, and much less time and garbage collection than a million small
+// objects.
+//
+// A chunk is a header, then entries. The header:
+//
+//	byte format (packedFormat)
+//	uvarint entries, uvarint id bytes, uvarint payload bytes, uvarint history events
+//
+// Each entry:
+//
+//	uvarint flags (flagWaiter)
+//	uvarint status
+//	string work_id, string job_type, bytes payload
+//	varint work.attempt, varint work.deadline_unix_nano
+//	[flagWaiter: string address, string id, uvarint request_id]
+//	varint attempts, string last_error, bytes result
+//	varint ready_at, varint order, string worker_id
+//	varint started_at, varint finished_at
+//	uvarint history length, then per event:
+//	  uvarint kind, varint at, varint attempt, string worker, string error
+//
+// where string and bytes are a uvarint length and the bytes. Empty bytes
+// decode as nil, as they do from protobuf. The header's totals must match
+// the entries exactly.
+
+const (
+	// packedFormat is the first byte of every chunk; a reader rejects
+	// another (a newer master's snapshot) rather than misread it.
+	packedFormat = 1
+	// chunkEntries is how many entries a chunk holds at most.
+	chunkEntries = 4096
+
+	flagWaiter = 1
+)
+
+// errPacked is the cause of every malformed chunk.
+var errPacked = errors.New("malformed packed entry")
+
+// packer appends entries to chunks.
+type packer struct {
+	chunks [][]byte
+	body   []byte // entries of the open chunk
+	// totals of the open chunk, for its header
+	n, idBytes, payloadBytes, hist int
+	total                          int64
+}
+
+func (p *packer) add(e *entry) {
+	if p.body == nil {
+		p.body = make([]byte, 0, 64*chunkEntries)
+	}
+	p.body = appendEntry(p.body, e)
+	p.n++
+	p.idBytes += len(e.work.GetWorkId())
+	p.payloadBytes += len(e.work.GetPayload())
+	p.hist += len(e.hist(new([3]histEvent)))
+	p.total++
+	if p.n == chunkEntries {
+		p.close()
+	}
+}
+
+// close ends the open chunk: header, then its entries.
+func (p *packer) close() {
+	if p.body == nil {
+		return
+	}
+	c := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(p.body))
+	c = append(c, packedFormat)
+	for _, v := range []int{p.n, p.idBytes, p.payloadBytes, p.hist} {
+		c = binary.AppendUvarint(c, uint64(v))
+	}
+	p.chunks = append(p.chunks, append(c, p.body...))
+	p.body = p.body[:0]
+	p.n, p.idBytes, p.payloadBytes, p.hist = 0, 0, 0, 0
+}
+
+func (p *packer) done() [][]byte {
+	if p.n > 0 {
+		p.close()
+	}
+	return p.chunks
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func appendEntry(b []byte, e *entry) []byte {
+	w := e.work
+	var flags uint64
+	if w.GetWaiter() != nil {
+		flags |= flagWaiter
+	}
+	b = binary.AppendUvarint(b, flags)
+	b = binary.AppendUvarint(b, uint64(e.status))
+	b = appendString(b, w.GetWorkId())
+	b = appendString(b, w.GetJobType())
+	b = appendBytes(b, w.GetPayload())
+	b = binary.AppendVarint(b, int64(w.GetAttempt()))
+	b = binary.AppendVarint(b, w.GetDeadlineUnixNano())
+	if flags&flagWaiter != 0 {
+		b = appendString(b, w.GetWaiter().GetAddress())
+		b = appendString(b, w.GetWaiter().GetId())
+		b = binary.AppendUvarint(b, uint64(w.GetWaiter().GetRequestId()))
+	}
+	b = binary.AppendVarint(b, int64(e.attempts))
+	b = appendString(b, e.lastError)
+	b = appendBytes(b, e.result)
+	readyAt, startedAt, workerID := e.shown()
+	b = binary.AppendVarint(b, readyAt)
+	b = binary.AppendVarint(b, e.order)
+	b = appendString(b, workerID)
+	b = binary.AppendVarint(b, startedAt)
+	b = binary.AppendVarint(b, e.finishedAt)
+	var buf [3]histEvent
+	history := e.hist(&buf)
+	b = binary.AppendUvarint(b, uint64(len(history)))
+	for _, h := range history {
+		b = binary.AppendUvarint(b, uint64(h.kind))
+		b = binary.AppendVarint(b, h.at)
+		b = binary.AppendVarint(b, int64(h.attempt))
+		b = appendString(b, h.worker)
+		b = appendString(b, h.err)
+	}
+	return b
+}
+
+// unpacker reads one chunk. The first error sticks: every later read
+// returns a zero value.
+type unpacker struct {
+	b      []byte
+	err    error
+	intern map[string]string // job types and worker ids, shared by all chunks
+}
+
+func (u *unpacker) fail() {
+	if u.err == nil {
+		u.err = errPacked
+	}
+	u.b = nil
+}
+
+func (u *unpacker) uvarint() uint64 {
+	v, n := binary.Uvarint(u.b)
+	if n <= 0 {
+		u.fail()
+		return 0
+	}
+	u.b = u.b[n:]
+	return v
+}
+
+func (u *unpacker) varint() int64 {
+	v, n := binary.Varint(u.b)
+	if n <= 0 {
+		u.fail()
+		return 0
+	}
+	u.b = u.b[n:]
+	return v
+}
+
+// count reads a header total: at most the chunk's length, since every
+// counted thing takes at least a byte of it.
+func (u *unpacker) count() int {
+	v := u.uvarint()
+	if v > uint64(len(u.b)) {
+		u.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (u *unpacker) raw() []byte {
+	n := u.uvarint()
+	if n > uint64(len(u.b)) {
+		u.fail()
+		return nil
+	}
+	v := u.b[:n:n]
+	u.b = u.b[n:]
+	return v
+}
+
+func (u *unpacker) string() string { return string(u.raw()) }
+
+// shared returns the string read, one copy per distinct value (job types
+// and worker ids repeat across a million entries).
+func (u *unpacker) shared() string {
+	v := u.raw()
+	if len(v) == 0 {
+		return ""
+	}
+	if s, ok := u.intern[string(v)]; ok {
+		return s
+	}
+	s := string(v)
+	u.intern[s] = s
+	return s
+}
+
+// chunk decodes one chunk into entries that share its arrays (see the
+// format above).
+func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
+	if len(chunk) == 0 || chunk[0] != packedFormat {
+		return nil, fmt.Errorf("not in packed format %d (written by a newer master?)", packedFormat)
+	}
+	u.b, u.err = chunk[1:], nil
+	n, idBytes, payloadBytes, histN := u.count(), u.count(), u.count(), u.count()
+	if u.err != nil {
+		return nil, fmt.Errorf("header: %w", u.err)
+	}
+	entries := make([]entry, n)
+	works := make([]messages.Work, n)
+	ids := make([]byte, 0, idBytes)
+	idEnd := make([]int, n)
+	payloads := make([]byte, 0, payloadBytes)
+	hist := make([]histEvent, 0, histN)
+	for i := range entries {
+		e, w := &entries[i], &works[i]
+		flags := u.uvarint()
+		e.status = messages.WorkStatus(u.uvarint())
+		id := u.raw()
+		if len(ids)+len(id) > idBytes {
+			u.fail()
+		} else {
+			ids = append(ids, id...)
+			idEnd[i] = len(ids)
+		}
+		w.JobType = u.shared()
+		if p := u.raw(); len(p) > 0 {
+			if len(payloads)+len(p) > payloadBytes {
+				u.fail()
+			} else {
+				start := len(payloads)
+				payloads = append(payloads, p...)
+				w.Payload = payloads[start:len(payloads):len(payloads)]
+			}
+		}
+		w.Attempt = int32(u.varint())
+		w.DeadlineUnixNano = u.varint()
+		if flags&flagWaiter != 0 {
+			w.Waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+		}
+		e.work, e.heapIdx = w, -1
+		e.attempts = int32(u.varint())
+		e.lastError = u.string()
+		if r := u.raw(); len(r) > 0 {
+			e.result = append([]byte(nil), r...)
+		}
+		e.readyAt = u.varint()
+		e.order = u.varint()
+		e.workerID = u.shared()
+		e.startedAt = u.varint()
+		e.finishedAt = u.varint()
+		if k := u.uvarint(); k > 0 {
+			if k > uint64(histN-len(hist)) || k > historyCap {
+				u.fail()
+			}
+			start := len(hist)
+			for range k {
+				if u.err != nil {
+					break
+				}
+				ev := histEvent{kind: messages.WorkHistoryKind(u.uvarint()), at: u.varint()}
+				ev.attempt = int32(u.varint())
+				ev.worker = u.shared()
+				ev.err = u.string()
+				hist = append(hist, ev)
+			}
+			// Its own capacity: a later append reallocates rather than
+			// write over the next entry's history.
+			e.history = hist[start:len(hist):len(hist)]
+		}
+		if u.err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, u.err)
+		}
+	}
+	if len(u.b) > 0 || len(ids) != idBytes || len(payloads) != payloadBytes || len(hist) != histN {
+		return nil, fmt.Errorf("%w: the entries do not match the header", errPacked)
+	}
+	all := string(ids)
+	start := 0
+	for i := range works {
+		works[i].WorkId = all[start:idEnd[i]]
+		start = idEnd[i]
+	}
+	return entries, nil
+}
+
+// restoreChunks adds the entries of packed chunks to s.
+func (s *WorkState) restoreChunks(chunks [][]byte) error {
+	u := unpacker{intern: s.shared}
+	i := 0
+	for c, chunk := range chunks {
+		entries, err := u.chunk(chunk)
+		if err != nil {
+			return fmt.Errorf("%w: chunk %d: %w", ErrBadSnapshot, c, err)
+		}
+		for k := range entries {
+			if err := s.restoreEntry(i, &entries[k]); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package master
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// legacySnapshot is s as the WorkEntry messages masters wrote before the
+// packed encoding: what an upgraded master finds in the journal, and a view
+// of every field that does not go through the packed codec.
+func legacySnapshot(s *WorkState) *messages.MasterSnapshot {
+	snap := &messages.MasterSnapshot{NextOrder: s.nextOrder, AcceptedTotal: s.acceptedTotal}
+	s.eachForSnapshot(func(e *entry) { snap.Entries = append(snap.Entries, e.toProto()) })
+	return snap
+}
+
+func (e *entry) toProto() *messages.WorkEntry {
+	readyAt, startedAt, workerID := e.shown()
+	return &messages.WorkEntry{
+		Work:               e.work,
+		Status:             e.status,
+		Attempts:           e.attempts,
+		LastError:          e.lastError,
+		Result:             e.result,
+		ReadyAtUnixNano:    readyAt,
+		Order:              e.order,
+		WorkerId:           workerID,
+		StartedAtUnixNano:  startedAt,
+		FinishedAtUnixNano: e.finishedAt,
+		History:            historyToProto(e.hist(new([3]histEvent))),
+	}
+}
+
+// mixedState holds a work in every status, with waiters, deadlines,
+// retries, results and errors.
+func mixedState(t *testing.T) *WorkState {
+	t.Helper()
+	s := NewWorkState()
+	p := Policy{MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second}
+	at := func(d int) int64 { return t0.Add(time.Duration(d) * time.Millisecond).UnixNano() }
+	apply := func(ev proto.Message) { require.NoError(t, s.Apply(ev)) }
+	waiter := &actor.PID{Address: "127.0.0.1:3001", Id: "waiter$1", RequestId: 7}
+	for i, id := range []string{"done", "dead", "cancelled", "retry", "running", "pending", "expired", "late"} {
+		w := &messages.Work{WorkId: id, JobType: []string{"square", "sleep"}[i%2], Payload: []byte(id), DeadlineUnixNano: int64(i) * 1000}
+		if i%3 == 0 {
+			w.Waiter = waiter
+		}
+		apply(&messages.WorkAccepted{Work: w, AtUnixNano: at(i)})
+	}
+	start := func(id, worker string, ms int) {
+		apply(&messages.WorkStarted{WorkId: id, WorkerId: worker, AtUnixNano: at(ms)})
+	}
+	fail := func(id, worker string, ms int, cancelled bool) {
+		ev, ok := s.FailureEvent(p, id, worker, "boom "+id, time.Unix(0, at(ms)))
+		require.True(t, ok)
+		if cancelled {
+			ev.Cancelled, ev.Dead, ev.NotBeforeUnixNano = true, false, 0
+		}
+		apply(ev)
+	}
+	start("done", "w1", 10)
+	apply(&messages.WorkCompleted{WorkId: "done", WorkerId: "w1", Result: []byte("49"), AtUnixNano: at(11)})
+	start("dead", "w1", 12)
+	fail("dead", "w1", 13, false)
+	apply(&messages.WorkStarted{WorkId: "dead", WorkerId: "w2", AtUnixNano: at(2000)})
+	fail("dead", "w2", 2001, false)
+	start("cancelled", "w2", 14)
+	fail("cancelled", "w2", 15, true)
+	start("retry", "w1", 16)
+	fail("retry", "w1", 17, false)
+	start("running", "w2", 18)
+	apply(&messages.WaiterDetached{WorkId: "running"})
+	apply(&messages.WorkExpired{WorkId: "expired", Reason: "late", AtUnixNano: at(19)})
+	c := s.Counts()
+	require.Equal(t, Counts{Pending: 3, InProgress: 1, Done: 1, Dead: 2, Cancelled: 1, AcceptedTotal: 8}, c)
+	return s
+}
+
+func TestPackedSnapshot(t *testing.T) {
+	t.Parallel()
+
+	ids := []string{"done", "dead", "cancelled", "retry", "running", "pending", "expired", "late", "unknown"}
+	requireSame := func(t *testing.T, want, got *WorkState) {
+		t.Helper()
+		require.True(t, proto.Equal(legacySnapshot(want), legacySnapshot(got)), "restored state differs")
+		require.Equal(t, want.Counts(), got.Counts())
+		require.Equal(t, want.PendingIDs(), got.PendingIDs())
+		require.Equal(t, want.InProgress(), got.InProgress())
+		for _, id := range ids {
+			require.True(t, proto.Equal(want.Status(id), got.Status(id)), "status of %s", id)
+			require.Equal(t, want.IsAccepted(id), got.IsAccepted(id), "duplicate detection of %s", id)
+			require.Equal(t, want.IsFinished(id), got.IsFinished(id), id)
+			require.True(t, proto.Equal(want.Work(id), got.Work(id)), "work of %s", id)
+		}
+		wantAt, wantOK := want.OldestFinishedAt()
+		gotAt, gotOK := got.OldestFinishedAt()
+		require.Equal(t, wantOK, gotOK)
+		require.Equal(t, wantAt, gotAt)
+	}
+
+	t.Run("RestoreEqualsTheOriginal", func(t *testing.T) {
+		t.Parallel()
+		s := mixedState(t)
+		snap := roundTrip(t, s.Snapshot())
+		require.Empty(t, snap.GetEntries(), "a packed snapshot has no WorkEntry")
+		require.Equal(t, int64(8), snap.GetChunkEntries())
+		r, err := RestoreWorkState(snap)
+		require.NoError(t, err)
+		requireSame(t, s, r)
+		require.True(t, proto.Equal(snap, r.Snapshot()), "restore then snapshot changes the bytes")
+	})
+
+	t.Run("LegacySnapshotStillRestores", func(t *testing.T) {
+		t.Parallel()
+		s := mixedState(t)
+		r, err := RestoreWorkState(roundTrip(t, legacySnapshot(s)))
+		require.NoError(t, err)
+		requireSame(t, s, r)
+	})
+
+	t.Run("RestoredStateGoesOnTheSame", func(t *testing.T) {
+		t.Parallel()
+		s := mixedState(t)
+		r, err := RestoreWorkState(roundTrip(t, s.Snapshot()))
+		require.NoError(t, err)
+		for _, st := range []*WorkState{s, r} {
+			require.NoError(t, st.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "done", JobType: "square"}, AtUnixNano: 1}))
+			require.NoError(t, st.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "dead", JobType: "square"}, AtUnixNano: 2}))
+			require.NoError(t, st.Apply(&messages.MasterRecovered{AtUnixNano: 3}))
+			require.NoError(t, st.Apply(&messages.FinishedForgotten{BeforeUnixNano: t0.Add(time.Second).UnixNano()}))
+		}
+		requireSame(t, s, r)
+	})
+
+	t.Run("ManyChunks", func(t *testing.T) {
+		t.Parallel()
+		s := NewWorkState()
+		n := 2*chunkEntries + 5
+		for i := range n {
+			require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "j" + strconv.Itoa(i), JobType: "square"}, AtUnixNano: int64(i)}))
+			if i%3 == 0 {
+				require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "j" + strconv.Itoa(i), WorkerId: "w", AtUnixNano: int64(i)}))
+				require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "j" + strconv.Itoa(i), WorkerId: "w", AtUnixNano: int64(i)}))
+			}
+		}
+		snap := s.Snapshot()
+		require.Len(t, snap.GetChunks(), 3)
+		r, err := RestoreWorkState(roundTrip(t, snap))
+		require.NoError(t, err)
+		require.True(t, proto.Equal(legacySnapshot(s), legacySnapshot(r)))
+		require.Equal(t, s.Counts(), r.Counts())
+	})
+
+	t.Run("DamagedChunksAreRejected", func(t *testing.T) {
+		t.Parallel()
+		good := mixedState(t).Snapshot().GetChunks()[0]
+		for name, chunk := range map[string][]byte{
+			"Empty":       {},
+			"NewerFormat": append([]byte{packedFormat + 1}, good[1:]...),
+			"Truncated":   good[:len(good)-3],
+			"LongString":  {packedFormat, 0, 1, 200, 'x'},
+		} {
+			_, err := RestoreWorkState(&messages.MasterSnapshot{Chunks: [][]byte{chunk}})
+			require.ErrorIs(t, err, ErrBadSnapshot, name)
+		}
+		_, err := RestoreWorkState(&messages.MasterSnapshot{Chunks: [][]byte{good}, Entries: legacySnapshot(mixedState(t)).GetEntries()})
+		require.ErrorIs(t, err, ErrBadSnapshot)
+	})
+}
+
+// TestDoneWorkIsCompact: a work done in a plain run keeps no history nor
+// payload, and still answers status, listing and duplicate submissions as
+// before.
+func TestDoneWorkIsCompact(t *testing.T) {
+	t.Parallel()
+	s := NewWorkState()
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "square", Payload: []byte("7")}, AtUnixNano: at(1)}))
+	require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "a", WorkerId: "w1", AtUnixNano: at(2)}))
+	require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "a", WorkerId: "w1", Result: []byte("49"), AtUnixNano: at(3)}))
+
+	e := s.entries["a"]
+	require.True(t, e.plain)
+	require.Nil(t, e.history)
+	require.Nil(t, e.work.GetPayload())
+	want := &messages.WorkStatusReply{WorkId: "a", Status: statusDone, Result: []byte("49"), Attempts: 1, JobType: "square",
+		History: []*messages.WorkHistoryEvent{
+			{Kind: histAccepted, AtUnixNano: at(1)},
+			{Kind: histStarted, AtUnixNano: at(2), Attempt: 1, WorkerId: "w1"},
+			{Kind: histCompleted, AtUnixNano: at(3), Attempt: 1, WorkerId: "w1"},
+		}}
+	require.True(t, proto.Equal(want, s.Status("a")), "status: %v", s.Status("a"))
+	list := s.List(statusDone, 10)
+	require.Len(t, list.GetWorks(), 1)
+	require.True(t, proto.Equal(&messages.WorkSummary{WorkId: "a", JobType: "square", Status: statusDone, Attempts: 1, FinishedAtUnixNano: at(3)}, list.GetWorks()[0]))
+
+	// A duplicate is acknowledged and not queued again.
+	require.True(t, s.IsAccepted("a"))
+	require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "square"}, AtUnixNano: at(4)}))
+	require.Equal(t, Counts{Done: 1, AcceptedTotal: 1}, s.Counts())
+	require.True(t, proto.Equal(want, s.Status("a")))
+
+	// A work that needed a second attempt keeps its whole history.
+	require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "b", JobType: "square"}, AtUnixNano: at(5)}))
+	require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "b", WorkerId: "w1", AtUnixNano: at(6)}))
+	require.NoError(t, s.Apply(&messages.MasterRecovered{AtUnixNano: at(7)}))
+	require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: "b", WorkerId: "w2", AtUnixNano: at(8)}))
+	require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "b", WorkerId: "w2", AtUnixNano: at(9)}))
+	require.False(t, s.entries["b"].plain)
+	require.Len(t, s.Status("b").GetHistory(), 5)
+}
