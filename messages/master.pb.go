@@ -897,6 +897,54 @@ func (x *MasterSnapshot) GetChunkEntries() int64 {
 	return 0
 }
 
+// PackedMasterSnapshot is what masters write since the packed encoding: a
+// MasterSnapshot with chunks, under a type of its own so that an older
+// binary, which would read the chunks as an empty state, stops at recovery
+// with "type not linked" instead of serving without the backlog.
+type PackedMasterSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      *MasterSnapshot        `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PackedMasterSnapshot) Reset() {
+	*x = PackedMasterSnapshot{}
+	mi := &file_master_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PackedMasterSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PackedMasterSnapshot) ProtoMessage() {}
+
+func (x *PackedMasterSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PackedMasterSnapshot.ProtoReflect.Descriptor instead.
+func (*PackedMasterSnapshot) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PackedMasterSnapshot) GetSnapshot() *MasterSnapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
 var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
@@ -975,7 +1023,9 @@ const file_master_proto_rawDesc = "" +
 	"next_order\x18\x02 \x01(\x03R\tnextOrder\x12%\n" +
 	"\x0eaccepted_total\x18\x03 \x01(\x03R\racceptedTotal\x12\x16\n" +
 	"\x06chunks\x18\x04 \x03(\fR\x06chunks\x12#\n" +
-	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntriesB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntries\"T\n" +
+	"\x14PackedMasterSnapshot\x12<\n" +
+	"\bsnapshot\x18\x01 \x01(\v2 .foreman.messages.MasterSnapshotR\bsnapshotB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -989,35 +1039,37 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_master_proto_goTypes = []any{
-	(*WorkAccepted)(nil),      // 0: foreman.messages.WorkAccepted
-	(*WorkStarted)(nil),       // 1: foreman.messages.WorkStarted
-	(*WorksStarted)(nil),      // 2: foreman.messages.WorksStarted
-	(*WorkCompleted)(nil),     // 3: foreman.messages.WorkCompleted
-	(*WorkerFailed)(nil),      // 4: foreman.messages.WorkerFailed
-	(*WorkerTimedOut)(nil),    // 5: foreman.messages.WorkerTimedOut
-	(*WorkExpired)(nil),       // 6: foreman.messages.WorkExpired
-	(*WaiterDetached)(nil),    // 7: foreman.messages.WaiterDetached
-	(*FinishedForgotten)(nil), // 8: foreman.messages.FinishedForgotten
-	(*MasterRecovered)(nil),   // 9: foreman.messages.MasterRecovered
-	(*WorkEntry)(nil),         // 10: foreman.messages.WorkEntry
-	(*MasterSnapshot)(nil),    // 11: foreman.messages.MasterSnapshot
-	(*Work)(nil),              // 12: foreman.messages.Work
-	(WorkStatus)(0),           // 13: foreman.messages.WorkStatus
-	(*WorkHistoryEvent)(nil),  // 14: foreman.messages.WorkHistoryEvent
+	(*WorkAccepted)(nil),         // 0: foreman.messages.WorkAccepted
+	(*WorkStarted)(nil),          // 1: foreman.messages.WorkStarted
+	(*WorksStarted)(nil),         // 2: foreman.messages.WorksStarted
+	(*WorkCompleted)(nil),        // 3: foreman.messages.WorkCompleted
+	(*WorkerFailed)(nil),         // 4: foreman.messages.WorkerFailed
+	(*WorkerTimedOut)(nil),       // 5: foreman.messages.WorkerTimedOut
+	(*WorkExpired)(nil),          // 6: foreman.messages.WorkExpired
+	(*WaiterDetached)(nil),       // 7: foreman.messages.WaiterDetached
+	(*FinishedForgotten)(nil),    // 8: foreman.messages.FinishedForgotten
+	(*MasterRecovered)(nil),      // 9: foreman.messages.MasterRecovered
+	(*WorkEntry)(nil),            // 10: foreman.messages.WorkEntry
+	(*MasterSnapshot)(nil),       // 11: foreman.messages.MasterSnapshot
+	(*PackedMasterSnapshot)(nil), // 12: foreman.messages.PackedMasterSnapshot
+	(*Work)(nil),                 // 13: foreman.messages.Work
+	(WorkStatus)(0),              // 14: foreman.messages.WorkStatus
+	(*WorkHistoryEvent)(nil),     // 15: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
-	12, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
-	12, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
-	13, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
-	14, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
+	13, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
+	13, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
+	14, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
+	15, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
 	10, // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	11, // 5: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
+	6,  // [6:6] is the sub-list for method output_type
+	6,  // [6:6] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -1032,7 +1084,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -60,16 +60,25 @@ func (a *masterActor) Reset(snap *persistence.Snapshot) error {
 		a.state = NewWorkState()
 		return nil
 	}
-	ms, ok := snap.Msg.(*messages.MasterSnapshot)
-	if !ok {
-		return fmt.Errorf("%w: seq %d holds a %T", ErrBadSnapshot, snap.Seq, snap.Msg)
-	}
-	st, err := RestoreWorkState(ms)
+	st, err := RestoreSnapshot(snap.Msg)
 	if err != nil {
-		return err
+		return fmt.Errorf("seq %d: %w", snap.Seq, err)
 	}
 	a.state = st
 	return nil
+}
+
+// RestoreSnapshot rebuilds the state from a snapshot the master wrote: a
+// PackedMasterSnapshot, or a MasterSnapshot of a master from before the
+// packed encoding. Any other message is ErrBadSnapshot.
+func RestoreSnapshot(msg proto.Message) (*WorkState, error) {
+	switch m := msg.(type) {
+	case *messages.PackedMasterSnapshot:
+		return RestoreWorkState(m.GetSnapshot())
+	case *messages.MasterSnapshot:
+		return RestoreWorkState(m)
+	}
+	return nil, fmt.Errorf("%w: the snapshot is a %T", ErrBadSnapshot, msg)
 }
 
 func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
@@ -93,14 +102,14 @@ func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
 	if since*busySnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
-	return a.state.Snapshot(), true
+	return &messages.PackedMasterSnapshot{Snapshot: a.state.Snapshot()}, true
 }
 
 func (a *masterActor) IdleSnapshot(since int) (proto.Message, bool) {
 	if since*idleSnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
-	return a.state.Snapshot(), true
+	return &messages.PackedMasterSnapshot{Snapshot: a.state.Snapshot()}, true
 }
 
 func (a *masterActor) RecoveryEvent(now time.Time) proto.Message {

@@ -122,7 +122,7 @@ func TestWaiterAndCancelled(t *testing.T) {
 			if err != nil || !ok {
 				return false
 			}
-			st, err := master.RestoreWorkState(snap.Msg.(*messages.MasterSnapshot))
+			st, err := master.RestoreSnapshot(snap.Msg)
 			return err == nil && st.Status("c").GetStatus() == messages.WorkStatus_WORK_STATUS_CANCELLED
 		}, testkit.Timeout(), 5*time.Millisecond)
 		b.restart(t)

@@ -125,6 +125,24 @@ func TestPackedSnapshot(t *testing.T) {
 		requireSame(t, s, r)
 	})
 
+	t.Run("TheMasterWritesItsOwnTypeAndReadsBoth", func(t *testing.T) {
+		t.Parallel()
+		s := mixedState(t)
+		msg, ok := (&masterActor{state: s}).Snapshot(s.Len())
+		require.True(t, ok)
+		packed, isPacked := msg.(*messages.PackedMasterSnapshot)
+		require.True(t, isPacked, "a packed snapshot under its own type: an older binary must not read it as an empty MasterSnapshot (got %T)", msg)
+		require.NotEmpty(t, packed.GetSnapshot().GetChunks())
+		r, err := RestoreSnapshot(roundTrip(t, packed))
+		require.NoError(t, err)
+		requireSame(t, s, r)
+		r, err = RestoreSnapshot(roundTrip(t, legacySnapshot(s)))
+		require.NoError(t, err, "a snapshot of a master from before the packed encoding")
+		requireSame(t, s, r)
+		_, err = RestoreSnapshot(&messages.WorkStarted{WorkId: "x"})
+		require.ErrorIs(t, err, ErrBadSnapshot)
+	})
+
 	t.Run("RestoredStateGoesOnTheSame", func(t *testing.T) {
 		t.Parallel()
 		s := mixedState(t)

@@ -21,7 +21,6 @@ import (
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/node"
-	"github.com/foreman-actors/foreman/messages"
 )
 
 // binary is the foreman binary built once for the process tests.
@@ -262,11 +261,7 @@ func loadStateFrom(j persistence.Journal) (_ *master.WorkState, err error) {
 		return nil, err
 	}
 	if ok {
-		ms, isSnap := snap.Msg.(*messages.MasterSnapshot)
-		if !isSnap {
-			return nil, fmt.Errorf("snapshot is %T", snap.Msg)
-		}
-		if st, err = master.RestoreWorkState(ms); err != nil {
+		if st, err = master.RestoreSnapshot(snap.Msg); err != nil {
 			return nil, err
 		}
 		from = snap.Seq + 1
