@@ -44,7 +44,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
 	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
-	if r.URL.Query().Has("wait") { // POST /work?wait=D: wait.go
+	if wantsWait(r) { // POST /work?wait=D: wait.go
 		s.submitWait(ctx, w, r, work)
 		return
 	}
@@ -55,6 +55,12 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	s.log.Debug("work accepted", "work_id", req.ID, "job_type", req.Type)
 	w.Header().Set("Location", PathWork+"/"+url.PathEscape(req.ID))
 	writeJSON(w, http.StatusCreated, SubmitResponse{ID: req.ID})
+}
+
+// wantsWait reports whether a POST /work asks to wait (?wait=D), without
+// parsing an empty query: most submissions have none.
+func wantsWait(r *http.Request) bool {
+	return r.URL.RawQuery != "" && r.URL.Query().Has("wait")
 }
 
 // handleWork: GET /work/{id}.
