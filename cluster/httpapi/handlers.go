@@ -33,7 +33,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
-	req, err := DecodeSubmit(r.Body)
+	req, err := decodeSubmitBody(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -191,6 +191,12 @@ func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
 		}
 		return SubmitRequest{}, fmt.Errorf("%w: extra data after the JSON object; send exactly one object", ErrInvalid)
 	}
+	return finishSubmit(req)
+}
+
+// finishSubmit checks a decoded submission and normalises its payload:
+// the part of DecodeSubmit after the JSON decoding.
+func finishSubmit(req SubmitRequest) (SubmitRequest, error) {
 	if req.Type == "" {
 		return SubmitRequest{}, fmt.Errorf(`%w: missing "type": set it to a job type the workers run, e.g. {"type":"square","payload":7}`, ErrInvalid)
 	}
@@ -205,6 +211,8 @@ func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
 	switch p := bytes.TrimSpace(req.Payload); {
 	case len(p) == 0 || string(p) == "null":
 		req.Payload = nil
+	case !bytes.ContainsAny(p, " \t\r\n"): // already compact (json.Compact only drops these)
+		req.Payload = p
 	default:
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, p); err != nil { // cannot happen: the decoder validated it
