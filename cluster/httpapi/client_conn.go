@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -162,6 +163,16 @@ func (s *SubmitConn) roundTrip(ctx context.Context, body []byte) (code int, h ht
 	if _, err := s.br.Peek(1); err != nil {
 		return 0, nil, nil, fmt.Errorf("%w: %w", errStaleConn, err)
 	}
+	if a, ok := s.plainAnswer(); ok {
+		data = make([]byte, a.length)
+		if _, err := io.ReadFull(s.br, data); err != nil {
+			return 0, nil, nil, fmt.Errorf("reading the answer to POST %s: %w", PathWork, err)
+		}
+		if a.close {
+			_ = s.Close() // the server closes it after this answer
+		}
+		return a.code, a.header, data, nil
+	}
 	resp, err := http.ReadResponse(s.br, nil)
 	if err != nil {
 		return 0, nil, nil, err
@@ -175,6 +186,74 @@ func (s *SubmitConn) roundTrip(ctx context.Context, body []byte) (code int, h ht
 		_ = s.Close() // the server closes it after this answer
 	}
 	return resp.StatusCode, resp.Header, data, nil
+}
+
+// answerHead is the head of a plain answer: status, body length, and what
+// the client reads from the header.
+type answerHead struct {
+	code   int
+	length int
+	close  bool
+	header http.Header // Retry-After only; nil without
+}
+
+// plainAnswer reads the head of the answer when it is a plain HTTP/1.1
+// one (status line, a Content-Length, no Transfer-Encoding, all in the
+// read buffer): it consumes the head and leaves the body. ok is false,
+// and nothing is consumed, for anything else; http.ReadResponse then
+// reads it. net/http's header parsing was a tenth of a load generator's
+// CPU; the API's answers to POST /work are all plain.
+func (s *SubmitConn) plainAnswer() (a answerHead, ok bool) {
+	var head []byte
+	for {
+		buf, _ := s.br.Peek(s.br.Buffered())
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			head = buf[:i+2]
+			break
+		}
+		if s.br.Buffered() == s.br.Size() {
+			return a, false // a head larger than the buffer
+		}
+		if _, err := s.br.Peek(s.br.Buffered() + 1); err != nil {
+			return a, false // ReadResponse reports it
+		}
+	}
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) || (len(line) > 12 && line[12] != ' ') {
+		return a, false
+	}
+	code, err := strconv.Atoi(string(line[9:12]))
+	if err != nil || code < 200 {
+		return a, false
+	}
+	a.code, a.length = code, -1
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		k, v, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			return a, false
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			n, err := strconv.Atoi(string(v))
+			if err != nil || n < 0 || n > maxAnswerBytes || a.length >= 0 {
+				return a, false
+			}
+			a.length = n
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			return a, false
+		case bytes.EqualFold(k, []byte("Connection")):
+			a.close = a.close || bytes.EqualFold(v, []byte("close"))
+		case bytes.EqualFold(k, []byte("Retry-After")):
+			a.header = http.Header{"Retry-After": {string(v)}}
+		}
+	}
+	if a.length < 0 {
+		return a, false
+	}
+	_, _ = s.br.Discard(len(head) + 2)
+	return a, true
 }
 
 func (s *SubmitConn) dial(ctx context.Context) error {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,4 +148,76 @@ func TestSubmitConnGivesUp(t *testing.T) {
 	defer cancel()
 	_, err = sc.Submit(ctx, httpapi.SubmitRequest{Type: "square"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestSubmitConnAnswers: a SubmitConn reads every shape of answer as the
+// Client does: plain ones, chunked ones, Retry-After, Connection: close.
+func TestSubmitConnAnswers(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("too long; ", 500) // over net/http's 2 KiB: sent chunked
+	var unavailable atomic.Int64
+	var conns atomic.Int64
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req httpapi.SubmitRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch req.ID {
+		case "chunked":
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": long})
+			return
+		case "busy":
+			if unavailable.Add(1) == 1 {
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error":"the master did not acknowledge in time"}`))
+				return
+			}
+		case "close":
+			w.Header().Set("Connection", "close")
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(httpapi.SubmitResponse{ID: req.ID})
+	}))
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	c, err := httpapi.NewClient(ts.URL)
+	require.NoError(t, err)
+	sc, err := c.NewSubmitConn()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sc.Close()) })
+	ctx, cancel := context.WithTimeout(t.Context(), 4*testkit.Timeout())
+	defer cancel()
+
+	id, err := sc.Submit(ctx, httpapi.SubmitRequest{ID: "plain", Type: "t"})
+	require.NoError(t, err)
+	require.Equal(t, "plain", id)
+
+	_, err = sc.Submit(ctx, httpapi.SubmitRequest{ID: "chunked", Type: "t"})
+	var apiErr *httpapi.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	require.Equal(t, long, apiErr.Message)
+
+	id, err = sc.Submit(ctx, httpapi.SubmitRequest{ID: "busy", Type: "t"})
+	require.NoError(t, err, "a 503 is sent again after its Retry-After")
+	require.Equal(t, "busy", id)
+	require.Equal(t, int64(2), unavailable.Load())
+	require.Equal(t, int64(1), conns.Load(), "one connection so far")
+
+	id, err = sc.Submit(ctx, httpapi.SubmitRequest{ID: "close", Type: "t"})
+	require.NoError(t, err)
+	require.Equal(t, "close", id)
+	id, err = sc.Submit(ctx, httpapi.SubmitRequest{ID: "after-close", Type: "t"})
+	require.NoError(t, err)
+	require.Equal(t, "after-close", id)
+	require.Equal(t, int64(2), conns.Load(), "a new connection after Connection: close")
 }
