@@ -215,8 +215,9 @@ func (c *Client) shardStatus(ctx context.Context, k int) (*messages.MasterStatus
 // without its answer (timeout, the caller left, the master's node left)
 // may still receive it late, so it is removed, never reused.
 type replyBox struct {
-	ch  chan any
-	pid *actor.PID
+	ch    chan any
+	pid   *actor.PID
+	timer *time.Timer // the ask timeout; stopped between asks
 }
 
 func (b *replyBox) SendUserMessage(_ *actor.PID, m any) {
@@ -244,23 +245,9 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// One timer bounds the lookup and the wait for the reply together
-	// (the lookup is a cache hit but after a failover); a wait longer than
-	// the ask timeout (a held feed read) still bounds the lookup by it.
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rctx := actx
-	if timeout > c.cfg.askTimeout {
-		var rcancel context.CancelFunc
-		rctx, rcancel = context.WithTimeout(ctx, c.cfg.askTimeout)
-		defer rcancel()
-	}
-	pid, err := m.Resolve(rctx)
+	pid, err := c.resolve(ctx, m)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
+		return nil, err
 	}
 	callersDeadline := false // the caller's ctx ends before the ask timeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -268,7 +255,7 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 			if left <= 0 {
 				return nil, context.DeadlineExceeded
 			}
-			callersDeadline = true
+			timeout, callersDeadline = left, true
 		}
 	}
 	box, err := c.takeBox()
@@ -287,6 +274,8 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 	})
 	defer stopGone()
 	c.sys.Root.RequestWithCustomSender(pid, msg, self)
+	box.timer.Reset(timeout)
+	defer box.timer.Stop() // before putBox, deferred earlier, hands the box on
 	select {
 	case res := <-box.ch:
 		answered = true
@@ -297,7 +286,9 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 		return res, nil
 	case <-gone:
 		return nil, fmt.Errorf("frontend: %w: %w (the node of %s left the cluster)", route.ErrNoMaster, errMasterGone, pid)
-	case <-actx.Done(): // the caller's ctx, or the ask timeout
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-box.timer.C:
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -311,6 +302,25 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 	}
 }
 
+// resolve finds the master of route m: at once when the route knows it
+// (Master.Cached), else by Resolve bounded by the ask timeout. Errors are
+// ctx's, or wrap route.ErrNoMaster.
+func (c *Client) resolve(ctx context.Context, m route.Master) (*actor.PID, error) {
+	if pid, ok := m.Cached(); ok {
+		return pid, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.askTimeout)
+	defer cancel()
+	pid, err := m.Resolve(rctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
+	}
+	return pid, nil
+}
+
 // takeBox returns a registered reply address: a kept one, or a new one.
 func (c *Client) takeBox() (*replyBox, error) {
 	select {
@@ -318,7 +328,8 @@ func (c *Client) takeBox() (*replyBox, error) {
 		return b, nil
 	default:
 	}
-	b := &replyBox{ch: make(chan any, 1)}
+	b := &replyBox{ch: make(chan any, 1), timer: time.NewTimer(time.Hour)}
+	b.timer.Stop()
 	reg := c.sys.ProcessRegistry
 	pid, ok := reg.Add(b, "frontend-ask$"+reg.NextId())
 	if !ok {

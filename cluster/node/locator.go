@@ -157,10 +157,10 @@ func (l *MasterLocator) AfterGone(pid *actor.PID, f func()) (stop func() bool) {
 
 // Route returns the route to the master through this locator (its
 // Resolve; its AfterGone, so that requests in flight to a master whose
-// node left are sent again at once; its Forget), for worker.Props and
-// frontend.NewClient.
+// node left are sent again at once; its Forget; its cache, read without
+// blocking), for worker.Props and frontend.NewClient.
 func (l *MasterLocator) Route() route.Master {
-	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone), route.WithForget(l.Forget))
+	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone), route.WithForget(l.Forget), route.WithCached(l.cached))
 }
 
 // Forget drops pid from the cache when it is the cached master: a caller's
