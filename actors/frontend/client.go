@@ -325,6 +325,10 @@ func (c *Client) resolve(ctx context.Context, m route.Master) (*actor.PID, error
 func (c *Client) takeBox() (*replyBox, error) {
 	select {
 	case b := <-c.boxes:
+		select { // empty by the rule above; a stray message is no answer of this ask
+		case <-b.ch:
+		default:
+		}
 		return b, nil
 	default:
 	}

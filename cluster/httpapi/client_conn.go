@@ -150,7 +150,8 @@ func (s *SubmitConn) roundTrip(ctx context.Context, body []byte) (code int, h ht
 			return 0, nil, nil, err
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
+	conn := s.conn // the func may run after Close cleared s.conn
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer func() {
 		if !stop() || err != nil { // ctx ended: the deadline may be in the past
 			_ = s.Close()
