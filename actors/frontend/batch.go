@@ -101,7 +101,7 @@ func chunks(works []*messages.Work, idx []int) [][]int {
 // carrying only the works still pending, and records the outcomes in errs
 // (each index is written by this call only).
 func (c *Client) submitChunk(ctx context.Context, m route.Master, works []*messages.Work, idx []int, errs []error) {
-	err := c.retry(ctx, fmt.Sprintf("submit a batch of %d works", len(idx)), func() error {
+	err := c.retry(ctx, whatText(fmt.Sprintf("submit a batch of %d works", len(idx))), func() error {
 		batch := &messages.WorkBatch{Works: make([]*messages.Work, len(idx))}
 		for j, i := range idx {
 			batch.Works[j] = works[i]

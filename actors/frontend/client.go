@@ -22,7 +22,15 @@ type Client struct {
 	master route.Master
 	cfg    config
 	log    *slog.Logger
+	// boxes holds registered reply addresses that got their one reply,
+	// for the next asks (see replyBox); nil: every ask registers its own.
+	boxes chan *replyBox
 }
+
+// replyBoxesKept bounds the reply addresses a Client keeps registered for
+// reuse: about the asks it has in flight at once under load. They stay in
+// the actor system's registry as long as the Client is used.
+const replyBoxesKept = 256
 
 // NewClient returns a client of the master reached through master. It reads
 // WithAskTimeout, WithRetryBackoff, WithClock and WithLogger.
@@ -41,7 +49,8 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 	if log == nil {
 		log = sys.Logger()
 	}
-	return &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client")}, nil
+	return &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client"),
+		boxes: make(chan *replyBox, replyBoxesKept)}, nil
 }
 
 // Submit sends w to the master until it is acknowledged (nil: the work is
@@ -51,8 +60,19 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 // REJECT_CODE_UNAVAILABLE are retried with backoff; the master acknowledges
 // an id it already accepted again, so retrying never runs a job twice.
 func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
-	return c.retry(ctx, fmt.Sprintf("submit %q", w.GetWorkId()), func() error { return c.SubmitOnce(ctx, w) })
+	return c.retry(ctx, submitWhat{w}, func() error { return c.SubmitOnce(ctx, w) })
 }
+
+// submitWhat names a Submit's attempts in errors and logs; it is formatted
+// only when one is written, not on every successful submission.
+type submitWhat struct{ w *messages.Work }
+
+func (s submitWhat) String() string { return fmt.Sprintf("submit %q", s.w.GetWorkId()) }
+
+// whatText names attempts with a text made beforehand.
+type whatText string
+
+func (s whatText) String() string { return string(s) }
 
 // retry calls attempt until it returns nil or an error not worth retrying,
 // or ctx ends; what names the attempts in the error and the log. Timeouts,
@@ -60,13 +80,13 @@ func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 // the master's node just left, the next attempt goes at once (once: its
 // successor is being found now). Once ctx ends the error matches ctx.Err()
 // and wraps the last attempt's.
-func (c *Client) retry(ctx context.Context, what string, attempt func() error) error {
+func (c *Client) retry(ctx context.Context, what fmt.Stringer, attempt func() error) error {
 	backoff := c.cfg.retryMin
 	lastGone := false
 	for n := 1; ; n++ {
 		err := attempt()
 		if errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
-			c.log.Debug("master gone, trying again at once", "what", what, "attempt", n)
+			c.log.Debug("master gone, trying again at once", "what", what.String(), "attempt", n)
 			lastGone = true
 			continue
 		}
@@ -77,7 +97,7 @@ func (c *Client) retry(ctx context.Context, what string, attempt func() error) e
 			}
 			return err
 		}
-		c.log.Debug("failed, retrying", "what", what, "attempt", n, "backoff", backoff, "error", err)
+		c.log.Debug("failed, retrying", "what", what.String(), "attempt", n, "backoff", backoff, "error", err)
 		t := c.cfg.clock.NewTimer(backoff)
 		select {
 		case <-t.C():
@@ -187,7 +207,18 @@ func (c *Client) shardStatus(ctx context.Context, k int) (*messages.MasterStatus
 // protoactor's Future from our side, when the caller leaves, races with a
 // reply arriving at that moment: the pinned protoactor writes a Future's
 // result without a lock).
-type replyBox struct{ ch chan any }
+//
+// Every question to the master gets one answer (or a DeadLetterResponse in
+// its place), so a box whose ask received its answer gets nothing more and
+// serves the Client's next ask (Client.boxes): registering and removing a
+// process per ask was a quarter of the ask's CPU. A box whose ask ended
+// without its answer (timeout, the caller left, the master's node left)
+// may still receive it late, so it is removed, never reused.
+type replyBox struct {
+	ch    chan any
+	pid   *actor.PID
+	timer *time.Timer // the ask timeout; stopped between asks
+}
 
 func (b *replyBox) SendUserMessage(_ *actor.PID, m any) {
 	_, msg, _ := actor.UnwrapEnvelope(m)
@@ -214,14 +245,9 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.askTimeout)
-	pid, err := m.Resolve(rctx)
-	cancel()
+	pid, err := c.resolve(ctx, m)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
+		return nil, err
 	}
 	callersDeadline := false // the caller's ctx ends before the ask timeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -232,13 +258,13 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 			timeout, callersDeadline = left, true
 		}
 	}
-	box := &replyBox{ch: make(chan any, 1)}
-	reg := c.sys.ProcessRegistry
-	self, ok := reg.Add(box, "frontend-ask$"+reg.NextId())
-	if !ok {
-		return nil, fmt.Errorf("%w: could not register a reply address", ErrUnexpectedReply)
+	box, err := c.takeBox()
+	if err != nil {
+		return nil, err
 	}
-	defer reg.Remove(self)
+	answered := false
+	defer func() { c.putBox(box, answered) }()
+	self := box.pid
 	gone := make(chan struct{}, 1)
 	stopGone := m.AfterGone(pid, func() {
 		select {
@@ -248,20 +274,21 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 	})
 	defer stopGone()
 	c.sys.Root.RequestWithCustomSender(pid, msg, self)
-	t := time.NewTimer(timeout)
-	defer t.Stop()
+	box.timer.Reset(timeout)
+	defer box.timer.Stop() // before putBox, deferred earlier, hands the box on
 	select {
 	case res := <-box.ch:
+		answered = true
 		if _, dead := res.(*actor.DeadLetterResponse); dead {
 			m.Forget(pid)
 			return nil, fmt.Errorf("frontend: %w: %s is gone (dead letter)", route.ErrNoMaster, pid)
 		}
 		return res, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	case <-gone:
 		return nil, fmt.Errorf("frontend: %w: %w (the node of %s left the cluster)", route.ErrNoMaster, errMasterGone, pid)
-	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-box.timer.C:
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -275,6 +302,60 @@ func (c *Client) askTo(ctx context.Context, m route.Master, msg any, timeout tim
 	}
 }
 
+// resolve finds the master of route m: at once when the route knows it
+// (Master.Cached), else by Resolve bounded by the ask timeout. Errors are
+// ctx's, or wrap route.ErrNoMaster.
+func (c *Client) resolve(ctx context.Context, m route.Master) (*actor.PID, error) {
+	if pid, ok := m.Cached(); ok {
+		return pid, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.askTimeout)
+	defer cancel()
+	pid, err := m.Resolve(rctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("frontend: %w", err) // wraps route.ErrNoMaster
+	}
+	return pid, nil
+}
+
+// takeBox returns a registered reply address: a kept one, or a new one.
+func (c *Client) takeBox() (*replyBox, error) {
+	select {
+	case b := <-c.boxes:
+		select { // empty by the rule above; a stray message is no answer of this ask
+		case <-b.ch:
+		default:
+		}
+		return b, nil
+	default:
+	}
+	b := &replyBox{ch: make(chan any, 1), timer: time.NewTimer(time.Hour)}
+	b.timer.Stop()
+	reg := c.sys.ProcessRegistry
+	pid, ok := reg.Add(b, "frontend-ask$"+reg.NextId())
+	if !ok {
+		return nil, fmt.Errorf("%w: could not register a reply address", ErrUnexpectedReply)
+	}
+	b.pid = pid
+	return b, nil
+}
+
+// putBox keeps b for the next ask when its ask got its answer and the
+// Client keeps boxes, and removes it otherwise.
+func (c *Client) putBox(b *replyBox, answered bool) {
+	if answered && c.boxes != nil {
+		select {
+		case c.boxes <- b:
+			return
+		default:
+		}
+	}
+	c.sys.ProcessRegistry.Remove(b.pid)
+}
+
 // Submit is Client.Submit without keeping a client: it sends w to master
 // until acknowledged, rejected for good, or ctx ends.
 func Submit(ctx context.Context, sys *actor.ActorSystem, master route.Master, w *messages.Work, opts ...Option) error {
@@ -282,5 +363,6 @@ func Submit(ctx context.Context, sys *actor.ActorSystem, master route.Master, w 
 	if err != nil {
 		return err
 	}
+	c.boxes = nil // a client for one call leaves no reply address behind
 	return c.Submit(ctx, w)
 }

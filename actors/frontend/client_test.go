@@ -88,6 +88,40 @@ func TestClient(t *testing.T) {
 		require.ErrorIs(t, err, frontend.ErrTimeout)
 	})
 
+	t.Run("LateAnswerNeverReachesALaterAsk", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t, frontend.WithAskTimeout(50*time.Millisecond))
+		// "a" times out; its answer is sent to the same reply address only
+		// after "b" was asked: "b" must get its own answer, not "a"'s.
+		require.ErrorIs(t, c.SubmitOnce(context.Background(), work("a")), frontend.ErrTimeout)
+		master.ExpectMsg(work("a"), testkit.Timeout())
+		late := master.LastSender()
+		errc := make(chan error, 1)
+		go func() { errc <- c.SubmitOnce(context.Background(), work("b")) }()
+		master.ExpectMsg(work("b"), testkit.Timeout())
+		master.Send(late, &messages.Ack{WorkId: "a"})
+		master.Send(master.LastSender(), &messages.Ack{WorkId: "b"})
+		require.NoError(t, <-errc)
+	})
+
+	t.Run("ReplyAddressesServeAgain", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t)
+		master.SetAutoReply(func(msg any, _ *actor.PID) any {
+			return &messages.Ack{WorkId: msg.(*messages.Work).GetWorkId()}
+		})
+		// One ask at a time: every answered ask leaves its reply address
+		// for the next, so all of them reply to the same one.
+		var senders []string
+		for _, id := range []string{"a", "b", "c"} {
+			require.NoError(t, c.SubmitOnce(context.Background(), work(id)))
+			master.ExpectMsg(work(id), testkit.Timeout())
+			senders = append(senders, master.LastSender().GetId())
+		}
+		require.Equal(t, senders[0], senders[1])
+		require.Equal(t, senders[0], senders[2])
+	})
+
 	t.Run("CancelEndsTheWaitAtOnce", func(t *testing.T) {
 		t.Parallel()
 		c, master := setup(t, frontend.WithAskTimeout(time.Minute))

@@ -49,6 +49,15 @@ func WithForget(fn func(pid *actor.PID)) ResolverOption {
 	return func(m *Master) { m.forget = fn }
 }
 
+// WithCached gives the route a lookup that never blocks: fn returns the
+// master's PID when the resolver has it at hand (a cache hit), nil
+// otherwise. [Master.Cached] uses it, so that callers that resolve on
+// every request skip preparing a bounded [Master.Resolve] when the answer
+// is already known.
+func WithCached(fn func() *actor.PID) ResolverOption {
+	return func(m *Master) { m.cached = fn }
+}
+
 // Master says how to reach the master: a fixed PID or a [ResolveFunc]. The
 // zero value is invalid (see [Master.Validate]). A Master is a small value,
 // safe to copy and to use from several goroutines when its ResolveFunc is.
@@ -60,7 +69,8 @@ type Master struct {
 	resolveFunc ResolveFunc
 	afterGone   AfterGoneFunc // nil: the route never says a PID is gone
 	forget      func(pid *actor.PID)
-	shards      []Master // the shards' routes (see Sharded); nil: one shard
+	cached      func() *actor.PID // nil: Cached knows only a fixed PID
+	shards      []Master          // the shards' routes (see Sharded); nil: one shard
 }
 
 // Fixed returns a route to a master at a fixed PID (one process).
@@ -123,6 +133,20 @@ func (m Master) Resolve(ctx context.Context) (*actor.PID, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoMaster, ErrEmpty)
 	}
 	return m.pid, nil
+}
+
+// Cached returns the master's PID without blocking when the route knows
+// it at once: the fixed PID, or a resolver's cache hit ([WithCached]); ok
+// is false otherwise, and the caller calls Resolve.
+func (m Master) Cached() (pid *actor.PID, ok bool) {
+	switch {
+	case m.resolveFunc == nil:
+		return m.pid, m.pid != nil
+	case m.cached != nil:
+		pid = m.cached()
+		return pid, pid != nil
+	}
+	return nil, false
 }
 
 // Validate returns ErrEmpty for the zero Master and nil otherwise;

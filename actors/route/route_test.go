@@ -111,3 +111,38 @@ func TestForget(t *testing.T) {
 	m.Forget(nil) // never reported
 	require.Equal(t, []*actor.PID{pid}, got)
 }
+
+// TestCached: a fixed route and a resolver's cache hit answer at once; a
+// resolver without a cache, or with a miss, leaves the caller to Resolve.
+func TestCached(t *testing.T) {
+	t.Parallel()
+	pid := actor.NewPID("nonhost", "master")
+	resolve := func(context.Context) (*actor.PID, error) { return pid, nil }
+	var hit *actor.PID
+	tests := []struct {
+		name   string
+		master route.Master
+		want   *actor.PID
+	}{
+		{name: "Fixed", master: route.Fixed(pid), want: pid},
+		{name: "ResolverWithoutCache", master: route.Resolver(resolve)},
+		{name: "CacheMiss", master: route.Resolver(resolve, route.WithCached(func() *actor.PID { return hit }))},
+		{name: "CacheHit", master: route.Resolver(resolve, route.WithCached(func() *actor.PID { return pid })), want: pid},
+		{name: "ShardedKeepsEachShardsCache", master: mustSharded(t, route.Resolver(resolve), route.Resolver(resolve, route.WithCached(func() *actor.PID { return pid }))).Shard(1), want: pid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := tc.master.Cached()
+			require.Equal(t, tc.want != nil, ok)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func mustSharded(t *testing.T, shards ...route.Master) route.Master {
+	t.Helper()
+	m, err := route.Sharded(shards...)
+	require.NoError(t, err)
+	return m
+}

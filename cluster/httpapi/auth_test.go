@@ -268,10 +268,22 @@ func TestClientTokenAndTLS(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, httpapi.StatusDone, info.Status)
 
+	sc, err := c.NewSubmitConn() // its own connection: TLS and the token too
+	require.NoError(t, err)
+	id, err = sc.Submit(ctx, httpapi.SubmitRequest{Type: "square", Payload: json.RawMessage("7")})
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	require.NoError(t, sc.Close())
+
 	anon, err := httpapi.NewClient(base, httpapi.WithTLSConfig(trust))
 	require.NoError(t, err)
 	_, err = anon.Status(ctx)
 	require.ErrorIs(t, err, httpapi.ErrUnauthorized)
+	anonConn, err := anon.NewSubmitConn()
+	require.NoError(t, err)
+	_, err = anonConn.Submit(ctx, httpapi.SubmitRequest{Type: "square"})
+	require.ErrorIs(t, err, httpapi.ErrUnauthorized)
+	require.NoError(t, anonConn.Close())
 
 	untrusting, err := httpapi.NewClient(base, httpapi.WithToken(goodToken))
 	require.NoError(t, err)

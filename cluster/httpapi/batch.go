@@ -93,7 +93,7 @@ func DecodeBatch(r io.Reader, ndjson bool, maxItems int, maxItemBytes int64) ([]
 			errs[i] = fmt.Errorf("%w: the item is %d bytes, over the limit of %d; send a reference to large data instead", ErrTooLarge, len(raw), maxItemBytes)
 			continue
 		}
-		reqs[i], errs[i] = DecodeSubmit(bytes.NewReader(raw))
+		reqs[i], errs[i] = decodeSubmitBytes(raw)
 	}
 	return reqs, errs, nil
 }

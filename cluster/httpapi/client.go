@@ -48,6 +48,9 @@ type Client struct {
 	newID  func() string
 	token  string      // WithToken
 	tlsCfg *tls.Config // WithTLSConfig
+	// ownTransport: hc is the Client's own (no WithHTTPClient), so a
+	// SubmitConn may dial the server the same way.
+	ownTransport bool
 }
 
 // NewClient returns a client of the API at addr: host:port (e.g.
@@ -71,6 +74,7 @@ func NewClient(addr string, opts ...ClientOption) (*Client, error) {
 		tr.MaxIdleConnsPerHost = DefaultMaxIdleConns
 		tr.TLSClientConfig = c.tlsCfg
 		c.hc = &http.Client{Transport: tr}
+		c.ownTransport = true
 	}
 	if err := c.withBearer(); err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -136,14 +135,15 @@ func (c *Client) ReadResults(ctx context.Context, cursor string, wait time.Durat
 		return nil, cursor, e
 	}
 	var lines []ResultLine
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), maxAnswerBytes)
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
+	// The answer is in memory: its lines are cut from it (a Scanner's
+	// buffer was a 64 KiB allocation per read, most of a follower's).
+	for text := range bytes.Lines(data) {
+		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+		if len(text) == 0 {
 			continue
 		}
 		var l ResultLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+		if err := json.Unmarshal(text, &l); err != nil {
 			return nil, cursor, fmt.Errorf("%w: a line of GET %s is not the expected JSON: %w", ErrServer, PathResults, err)
 		}
 		lines = append(lines, l)

@@ -30,7 +30,11 @@
 //
 // The [Client] is the Go client that `foreman submit` and `foreman status`
 // use. It names work before the first attempt and retries 503 answers with
-// the same id, so a retried submission never runs twice.
+// the same id, so a retried submission never runs twice. A load generator
+// gives each submitter a [SubmitConn] ([Client.NewSubmitConn]): the same
+// answers on one keep-alive connection read on the caller's goroutine, for
+// a fraction of the transport's CPU per request (`foreman bench --to` uses
+// it).
 //
 // # Example
 //

@@ -136,9 +136,9 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 				h.Set("X-Content-Type-Options", "nosniff")
 				h.Set(HeaderNextCursor, page.Next.String())
 				w.WriteHeader(http.StatusOK)
+				enc := json.NewEncoder(w) // Marshal's bytes and a newline, one Write a line
 				for _, e := range page.Entries {
-					b, _ := json.Marshal(resultLine(e)) // our own type: cannot fail
-					_, _ = w.Write(append(b, '\n'))
+					_ = enc.Encode(resultLine(e)) // our own type: cannot fail
 				}
 				return
 			}

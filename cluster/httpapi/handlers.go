@@ -33,7 +33,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
-	req, err := DecodeSubmit(r.Body)
+	req, err := decodeSubmitBody(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -44,7 +44,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
 	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
-	if r.URL.Query().Has("wait") { // POST /work?wait=D: wait.go
+	if wantsWait(r) { // POST /work?wait=D: wait.go
 		s.submitWait(ctx, w, r, work)
 		return
 	}
@@ -52,9 +52,17 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.log.Debug("work accepted", "work_id", req.ID, "job_type", req.Type)
+	if s.log.Enabled(ctx, slog.LevelDebug) { // the arguments alone cost two allocations a job
+		s.log.Debug("work accepted", "work_id", req.ID, "job_type", req.Type)
+	}
 	w.Header().Set("Location", PathWork+"/"+url.PathEscape(req.ID))
 	writeJSON(w, http.StatusCreated, SubmitResponse{ID: req.ID})
+}
+
+// wantsWait reports whether a POST /work asks to wait (?wait=D), without
+// parsing an empty query: most submissions have none.
+func wantsWait(r *http.Request) bool {
+	return r.URL.RawQuery != "" && r.URL.Query().Has("wait")
 }
 
 // handleWork: GET /work/{id}.
@@ -185,6 +193,12 @@ func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
 		}
 		return SubmitRequest{}, fmt.Errorf("%w: extra data after the JSON object; send exactly one object", ErrInvalid)
 	}
+	return finishSubmit(req)
+}
+
+// finishSubmit checks a decoded submission and normalises its payload:
+// the part of DecodeSubmit after the JSON decoding.
+func finishSubmit(req SubmitRequest) (SubmitRequest, error) {
 	if req.Type == "" {
 		return SubmitRequest{}, fmt.Errorf(`%w: missing "type": set it to a job type the workers run, e.g. {"type":"square","payload":7}`, ErrInvalid)
 	}
@@ -199,6 +213,8 @@ func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
 	switch p := bytes.TrimSpace(req.Payload); {
 	case len(p) == 0 || string(p) == "null":
 		req.Payload = nil
+	case !bytes.ContainsAny(p, " \t\r\n"): // already compact (json.Compact only drops these)
+		req.Payload = p
 	default:
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, p); err != nil { // cannot happen: the decoder validated it

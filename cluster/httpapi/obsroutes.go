@@ -51,7 +51,7 @@ func (s *Server) timeSubmit(h http.HandlerFunc) http.HandlerFunc {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("wait") {
+		if wantsWait(r) {
 			h(w, r)
 			return
 		}

@@ -157,10 +157,10 @@ func (l *MasterLocator) AfterGone(pid *actor.PID, f func()) (stop func() bool) {
 
 // Route returns the route to the master through this locator (its
 // Resolve; its AfterGone, so that requests in flight to a master whose
-// node left are sent again at once; its Forget), for worker.Props and
-// frontend.NewClient.
+// node left are sent again at once; its Forget; its cache, read without
+// blocking), for worker.Props and frontend.NewClient.
 func (l *MasterLocator) Route() route.Master {
-	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone), route.WithForget(l.Forget))
+	return route.Resolver(l.Resolve, route.WithAfterGone(l.AfterGone), route.WithForget(l.Forget), route.WithCached(l.cached))
 }
 
 // Forget drops pid from the cache when it is the cached master: a caller's
@@ -183,12 +183,14 @@ func (l *MasterLocator) Forget(pid *actor.PID) {
 // ends first; a lookup running for over lookupStuckAfter gets a fresh one
 // beside it.
 func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
+	if pid := l.cached(); pid != nil { // every ask resolves: no timer for a hit
+		return pid, nil
+	}
 	recheck := time.NewTimer(resolveRecheck)
 	defer recheck.Stop()
 	for {
 		l.mu.Lock()
-		if l.pid != nil && time.Since(l.at) < l.ttl && l.isAliveLocked(l.pid) {
-			pid := l.pid
+		if pid := l.cachedLocked(); pid != nil {
 			l.mu.Unlock()
 			return pid, nil
 		}
@@ -216,6 +218,21 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 			recheck.Reset(resolveRecheck)
 		}
 	}
+}
+
+// cached returns the cached master PID while it is fresh and on a live
+// member, else nil.
+func (l *MasterLocator) cached() *actor.PID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cachedLocked()
+}
+
+func (l *MasterLocator) cachedLocked() *actor.PID {
+	if l.pid != nil && time.Since(l.at) < l.ttl && l.isAliveLocked(l.pid) {
+		return l.pid
+	}
+	return nil
 }
 
 func (l *MasterLocator) lookup(call *lookupCall, gen uint64) {

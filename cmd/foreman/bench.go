@@ -54,6 +54,22 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 			return outputFailed(stderr, "foreman bench", err)
 		}
 	}
+	// The profile covers both modes: with --to it is the load generator's.
+	if *cpu != "" {
+		stopProfile, err := startCPUProfile(*cpu)
+		if err != nil {
+			printErr(stderr, "foreman bench: %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				printErr(stderr, "foreman bench: %v\n", err)
+				if code == 0 {
+					code = 1 // the profile asked for may be incomplete
+				}
+			}
+		}()
+	}
 	if code, handled := hf.run(ctx, fs, cfg.Jobs, cfg.LightJobs, stdout, stderr); handled {
 		return code
 	}
@@ -71,21 +87,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 			}
 		}()
 		cfg.DataDir = dir
-	}
-	if *cpu != "" {
-		stopProfile, err := startCPUProfile(*cpu)
-		if err != nil {
-			printErr(stderr, "foreman bench: %v\n", err)
-			return 1
-		}
-		defer func() {
-			if err := stopProfile(); err != nil {
-				printErr(stderr, "foreman bench: %v\n", err)
-				if code == 0 {
-					code = 1 // the profile asked for may be incomplete
-				}
-			}
-		}()
 	}
 	if _, err := fmt.Fprintf(stdout, "foreman bench: %d jobs, %d submitters, %d workers x window %d, SQLite journal in %s\n", cfg.Jobs, cfg.Submitters, cfg.Workers, cfg.Window, cfg.DataDir); err != nil {
 		return outputFailed(stderr, "foreman bench", err)
