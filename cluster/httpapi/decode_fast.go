@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -31,7 +32,7 @@ func decodeSubmitBody(r *http.Request) (SubmitRequest, error) {
 		k, err = r.Body.Read(buf[n:size])
 		n += k
 	}
-	if n == int(size) && (err == nil || err == io.EOF) {
+	if n == int(size) && (err == nil || errors.Is(err, io.EOF)) {
 		return decodeSubmitBytes(buf[:n])
 	}
 	// Short or failed: the decoder sees the same bytes, then the same error.
