@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -58,32 +57,9 @@ func BenchmarkWorkerGates(b *testing.B) {
 			}
 
 			done := make(chan struct{})
-			handed, completed := 0, 0
-			master := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-				switch m := c.Message().(type) {
-				case *messages.RegisterWorker:
-					c.Send(m.GetWorker(), &messages.WorkIsReady{})
-				case *messages.WorkerRequestsWork:
-					for i := int32(0); i < m.GetCapacity() && handed < b.N; i++ {
-						handed++
-						c.Send(m.GetWorker(), &messages.Work{WorkId: strconv.Itoa(handed), JobType: "noop", Waiter: waiterPID})
-					}
-				case *messages.WorkIsDone:
-					c.Respond(&messages.Ack{WorkId: m.GetWorkId()})
-					if completed++; completed == b.N {
-						close(done)
-					}
-				case *messages.WorkIsDoneBatch:
-					ids := make([]string, len(m.GetDone()))
-					for i, d := range m.GetDone() {
-						ids[i] = d.GetWorkId()
-					}
-					c.Respond(&messages.AckBatch{WorkIds: ids})
-					if completed += len(ids); completed == b.N {
-						close(done)
-					}
-				}
-			}))
+			master := spawnBenchMaster(sys, b.N, func(id string) *messages.Work {
+				return &messages.Work{WorkId: id, JobType: "noop", Waiter: waiterPID}
+			}, done)
 			props, err := worker.Props(route.Fixed(master), reg, opts...)
 			if err != nil {
 				b.Fatal(err)

@@ -32,32 +32,7 @@ func BenchmarkWorker(b *testing.B) {
 			_ = reg.Register("noop", func(context.Context, []byte) ([]byte, error) { return nil, nil })
 
 			done := make(chan struct{})
-			handed, completed := 0, 0
-			master := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-				switch m := c.Message().(type) {
-				case *messages.RegisterWorker:
-					c.Send(m.GetWorker(), &messages.WorkIsReady{})
-				case *messages.WorkerRequestsWork:
-					for i := int32(0); i < m.GetCapacity() && handed < b.N; i++ {
-						handed++
-						c.Send(m.GetWorker(), &messages.Work{WorkId: strconv.Itoa(handed), JobType: "noop"})
-					}
-				case *messages.WorkIsDone:
-					c.Respond(&messages.Ack{WorkId: m.GetWorkId()})
-					if completed++; completed == b.N {
-						close(done)
-					}
-				case *messages.WorkIsDoneBatch:
-					ids := make([]string, len(m.GetDone()))
-					for i, d := range m.GetDone() {
-						ids[i] = d.GetWorkId()
-					}
-					c.Respond(&messages.AckBatch{WorkIds: ids})
-					if completed += len(ids); completed == b.N {
-						close(done)
-					}
-				}
-			}))
+			master := spawnBenchMaster(sys, b.N, func(id string) *messages.Work { return &messages.Work{WorkId: id, JobType: "noop"} }, done)
 			props, err := worker.Props(route.Fixed(master), reg, worker.WithWindow(window))
 			if err != nil {
 				b.Fatal(err)
@@ -69,4 +44,37 @@ func BenchmarkWorker(b *testing.B) {
 			_ = sys.Root.StopFuture(w).Wait()
 		})
 	}
+}
+
+// spawnBenchMaster spawns a master for the worker benchmarks: it hands out
+// as many works (made by work from ids "1".."n") as asked, acknowledges
+// every result at once and closes done after the n-th.
+func spawnBenchMaster(sys *actor.ActorSystem, n int, work func(id string) *messages.Work, done chan struct{}) *actor.PID {
+	handed, completed := 0, 0
+	completes := func(k int) {
+		if completed += k; completed == n {
+			close(done)
+		}
+	}
+	return sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *messages.RegisterWorker:
+			c.Send(m.GetWorker(), &messages.WorkIsReady{})
+		case *messages.WorkerRequestsWork:
+			for i := int32(0); i < m.GetCapacity() && handed < n; i++ {
+				handed++
+				c.Send(m.GetWorker(), work(strconv.Itoa(handed)))
+			}
+		case *messages.WorkIsDone:
+			c.Respond(&messages.Ack{WorkId: m.GetWorkId()})
+			completes(1)
+		case *messages.WorkIsDoneBatch:
+			ids := make([]string, len(m.GetDone()))
+			for i, d := range m.GetDone() {
+				ids[i] = d.GetWorkId()
+			}
+			c.Respond(&messages.AckBatch{WorkIds: ids})
+			completes(len(ids))
+		}
+	}))
 }
