@@ -555,7 +555,11 @@ type WorkerRequestsWork struct {
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Worker   *actor.PID             `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
 	// How many jobs the worker can take now (its free window); 0 means 1.
-	Capacity      int32 `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Capacity int32 `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// The worker takes a WorkBundle: the master may send the works of this
+	// request in one message. Workers from before bundles leave it false and
+	// get one Work each (a rolling upgrade mixes them).
+	Bundles       bool `protobuf:"varint,4,opt,name=bundles,proto3" json:"bundles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -609,6 +613,13 @@ func (x *WorkerRequestsWork) GetCapacity() int32 {
 		return x.Capacity
 	}
 	return 0
+}
+
+func (x *WorkerRequestsWork) GetBundles() bool {
+	if x != nil {
+		return x.Bundles
+	}
+	return false
 }
 
 // WorkIsReady tells idle workers that work is pending.
@@ -1723,12 +1734,13 @@ const file_work_proto_rawDesc = "" +
 	"\tjob_types\x18\x03 \x03(\tR\bjobTypes\x12\x16\n" +
 	"\x06shards\x18\x04 \x01(\x05R\x06shards\"/\n" +
 	"\x10DeregisterWorker\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"q\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x8b\x01\n" +
 	"\x12WorkerRequestsWork\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\"\n" +
 	"\x06worker\x18\x02 \x01(\v2\n" +
 	".actor.PIDR\x06worker\x12\x1a\n" +
-	"\bcapacity\x18\x03 \x01(\x05R\bcapacity\"\r\n" +
+	"\bcapacity\x18\x03 \x01(\x05R\bcapacity\x12\x18\n" +
+	"\abundles\x18\x04 \x01(\bR\abundles\"\r\n" +
 	"\vWorkIsReady\"Z\n" +
 	"\n" +
 	"WorkIsDone\x12\x1b\n" +

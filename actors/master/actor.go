@@ -497,7 +497,7 @@ func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequests
 	if !a.rt.Recovered() {
 		return
 	}
-	a.dispatch(c, w, max(int(m.GetCapacity()), 1), now)
+	a.dispatch(c, w, max(int(m.GetCapacity()), 1), now, m.GetBundles())
 }
 
 // dispatch hands out up to n ready works to w (planDispatch). Only work
@@ -505,7 +505,10 @@ func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequests
 // without waiting for its WorkStarted to be durable (unless
 // WithAwaitStarted): recovery returns in-progress work to pending, so a lost
 // WorkStarted only means the work runs again.
-func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.Time) {
+//
+// With bundles (the worker said it takes them) the works of one request go
+// in one WorkBundle; otherwise one Work each.
+func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.Time, bundles bool) {
 	p := planDispatch(a.state, a.cfg.limiters, w.accepts, w.id, n, now)
 	switch {
 	case len(p.events) == 0:
@@ -514,22 +517,21 @@ func (a *masterActor) dispatch(c actor.Context, w *workerInfo, n int, now time.T
 	default:
 		a.journal(p.events, nil)
 	}
-	var out proto.Message
-	switch len(p.works) {
-	case 0:
-	case 1:
-		out = p.works[0]
-	default:
+	send := func(out proto.Message) {
+		if a.cfg.awaitStarted {
+			a.rt.Reply(w.pid, out)
+		} else {
+			c.Request(w.pid, out)
+		}
+	}
+	if bundles && len(p.works) > 1 {
 		// One message for the hand-out of one request: under load a
 		// worker asks for several jobs at once.
-		out = &messages.WorkBundle{Works: p.works}
-	}
-	switch {
-	case out == nil:
-	case a.cfg.awaitStarted:
-		a.rt.Reply(w.pid, out)
-	default:
-		c.Request(w.pid, out)
+		send(&messages.WorkBundle{Works: p.works})
+	} else {
+		for _, out := range p.works {
+			send(out)
+		}
 	}
 	a.workers.setWanting(w, p.short)
 	if !p.wakeAt.IsZero() {

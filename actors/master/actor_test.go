@@ -336,8 +336,9 @@ func TestMaster(t *testing.T) {
 			b.submit(t, id)
 		}
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
-		// Three asked, three ready: one message, in order.
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 3})
+		// Three asked, three ready, by a worker that takes bundles: one
+		// message, in order.
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 3, Bundles: true})
 		bun := testkit.ExpectMsgType[*messages.WorkBundle](b.worker, testkit.Timeout())
 		ids := func(ws []*messages.Work) (out []string) {
 			for _, w := range ws {
@@ -347,9 +348,18 @@ func TestMaster(t *testing.T) {
 		}
 		require.Equal(t, []string{"a", "b", "c"}, ids(bun.GetWorks()))
 		require.Equal(t, int32(1), bun.GetWorks()[0].GetAttempt())
-		// One asked: a plain Work, as before bundles.
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		// One asked: a plain Work.
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1, Bundles: true})
 		b.worker.ExpectMsg(&messages.Work{WorkId: "d", JobType: "square", Payload: []byte("d"), Attempt: 1}, testkit.Timeout())
+		// A worker from before bundles (a rolling upgrade) gets one Work each.
+		b.submit(t, "e")
+		b.submit(t, "f")
+		old := testkit.NewProbe(t, b.sys)
+		b.register(t, old, "old")
+		old.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		old.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "old", Worker: old.PID(), Capacity: 2})
+		old.ExpectMsg(&messages.Work{WorkId: "e", JobType: "square", Payload: []byte("e"), Attempt: 1}, testkit.Timeout())
+		old.ExpectMsg(&messages.Work{WorkId: "f", JobType: "square", Payload: []byte("f"), Attempt: 1}, testkit.Timeout())
 
 		// A batch of results: a repeated one and one of an unknown work are
 		// acknowledged too (the worker stops re-sending them) and recorded
@@ -372,7 +382,7 @@ func TestMaster(t *testing.T) {
 		require.Equal(t, messages.WorkStatus_WORK_STATUS_RUNNING, b.workStatus(t, "c").GetStatus())
 		st := b.status(t)
 		require.Equal(t, int64(2), st.GetDone())
-		require.Equal(t, int64(2), st.GetInProgress())
+		require.Equal(t, int64(4), st.GetInProgress()) // c, d, e, f
 
 		// Recorded, not just answered: a new activation reads them back.
 		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())

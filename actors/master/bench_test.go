@@ -110,7 +110,7 @@ func (w *benchWorker) served(c actor.Context, n int) {
 
 func (w *benchWorker) ask(c actor.Context) {
 	w.awaiting = w.window
-	c.Request(w.master, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: int32(w.window)})
+	c.Request(w.master, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: int32(w.window), Bundles: true})
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {

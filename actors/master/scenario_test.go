@@ -46,7 +46,7 @@ func (w *scenarioWorker) Receive(c actor.Context) {
 		}
 	case *messages.WorkIsReady:
 		if !w.dead {
-			c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2})
+			c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2, Bundles: true})
 		}
 	case *messages.WorkBundle:
 		for _, work := range msg.GetWorks() {
@@ -85,7 +85,7 @@ func (w *scenarioWorker) tick(c actor.Context, m *actor.PID) {
 	for id, res := range w.unacked {
 		c.Request(m, &messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
 	}
-	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2})
+	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2, Bundles: true})
 	self, root := c.Self(), c.ActorSystem().Root
 	time.AfterFunc(100*time.Millisecond, func() { root.Send(self, workerTick{}) })
 }

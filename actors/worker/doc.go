@@ -20,6 +20,7 @@
 //	worker -> master  WorkerRequestsWork   capacity = free slots of its window
 //	master -> worker  Work                 run in a WorkExecutor child
 //	master -> worker  WorkBundle           the works of one request, when more than one
+//	                                       (the request says the worker takes bundles)
 //	worker -> master  WorkIsDone           re-sent every 5 s until the master's Ack
 //	worker -> master  WorkIsDoneBatch      results that finished together; AckBatch
 //	worker -> master  WorkFailed           the job returned an error or panicked,

@@ -382,7 +382,7 @@ func (w *workerActor) tellTo(k int, msg any) {
 // more than it has tells WorkIsReady when it has some). Work beyond the
 // window waits in the worker's queue.
 func (w *workerActor) requestWork(n int) {
-	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n)}
+	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n), Bundles: true}
 	if len(w.conns) == 1 {
 		w.tellTo(0, req)
 		return

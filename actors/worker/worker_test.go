@@ -140,7 +140,7 @@ func TestWorker(t *testing.T) {
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
 		require.True(t, pid.Equal(b.master.LastSender()), "WorkIsDone is sent by the worker, so the Ack finds it")
 		// It keeps pulling while the completion is made durable.
-		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1, Bundles: true}, testkit.Timeout())
 		waitTimers(t, b.clk, 2) // register + resend
 		b.clk.Advance(5 * time.Second)
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
@@ -187,7 +187,7 @@ func TestWorker(t *testing.T) {
 		pid, b := setup(t)
 		b.master.Send(pid, work("f", "fail", "7"))
 		b.master.ExpectMsg(&messages.WorkFailed{WorkerId: "w1", WorkId: "f", Error: "bad input 7"}, testkit.Timeout())
-		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1, Bundles: true}, testkit.Timeout())
 	})
 
 	t.Run("UnknownJobTypeReportsAClearError", func(t *testing.T) {
@@ -213,7 +213,7 @@ func TestWorker(t *testing.T) {
 		t.Parallel()
 		pid, b := setup(t, worker.WithWindow(3))
 		b.master.Send(pid, &messages.WorkIsReady{})
-		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 3}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 3, Bundles: true}, testkit.Timeout())
 		for i := range 4 { // one more than the window: queued locally
 			b.master.Send(pid, work(fmt.Sprint(i), "block", fmt.Sprint(i)))
 		}
