@@ -62,6 +62,12 @@ func testRegistry(t *testing.T, b *testBundle) *worker.Registry {
 
 func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
 	t.Helper()
+	return setupProps(t, nil, opts...)
+}
+
+// setupProps is setup with configure applied to the worker's props first.
+func setupProps(t *testing.T, configure func(*actor.Props), opts ...worker.Option) (*actor.PID, *testBundle) {
+	t.Helper()
 	b := &testBundle{
 		release: make(chan struct{}),
 		started: make(chan string, 16),
@@ -74,6 +80,9 @@ func setup(t *testing.T, opts ...worker.Option) (*actor.PID, *testBundle) {
 	all := append([]worker.Option{worker.WithClock(b.clk), worker.WithWorkerID("w1")}, opts...)
 	props, err := worker.Props(route.Fixed(b.master.PID()), b.reg, all...)
 	require.NoError(t, err)
+	if configure != nil {
+		configure(props)
+	}
 	pid := b.sys.Root.Spawn(props)
 	var once sync.Once
 	b.stop = func() {
@@ -254,19 +263,25 @@ func TestWorker(t *testing.T) {
 	t.Run("ResultsFinishedTogetherGoInOneBatch", func(t *testing.T) {
 		t.Parallel()
 		// The fourth Work's hook holds the worker's goroutine until the
-		// three running jobs have returned and their executors have
-		// reported: their results then wait in the mailbox together.
+		// three running jobs have returned and their executors' reports
+		// wait in its mailbox: they are then handled together.
 		var (
 			b       *testBundle
-			holding = make(chan struct{})
+			mailbox actor.Mailbox
 		)
+		countMailbox := func(p *actor.Props) {
+			p.Configure(actor.WithMailbox(func() actor.Mailbox { mailbox = actor.Unbounded()(); return mailbox }))
+		}
 		hold := worker.WithOnWork(func(seq int, _ *messages.Work) {
 			if seq == 4 {
 				close(b.release)
-				<-holding
+				deadline := time.Now().Add(testkit.Timeout())
+				for mailbox.UserMessageCount() < 3 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
 			}
 		})
-		pid, bb := setup(t, worker.WithWindow(4), worker.WithResendInterval(5*time.Second), worker.WithRegisterInterval(time.Hour), hold)
+		pid, bb := setupProps(t, countMailbox, worker.WithWindow(4), worker.WithResendInterval(5*time.Second), worker.WithRegisterInterval(time.Hour), hold)
 		b = bb
 		for _, id := range []string{"a", "b", "c"} {
 			b.master.Send(pid, work(id, "block", id))
@@ -275,8 +290,6 @@ func TestWorker(t *testing.T) {
 			startedWithin(b, testkit.Timeout())
 		}
 		b.master.Send(pid, work("d", "echo", "d"))
-		time.Sleep(200 * time.Millisecond) // the executors' reports reach the mailbox
-		close(holding)
 
 		var batch *messages.WorkIsDoneBatch
 		got := map[string]string{}
