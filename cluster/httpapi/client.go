@@ -113,6 +113,18 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // once. Other failures return at once: an *APIError (errors.Is ErrInvalid,
 // ErrTooLarge, ...) or a transport error.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (string, error) {
+	return c.submit(ctx, req, func(ctx context.Context, body []byte) (string, error) {
+		var resp SubmitResponse
+		err := c.do(ctx, http.MethodPost, PathWork, body, http.StatusCreated, &resp)
+		return resp.ID, err
+	})
+}
+
+// submit gives req an id when it has none, encodes it and posts it with
+// post until an answer other than 503, waiting the answer's Retry-After
+// (at least 100 ms) between tries: the same id each time, so the job runs
+// once. Client.Submit and SubmitConn.Submit differ only in post.
+func (c *Client) submit(ctx context.Context, req SubmitRequest, post func(ctx context.Context, body []byte) (string, error)) (string, error) {
 	if req.ID == "" {
 		req.ID = c.newID()
 	}
@@ -121,17 +133,15 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (string, error) 
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	for {
-		var resp SubmitResponse
-		err := c.do(ctx, http.MethodPost, PathWork, body, http.StatusCreated, &resp)
+		id, err := post(ctx, body)
 		var apiErr *APIError
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
 			if err != nil {
 				return "", err
 			}
-			return resp.ID, nil
+			return id, nil
 		}
-		wait := max(apiErr.RetryAfter, 100*time.Millisecond)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(max(apiErr.RetryAfter, 100*time.Millisecond))
 		select {
 		case <-t.C:
 		case <-ctx.Done():

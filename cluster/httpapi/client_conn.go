@@ -87,27 +87,7 @@ func (s *SubmitConn) Close() error {
 // [Client.Submit] does (an id is generated before the first attempt when
 // req has none; 503 answers are retried after Retry-After until ctx ends).
 func (s *SubmitConn) Submit(ctx context.Context, req SubmitRequest) (string, error) {
-	if req.ID == "" {
-		req.ID = s.c.newID()
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	for {
-		id, err := s.post(ctx, body)
-		var apiErr *APIError
-		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
-			return id, err
-		}
-		t := time.NewTimer(max(apiErr.RetryAfter, 100*time.Millisecond))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("%w (gave up retrying: %w)", err, ctx.Err())
-		}
-	}
+	return s.c.submit(ctx, req, s.post)
 }
 
 // post sends one request with body and reads its answer. A connection the
