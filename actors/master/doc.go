@@ -66,8 +66,8 @@
 // that messages wait in its mailbox; the same Props therefore serve as a
 // plain actor and as a cluster grain. Snapshots are packed (snapshot.go:
 // entries written straight into byte chunks and read back into shared
-// arrays) and taken once the events since the previous one reach half the
-// works the state holds, or a sixteenth once the master is idle, so a
+// arrays) and taken once the events since the previous one reach the works
+// the state holds, or a sixteenth once the master is idle, so a
 // restart after a burst replays little (persist.go).
 //
 // Before its epoch the master takes a lease on its stream in the journal

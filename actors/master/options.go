@@ -217,7 +217,7 @@ func WithDoneRetention(d time.Duration) Option { return func(c *config) { c.done
 // WithSnapshotEvery sets the number of events between snapshots (default
 // DefaultSnapshotEvery). To keep the cost amortised, a busy master also
 // delays a snapshot until the events written since the previous one reach
-// half the works the state holds; an idle one takes it at a sixteenth (see
+// the works the state holds; an idle one takes it at a sixteenth (see
 // persist.go).
 func WithSnapshotEvery(n int) Option { return func(c *config) { c.snapshotEvery = n } }
 

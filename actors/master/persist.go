@@ -84,17 +84,22 @@ func RestoreSnapshot(msg proto.Message) (*WorkState, error) {
 func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
 
 // The snapshot policy. A snapshot costs in proportion to the works the
-// state holds (built on the master's goroutine, then written off it);
-// recovery replays the events written after the newest one. While busy, the
-// master takes a snapshot once the events since the previous one reach half
-// the state's works, so the cost stays amortised (each event pays for at
-// most two works' worth of snapshot) and a restart replays at most half as
-// many events as the state holds works. Once idle for a fence-check
-// interval (persistence.IdleSnapshotter), it takes one already at a
-// sixteenth: after a burst of submissions, the master has the time, and a
-// restart then replays next to nothing.
+// state holds (built on the master's goroutine, which blocks every caller
+// while it runs, then written off it in one journal transaction that the
+// acknowledgements behind it wait for); recovery replays the events written
+// after the newest one. While busy, the master takes a snapshot once the
+// events since the previous one reach the works the state holds, so each
+// event pays for at most one work's worth of snapshot and a restart under
+// load replays at most as many events as the state holds works. The
+// earlier rule, half, snapshotted a state that grows by one work per ~2
+// events (accepted, completed) each time it grew by a quarter: its stalls
+// cost the one-process bench about a tenth of its throughput and doubled
+// its p99 (BENCHMARKS.md, "Issue 17 on a faster machine").
+// Once idle for a fence-check interval (persistence.IdleSnapshotter), it
+// takes one already at a sixteenth: after a burst of submissions, the master
+// has the time, and a restart then replays next to nothing.
 const (
-	busySnapshotDivisor = 2
+	busySnapshotDivisor = 1
 	idleSnapshotDivisor = 16
 )
 

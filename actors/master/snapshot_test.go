@@ -125,6 +125,32 @@ func TestPackedSnapshot(t *testing.T) {
 		requireSame(t, s, r)
 	})
 
+	t.Run("PolicyWaitsForEventsInProportionToWorks", func(t *testing.T) {
+		t.Parallel()
+		s := NewWorkState()
+		const n = 100
+		for i := range n {
+			require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "w" + strconv.Itoa(i), JobType: "square"}, AtUnixNano: t0.UnixNano()}))
+		}
+		require.Equal(t, n, s.Len())
+		a := &masterActor{state: s}
+		for _, tc := range []struct {
+			name  string
+			take  func(int) (proto.Message, bool)
+			since int
+			want  bool
+		}{
+			{"busy, one event short of the works", a.Snapshot, n - 1, false},
+			{"busy, as many events as works", a.Snapshot, n, true},
+			{"busy, at half (the earlier rule)", a.Snapshot, n / 2, false},
+			{"idle, short of a sixteenth", a.IdleSnapshot, n/16 - 1, false},
+			{"idle, a sixteenth", a.IdleSnapshot, (n + 15) / 16, true},
+		} {
+			_, ok := tc.take(tc.since)
+			require.Equal(t, tc.want, ok, "%s: %d events since the last snapshot, %d works", tc.name, tc.since, n)
+		}
+	})
+
 	t.Run("TheMasterWritesItsOwnTypeAndReadsBoth", func(t *testing.T) {
 		t.Parallel()
 		s := mixedState(t)
