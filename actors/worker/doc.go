@@ -22,7 +22,8 @@
 //	master -> worker  WorkBundle           the works of one request, when more than one
 //	                                       (the request says the worker takes bundles)
 //	worker -> master  WorkIsDone           re-sent every 5 s until the master's Ack
-//	worker -> master  WorkIsDoneBatch      results that finished together; AckBatch
+//	worker -> master  WorkIsDoneBatch      results that finished together, to a master
+//	                                       that has sent a WorkBundle; AckBatch
 //	worker -> master  WorkFailed           the job returned an error or panicked,
 //	                                       its type is unknown, or its deadline passed
 //	worker -> master  DeregisterWorker     when the worker stops
@@ -34,8 +35,9 @@
 // durable in batches is not waited on per job. Results that complete while
 // the worker handles other messages leave together: a result queues a flush
 // message behind those already in the mailbox, and the flush sends what has
-// gathered (one WorkIsDone, or a WorkIsDoneBatch) and then one request for
-// the freed slots. A busy worker so sends a message or two per batch of jobs
+// gathered (one WorkIsDone, or a WorkIsDoneBatch once the master has shown
+// it reads one by sending a WorkBundle) and then one request for the freed
+// slots. A busy worker so sends a message or two per batch of jobs
 // instead of two per job, and an idle one waits for no timer.
 //
 // # States

@@ -133,6 +133,13 @@ type masterConn struct {
 	// work, so the worker asks it (with several shards; with one the
 	// worker always asks its master).
 	ready bool
+	// batches: this master sent a WorkBundle, so it also reads a
+	// WorkIsDoneBatch (the two came in one release). Until then results go
+	// one WorkIsDone each: a master from before batches, met in a rolling
+	// upgrade, would drop a batch it does not know, and its results would
+	// reach it only when their resend timers fire. Cleared when the master
+	// changes.
+	batches bool
 }
 
 // Drain asks a worker to finish gracefully: it stops asking for work, hands
@@ -165,7 +172,7 @@ func (w *workerActor) Receive(c actor.Context) {
 		for k, mc := range w.conns {
 			if mc.route.IsResolver() && mc.pid != nil && m.GetWho().Equal(mc.pid) {
 				w.log.Info("master terminated, resolving again", "master", mc.pid.String(), "shard", k)
-				mc.pid = nil
+				mc.pid, mc.batches = nil, false
 				w.resolve(k)
 			}
 		}
@@ -199,7 +206,9 @@ func (w *workerActor) Receive(c actor.Context) {
 		w.checkDrained(c)
 	case *messages.WorkBundle:
 		if ws := m.GetWorks(); len(ws) > 0 {
-			w.conns[w.shardOf(ws[0].GetWorkId())].ready = true // see Work
+			mc := w.conns[w.shardOf(ws[0].GetWorkId())]
+			mc.ready = true // see Work
+			mc.batches = true
 		}
 		for _, m := range m.GetWorks() {
 			w.onWork(m)
@@ -321,7 +330,7 @@ func (w *workerActor) onResolved(c actor.Context, m *resolved) {
 		if mc.pid != nil {
 			c.Unwatch(mc.pid)
 		}
-		mc.pid = m.pid
+		mc.pid, mc.batches = m.pid, false
 		c.Watch(m.pid)
 		w.log.Info("master found", "master", m.pid.String(), "shard", m.shard)
 	}
@@ -494,12 +503,14 @@ func (w *workerActor) flush() {
 		return // shutdown re-sent every unacknowledged result
 	}
 	for k, done := range w.doneOut {
-		switch len(done) {
-		case 0:
+		switch {
+		case len(done) == 0:
 			continue
-		case 1:
-			done[0].WorkerId = w.id
-			w.tellTo(k, done[0])
+		case len(done) == 1 || !w.conns[k].batches:
+			for _, d := range done {
+				d.WorkerId = w.id
+				w.tellTo(k, d)
+			}
 		default:
 			w.tellTo(k, &messages.WorkIsDoneBatch{WorkerId: w.id, Done: done})
 		}

@@ -260,11 +260,14 @@ func TestWorker(t *testing.T) {
 		}
 	})
 
-	t.Run("ResultsFinishedTogetherGoInOneBatch", func(t *testing.T) {
-		t.Parallel()
-		// The fourth Work's hook holds the worker's goroutine until the
-		// three running jobs have returned and their executors' reports
-		// wait in its mailbox: they are then handled together.
+	// finishTogether runs three blocking works and a fourth whose hook
+	// holds the worker's goroutine until the three have returned and their
+	// executors' reports wait in its mailbox, so they are handled together.
+	// The three arrive as one WorkBundle (a master that takes batches) or
+	// as three Works (maybe a master from before batches). It returns the
+	// results the fake master received and the WorkIsDoneBatch messages
+	// among them.
+	finishTogether := func(t *testing.T, bundle bool) (*testBundle, *actor.PID, map[string]string, []*messages.WorkIsDoneBatch) {
 		var (
 			b       *testBundle
 			mailbox actor.Mailbox
@@ -283,22 +286,25 @@ func TestWorker(t *testing.T) {
 		})
 		pid, bb := setupProps(t, countMailbox, worker.WithWindow(4), worker.WithResendInterval(5*time.Second), worker.WithRegisterInterval(time.Hour), hold)
 		b = bb
-		for _, id := range []string{"a", "b", "c"} {
-			b.master.Send(pid, work(id, "block", id))
+		three := []*messages.Work{work("a", "block", "a"), work("b", "block", "b"), work("c", "block", "c")}
+		if bundle {
+			b.master.Send(pid, &messages.WorkBundle{Works: three})
+		} else {
+			for _, w := range three {
+				b.master.Send(pid, w)
+			}
 		}
 		for range 3 {
 			startedWithin(b, testkit.Timeout())
 		}
 		b.master.Send(pid, work("d", "echo", "d"))
 
-		var batch *messages.WorkIsDoneBatch
+		var batches []*messages.WorkIsDoneBatch
 		got := map[string]string{}
 		for len(got) < 4 {
 			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
 			case *messages.WorkIsDoneBatch:
-				if batch == nil {
-					batch = m
-				}
+				batches = append(batches, m)
 				for _, d := range m.GetDone() {
 					got[d.GetWorkId()] = string(d.GetResult())
 				}
@@ -311,7 +317,14 @@ func TestWorker(t *testing.T) {
 			}
 		}
 		require.Equal(t, map[string]string{"a": "a", "b": "b", "c": "c", "d": "d"}, got)
-		require.NotNil(t, batch, "results that finished together are reported in one message")
+		return b, pid, got, batches
+	}
+
+	t.Run("ResultsFinishedTogetherGoInOneBatch", func(t *testing.T) {
+		t.Parallel()
+		b, pid, _, batches := finishTogether(t, true)
+		require.NotEmpty(t, batches, "results that finished together are reported in one message")
+		batch := batches[0]
 		require.Equal(t, "w1", batch.GetWorkerId())
 		var first []string
 		for _, d := range batch.GetDone() {
@@ -332,6 +345,14 @@ func TestWorker(t *testing.T) {
 			_, asks := env.Message.(*messages.WorkerRequestsWork)
 			require.True(t, asks, "re-sent after the AckBatch: %T", env.Message)
 		}
+	})
+
+	t.Run("NoBatchToAMasterThatSentNoBundle", func(t *testing.T) {
+		t.Parallel()
+		// A master from before batches would drop a WorkIsDoneBatch, and
+		// the results would reach it only when their resend timers fire.
+		_, _, _, batches := finishTogether(t, false)
+		require.Empty(t, batches, "a master that never sent a WorkBundle gets one WorkIsDone per result")
 	})
 
 	t.Run("WorkBundleRunsEachWork", func(t *testing.T) {
