@@ -35,7 +35,7 @@ ASYNQ_JOBS=${ASYNQ_JOBS:-100000}
 ASYNQ_ALWAYS_JOBS=${ASYNQ_ALWAYS_JOBS:-40000}
 RIVER_SINGLE_JOBS=${RIVER_SINGLE_JOBS:-40000}
 RIVER_MANY_JOBS=${RIVER_MANY_JOBS:-200000}
-RIVER_WORKERS=${RIVER_WORKERS:-1000}
+RIVER_WORKERS=${RIVER_WORKERS:-5000}
 FOREMAN_SINGLE_JOBS=${FOREMAN_SINGLE_JOBS:-60000}
 FOREMAN_BATCH_JOBS=${FOREMAN_BATCH_JOBS:-200000}
 FOREMAN_LOCAL_JOBS=${FOREMAN_LOCAL_JOBS:-50000}
@@ -148,7 +148,7 @@ as_pg "$pg_bin/initdb" -D "$pgdata" -U postgres --auth=trust -E UTF8 --no-instru
 # run_asynq ROUND FSYNC JOBS: a fresh Redis with appendfsync FSYNC, the
 # measurement, Redis stopped and its directory removed.
 run_asynq() {
-	local round=$1 fsync=$2 jobs=$3 d=$work/redis-$fsync-$1
+	local round=$1 fsync=$2 jobs=$3 d=$work/redis-$2-$1
 	mkdir -p "$d"
 	lock
 	redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$d" --appendonly yes --appendfsync "$fsync" \

@@ -7,8 +7,8 @@
 // Usage:
 //
 //	compare asynq --redis 127.0.0.1:6390 --producers 64 --concurrency 8 --jobs 100000
-//	compare river --dsn postgres://... --mode single --producers 64 --workers 1000 --jobs 30000
-//	compare river --dsn postgres://... --mode many --batch 1000 --producers 4 --workers 1000 --jobs 200000
+//	compare river --dsn postgres://... --mode single --producers 64 --workers 5000 --jobs 40000
+//	compare river --dsn postgres://... --mode many --batch 1000 --producers 4 --workers 5000 --jobs 200000
 //
 // Each run prints one labeled line per figure (see [result.print]): the
 // enqueue (ack) rate, the end-to-end rate (first enqueue until the handler has
