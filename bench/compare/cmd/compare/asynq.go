@@ -48,7 +48,11 @@ func runAsynq(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Redis fsyncs once per pass before it answers, so this lets one fsync
 	// cover many producers' commands.
 	client := asynq.NewClient(asynq.RedisClientOpt{Addr: *addr, PoolSize: *producers})
-	defer client.Close()
+	defer func() {
+		if err := client.Close(); err != nil {
+			_, _ = fmt.Fprintf(stderr, "asynq: close client: %v\n", err)
+		}
+	}()
 
 	c := newCounter(*jobs)
 	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: *addr}, asynq.Config{
@@ -81,16 +85,19 @@ func runAsynq(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("asynq: %w", err)
 	}
-	res.print(stdout, fmt.Sprintf("asynq v0.26.0 redis=%s appendfsync=%s producers=%d concurrency=%d",
+	return res.print(stdout, fmt.Sprintf("asynq v0.26.0 redis=%s appendfsync=%s producers=%d concurrency=%d",
 		*addr, fsync, *producers, *concurrency))
-	return nil
 }
 
 // redisAppendFsync returns the server's AOF setting ("everysec", "always",
 // or "off" when appendonly is off), so that a run prints what it measured.
-func redisAppendFsync(ctx context.Context, addr string) (string, error) {
+func redisAppendFsync(ctx context.Context, addr string) (fsync string, err error) {
 	rc := redis.NewClient(&redis.Options{Addr: addr})
-	defer rc.Close()
+	defer func() {
+		if cerr := rc.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("asynq: close Redis client: %w", cerr)
+		}
+	}()
 	on, err := rc.ConfigGet(ctx, "appendonly").Result()
 	if err != nil {
 		return "", fmt.Errorf("asynq: read Redis appendonly at %s: %w", addr, err)
@@ -98,9 +105,9 @@ func redisAppendFsync(ctx context.Context, addr string) (string, error) {
 	if on["appendonly"] != "yes" {
 		return "off", nil
 	}
-	fsync, err := rc.ConfigGet(ctx, "appendfsync").Result()
+	conf, err := rc.ConfigGet(ctx, "appendfsync").Result()
 	if err != nil {
 		return "", fmt.Errorf("asynq: read Redis appendfsync at %s: %w", addr, err)
 	}
-	return fsync["appendfsync"], nil
+	return conf["appendfsync"], nil
 }

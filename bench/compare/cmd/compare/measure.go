@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ func drive(ctx context.Context, cfg driveConfig, c *counter, submit submitFunc) 
 // print writes the run's figures, one labeled line each, after a header line
 // naming the system and its settings. run.sh parses "acks/s:" and
 // "end-to-end jobs/s:".
-func (r result) print(w io.Writer, header string) {
+func (r result) print(w io.Writer, header string) error {
 	ack := r.lastAck.Sub(r.start)
 	e2e := r.allRun.Sub(r.start)
 	slices.Sort(r.latencies)
@@ -128,9 +129,14 @@ func (r result) print(w io.Writer, header string) {
 		}
 		return r.latencies[int(p*float64(len(r.latencies)-1))]
 	}
-	fmt.Fprintf(w, "%s\n", header)
-	fmt.Fprintf(w, "  jobs: %d in calls of %d\n", r.jobs, r.perCall)
-	fmt.Fprintf(w, "  acks/s: %.0f (all %d submitted and acked in %s)\n", float64(r.jobs)/ack.Seconds(), r.jobs, ack.Round(time.Millisecond))
-	fmt.Fprintf(w, "  end-to-end jobs/s: %.0f (first submit to last handler run: %s)\n", float64(r.jobs)/e2e.Seconds(), e2e.Round(time.Millisecond))
-	fmt.Fprintf(w, "  call->ack latency p50/p99: %s / %s\n", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", header)
+	fmt.Fprintf(&b, "  jobs: %d in calls of %d\n", r.jobs, r.perCall)
+	fmt.Fprintf(&b, "  acks/s: %.0f (all %d submitted and acked in %s)\n", float64(r.jobs)/ack.Seconds(), r.jobs, ack.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  end-to-end jobs/s: %.0f (first submit to last handler run: %s)\n", float64(r.jobs)/e2e.Seconds(), e2e.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  call->ack latency p50/p99: %s / %s\n", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write the figures: %w", err)
+	}
+	return nil
 }

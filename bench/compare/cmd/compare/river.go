@@ -116,7 +116,7 @@ func runRiver(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if err := client.Stop(stopCtx); err != nil {
-			fmt.Fprintf(stderr, "river: stop client: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "river: stop client: %v\n", err)
 		}
 	}()
 
@@ -152,7 +152,6 @@ func runRiver(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := pool.QueryRow(ctx, "SELECT current_setting('synchronous_commit'), current_setting('fsync')").Scan(&syncCommit, &fsync); err != nil {
 		return fmt.Errorf("river: read settings: %w", err)
 	}
-	res.print(stdout, fmt.Sprintf("river v0.51.2 mode=%s producers=%d batch=%d workers=%d synchronous_commit=%s fsync=%s",
+	return res.print(stdout, fmt.Sprintf("river v0.51.2 mode=%s producers=%d batch=%d workers=%d synchronous_commit=%s fsync=%s",
 		*mode, *producers, perCall, *workers, syncCommit, fsync))
-	return nil
 }
