@@ -59,10 +59,10 @@ type executor struct {
 	reg  *Registry
 }
 
-func executorProps(slot int, reg *Registry) *actor.Props {
+func executorProps(slot int, reg *Registry, d actor.Dispatcher) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &executor{slot: slot, reg: reg}
-	})
+	}, actor.WithDispatcher(d))
 }
 
 // Receive runs doWork messages.

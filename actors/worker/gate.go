@@ -145,7 +145,9 @@ func (w *workerActor) begin(slot int, m *messages.Work) {
 	g := &w.gates[slot]
 	w.gateSeq++
 	*g = gate{workID: m.GetWorkId(), seq: w.gateSeq}
-	w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
+	if w.debugOn() {
+		w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
+	}
 	if w.cfg.limiter != nil {
 		if len(w.spare) == 0 {
 			g.phase = phaseWaitPermit

@@ -92,10 +92,12 @@ type workerActor struct {
 	// when it is not sharded).
 	conns []*masterConn
 
-	execs  []*actor.PID
-	slotOf map[string]int // executor PID id -> slot
-	st     *slots
-	seq    int
+	execs []*actor.PID
+	// execDispatch runs the executors' mailboxes (dispatch.go).
+	execDispatch *execDispatcher
+	slotOf       map[string]int // executor PID id -> slot
+	st           *slots
+	seq          int
 
 	registerTimer clock.Timer
 	resendTimers  map[string]clock.Timer
@@ -227,10 +229,23 @@ func (w *workerActor) Receive(c actor.Context) {
 		w.onPermitFailed(m)
 	case *permitIdleTick:
 		w.onPermitIdle()
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Stopping:
 		w.shutdown()
+	case *actor.Restarting:
+		w.shutdown()
+		w.closeExecDispatch() // the restarted instance makes a new pool
 	case *actor.Stopped:
 		w.wg.Wait()
+		w.closeExecDispatch()
+	}
+}
+
+// closeExecDispatch ends the executors' pool goroutines. Executors that
+// still run later get goroutines of their own, so this is safe at any time.
+func (w *workerActor) closeExecDispatch() {
+	if w.execDispatch != nil {
+		w.execDispatch.close()
+		w.execDispatch = nil
 	}
 }
 
@@ -253,8 +268,9 @@ func (w *workerActor) start(c actor.Context) {
 		w.conns = append(w.conns, &masterConn{route: w.master.Shard(k), ready: true})
 	}
 	w.doneOut = make([][]*messages.WorkIsDone, len(w.conns))
+	w.execDispatch = newExecDispatcher(w.cfg.window)
 	for i := range w.execs {
-		pid := c.Spawn(executorProps(i, w.reg))
+		pid := c.Spawn(executorProps(i, w.reg, w.execDispatch))
 		w.execs[i] = pid
 		w.slotOf[pid.GetId()] = i
 	}
@@ -473,13 +489,19 @@ func (w *workerActor) onResult(m *execResult) {
 		return
 	}
 	w.endGate(m.slot, true)
-	w.log.Debug("Work is complete", "work_id", m.workID, "result", string(m.result))
+	if w.debugOn() {
+		w.log.Debug("Work is complete", "work_id", m.workID, "result", string(m.result))
+	}
 	k := w.shardOf(m.workID)
 	w.doneOut[k] = append(w.doneOut[k], &messages.WorkIsDone{WorkId: m.workID, Result: m.result})
 	w.armResend(m.workID)
 	w.startNext(m.slot, next)
 	w.requestAfterFlush()
 }
+
+// debugOn says whether debug lines are logged: the per-job ones build
+// their arguments (boxed values, a copy of the result) only then.
+func (w *workerActor) debugOn() bool { return w.log.Enabled(context.Background(), slog.LevelDebug) }
 
 // requestAfterFlush queues a flushTick, which reports the results gathered
 // until it is handled and then asks for work. A flushTick goes behind the
