@@ -17,7 +17,7 @@ import (
 // allocated and then dropped), and its transient copy weighed as much as the
 // state. The packed encoding writes each entry straight from the state into
 // a chunk of bytes, and reads a chunk back with a handful of allocations:
-// one array of entries, one of works, one of history events, one string of
+// one array of entries, one of history events, one string of
 // all work ids and one array of all payloads. An entry thus shares its
 // chunk's arrays with its neighbours, and they stay allocated until the
 // last of them is forgotten: never more memory than the restored chunk
@@ -74,8 +74,8 @@ func (p *packer) add(e *entry) {
 	}
 	p.body = appendEntry(p.body, e)
 	p.n++
-	p.idBytes += len(e.work.GetWorkId())
-	p.payloadBytes += len(e.work.GetPayload())
+	p.idBytes += len(e.id)
+	p.payloadBytes += len(e.payload)
 	p.hist += len(e.hist(new([3]histEvent)))
 	p.total++
 	if p.n == chunkEntries {
@@ -116,22 +116,21 @@ func appendBytes(b, v []byte) []byte {
 }
 
 func appendEntry(b []byte, e *entry) []byte {
-	w := e.work
 	var flags uint64
-	if w.GetWaiter() != nil {
+	if e.waiter != nil {
 		flags |= flagWaiter
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(e.status))
-	b = appendString(b, w.GetWorkId())
-	b = appendString(b, w.GetJobType())
-	b = appendBytes(b, w.GetPayload())
-	b = binary.AppendVarint(b, int64(w.GetAttempt()))
-	b = binary.AppendVarint(b, w.GetDeadlineUnixNano())
+	b = appendString(b, e.id)
+	b = appendString(b, e.jobType)
+	b = appendBytes(b, e.payload)
+	b = binary.AppendVarint(b, int64(e.attempt))
+	b = binary.AppendVarint(b, e.deadline)
 	if flags&flagWaiter != 0 {
-		b = appendString(b, w.GetWaiter().GetAddress())
-		b = appendString(b, w.GetWaiter().GetId())
-		b = binary.AppendUvarint(b, uint64(w.GetWaiter().GetRequestId()))
+		b = appendString(b, e.waiter.GetAddress())
+		b = appendString(b, e.waiter.GetId())
+		b = binary.AppendUvarint(b, uint64(e.waiter.GetRequestId()))
 	}
 	b = binary.AppendVarint(b, int64(e.attempts))
 	b = appendString(b, e.lastError)
@@ -241,13 +240,12 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 		return nil, fmt.Errorf("header: %w", u.err)
 	}
 	entries := make([]entry, n)
-	works := make([]messages.Work, n)
 	ids := make([]byte, 0, idBytes)
 	idEnd := make([]int, n)
 	payloads := make([]byte, 0, payloadBytes)
 	hist := make([]histEvent, 0, histN)
 	for i := range entries {
-		e, w := &entries[i], &works[i]
+		e := &entries[i]
 		flags := u.uvarint()
 		e.status = messages.WorkStatus(u.uvarint())
 		id := u.raw()
@@ -257,22 +255,22 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			ids = append(ids, id...)
 			idEnd[i] = len(ids)
 		}
-		w.JobType = u.shared()
+		e.jobType = u.shared()
 		if p := u.raw(); len(p) > 0 {
 			if len(payloads)+len(p) > payloadBytes {
 				u.fail()
 			} else {
 				start := len(payloads)
 				payloads = append(payloads, p...)
-				w.Payload = payloads[start:len(payloads):len(payloads)]
+				e.payload = payloads[start:len(payloads):len(payloads)]
 			}
 		}
-		w.Attempt = int32(u.varint())
-		w.DeadlineUnixNano = u.varint()
+		e.attempt = int32(u.varint())
+		e.deadline = u.varint()
 		if flags&flagWaiter != 0 {
-			w.Waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+			e.waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
 		}
-		e.work, e.heapIdx = w, -1
+		e.heapIdx = -1
 		e.attempts = int32(u.varint())
 		e.lastError = u.string()
 		if r := u.raw(); len(r) > 0 {
@@ -311,8 +309,8 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 	}
 	all := string(ids)
 	start := 0
-	for i := range works {
-		works[i].WorkId = all[start:idEnd[i]]
+	for i := range entries {
+		entries[i].id = all[start:idEnd[i]]
 		start = idEnd[i]
 	}
 	return entries, nil

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func legacySnapshot(s *WorkState) *messages.MasterSnapshot {
 func (e *entry) toProto() *messages.WorkEntry {
 	readyAt, startedAt, workerID := e.shown()
 	return &messages.WorkEntry{
-		Work:               e.work,
+		Work:               e.toWork(),
 		Status:             e.status,
 		Attempts:           e.attempts,
 		LastError:          e.lastError,
@@ -207,7 +208,7 @@ func TestDoneWorkIsCompact(t *testing.T) {
 	e := s.entries["a"]
 	require.True(t, e.plain)
 	require.Nil(t, e.history)
-	require.Nil(t, e.work.GetPayload())
+	require.Nil(t, e.payload)
 	want := &messages.WorkStatusReply{WorkId: "a", Status: statusDone, Result: []byte("49"), Attempts: 1, JobType: "square",
 		History: []*messages.WorkHistoryEvent{
 			{Kind: histAccepted, AtUnixNano: at(1)},
@@ -233,4 +234,52 @@ func TestDoneWorkIsCompact(t *testing.T) {
 	require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "b", WorkerId: "w2", AtUnixNano: at(9)}))
 	require.False(t, s.entries["b"].plain)
 	require.Len(t, s.Status("b").GetHistory(), 5)
+}
+
+// TestPlainHistoryIsImplied: a pending work and one running its first
+// attempt keep no history either (their fields imply it); it is made
+// explicit, unchanged, at the first event a plain one cannot express, and a
+// snapshot restores the plain form.
+func TestPlainHistoryIsImplied(t *testing.T) {
+	t.Parallel()
+	s := NewWorkState()
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	apply := func(ev proto.Message) { require.NoError(t, s.Apply(ev)) }
+	hist := func(s *WorkState, id string) []histEvent { return slices.Clone(s.entries[id].hist(new([3]histEvent))) }
+	accepted := histEvent{kind: histAccepted, at: at(1)}
+	started := histEvent{kind: histStarted, at: at(2), attempt: 1, worker: "w1"}
+
+	for _, id := range []string{"a", "b", "c"} {
+		apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")}, AtUnixNano: at(1)})
+		require.True(t, s.entries[id].plain)
+		require.Nil(t, s.entries[id].history)
+	}
+	require.Equal(t, []histEvent{accepted}, hist(s, "a"))
+	restored, err := RestoreWorkState(roundTrip(t, s.Snapshot()))
+	require.NoError(t, err)
+	require.True(t, restored.entries["a"].plain, "a restored pending work is plain again")
+
+	for _, id := range []string{"a", "b", "c"} {
+		apply(&messages.WorkStarted{WorkId: id, WorkerId: "w1", AtUnixNano: at(2)})
+		require.True(t, s.entries[id].plain)
+	}
+	require.Equal(t, []histEvent{accepted, started}, hist(s, "a"))
+	restored, err = RestoreWorkState(roundTrip(t, s.Snapshot()))
+	require.NoError(t, err)
+	require.True(t, restored.entries["a"].plain, "a restored running work is plain again")
+	require.Equal(t, []histEvent{accepted, started}, hist(restored, "a"))
+
+	// A failure, a requeue and another worker's completion are explicit.
+	apply(&messages.WorkerFailed{WorkId: "a", WorkerId: "w1", Error: "boom", AtUnixNano: at(3), NotBeforeUnixNano: at(4)})
+	apply(&messages.WorkCompleted{WorkId: "c", WorkerId: "w2", AtUnixNano: at(6)})
+	apply(&messages.MasterRecovered{AtUnixNano: at(5)})
+	for _, id := range []string{"a", "b", "c"} {
+		require.False(t, s.entries[id].plain, id)
+	}
+	require.Equal(t, []histEvent{accepted, started,
+		{kind: histFailed, at: at(3), attempt: 1, worker: "w1", err: "boom"}}, hist(s, "a"))
+	require.Equal(t, []histEvent{accepted, started,
+		{kind: histRequeued, at: at(5), attempt: 1, worker: "w1"}}, hist(s, "b"))
+	require.Equal(t, []histEvent{accepted, started,
+		{kind: histCompleted, at: at(6), attempt: 1, worker: "w2"}}, hist(s, "c"))
 }
