@@ -54,6 +54,10 @@ type masterActor struct {
 	// feed wakes the result feed's readers (feed.go); shared with their
 	// goroutines, created with the actor.
 	feed *feedHub
+
+	// snapBytes and snapWorks are the size of the previous snapshot and
+	// the works it held: the next one starts at their ratio (snapshotMsg).
+	snapBytes, snapWorks int
 }
 
 // Receive implements actor.Actor.

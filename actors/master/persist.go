@@ -102,14 +102,35 @@ func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
 	if since*busySnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
-	return &messages.PackedMasterSnapshot{Snapshot: a.state.Snapshot()}, true
+	return a.snapshotMsg(), true
 }
 
 func (a *masterActor) IdleSnapshot(since int) (proto.Message, bool) {
 	if since*idleSnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
-	return &messages.PackedMasterSnapshot{Snapshot: a.state.Snapshot()}, true
+	return a.snapshotMsg(), true
+}
+
+// firstSnapshotBytesPerWork sizes the first snapshot of an activation: a
+// pending work with a short id and payload packs into about 60 bytes.
+const firstSnapshotBytesPerWork = 64
+
+// snapshotMsg returns the state's PackedMasterSnapshot already in its wire
+// form (persistence.Marshaled): the journal stores the bytes the state was
+// packed into, with no list of chunks nor marshalled copy beside them. The
+// buffer starts at the size the previous snapshot's bytes per work predict,
+// plus a sixteenth, so that it is rarely regrown (each regrowth leaves a
+// copy of the bytes so far as garbage).
+func (a *masterActor) snapshotMsg() proto.Message {
+	works := a.state.Len()
+	per := float64(firstSnapshotBytesPerWork)
+	if a.snapWorks > 0 {
+		per = float64(a.snapBytes) / float64(a.snapWorks)
+	}
+	data := a.state.packedWire(int(per*float64(works)*17/16) + 4096)
+	a.snapBytes, a.snapWorks = len(data), works
+	return &persistence.Marshaled{Type: (*messages.PackedMasterSnapshot)(nil).ProtoReflect().Type(), Data: data}
 }
 
 func (a *masterActor) RecoveryEvent(now time.Time) proto.Message {

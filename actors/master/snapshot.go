@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -59,9 +60,13 @@ const (
 // errPacked is the cause of every malformed chunk.
 var errPacked = errors.New("malformed packed entry")
 
-// packer appends entries to chunks.
+// packer appends entries to chunks: to a list of chunks (chunks), or, when
+// wire is set, straight into the wire form of a PackedMasterSnapshot (out,
+// see packedWire).
 type packer struct {
 	chunks [][]byte
+	wire   bool
+	out    []byte
 	body   []byte // entries of the open chunk
 	// totals of the open chunk, for its header
 	n, idBytes, payloadBytes, hist int
@@ -88,12 +93,20 @@ func (p *packer) close() {
 	if p.body == nil {
 		return
 	}
-	c := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(p.body))
-	c = append(c, packedFormat)
+	var h [1 + 4*binary.MaxVarintLen64]byte
+	hdr := append(h[:0], packedFormat)
 	for _, v := range []int{p.n, p.idBytes, p.payloadBytes, p.hist} {
-		c = binary.AppendUvarint(c, uint64(v))
+		hdr = binary.AppendUvarint(hdr, uint64(v))
 	}
-	p.chunks = append(p.chunks, append(c, p.body...))
+	if p.wire {
+		// MasterSnapshot.chunks, one occurrence of the repeated field.
+		p.out = protowire.AppendTag(p.out, fieldChunks, protowire.BytesType)
+		p.out = protowire.AppendVarint(p.out, uint64(len(hdr)+len(p.body)))
+		p.out = append(append(p.out, hdr...), p.body...)
+	} else {
+		c := make([]byte, 0, len(hdr)+len(p.body))
+		p.chunks = append(p.chunks, append(append(c, hdr...), p.body...))
+	}
 	p.body = p.body[:0]
 	p.n, p.idBytes, p.payloadBytes, p.hist = 0, 0, 0, 0
 }
@@ -103,6 +116,46 @@ func (p *packer) done() [][]byte {
 		p.close()
 	}
 	return p.chunks
+}
+
+// Field numbers of the wire form packedWire writes (messages/master.proto);
+// TestPackedWireIsTheMarshalledSnapshot checks it against proto.Marshal.
+const (
+	fieldPackedSnapshot = 1 // PackedMasterSnapshot.snapshot
+	fieldNextOrder      = 2 // MasterSnapshot.next_order
+	fieldAcceptedTotal  = 3 // MasterSnapshot.accepted_total
+	fieldChunks         = 4 // MasterSnapshot.chunks
+	fieldChunkEntries   = 5 // MasterSnapshot.chunk_entries
+)
+
+// packedWire returns the wire form of the PackedMasterSnapshot of s (the
+// bytes proto.Marshal makes of it, fields in number order), appending each
+// chunk straight into it: no list of chunks, and no marshalled copy of them,
+// lives beside the result. sizeHint is the capacity to start with (the
+// expected size: a guess too small costs a regrowth, one too large unused
+// capacity).
+func (s *WorkState) packedWire(sizeHint int) []byte {
+	// Room for the outer field's tag and length, known only at the end:
+	// written right-aligned into it then.
+	const reserve = 1 + binary.MaxVarintLen64
+	p := packer{wire: true, out: make([]byte, reserve, max(sizeHint, reserve+64))}
+	appendInt := func(field protowire.Number, v int64) {
+		if v != 0 { // proto3: a zero scalar is not written
+			p.out = protowire.AppendTag(p.out, field, protowire.VarintType)
+			p.out = protowire.AppendVarint(p.out, uint64(v))
+		}
+	}
+	appendInt(fieldNextOrder, s.nextOrder)
+	appendInt(fieldAcceptedTotal, s.acceptedTotal)
+	s.eachForSnapshot(p.add)
+	p.done()
+	appendInt(fieldChunkEntries, p.total)
+	var h [reserve]byte
+	hdr := protowire.AppendTag(h[:0], fieldPackedSnapshot, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(len(p.out)-reserve))
+	start := reserve - len(hdr)
+	copy(p.out[start:], hdr)
+	return p.out[start:]
 }
 
 func appendString(b []byte, s string) []byte {

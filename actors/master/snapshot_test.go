@@ -9,7 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -129,11 +131,25 @@ func TestPackedSnapshot(t *testing.T) {
 	t.Run("TheMasterWritesItsOwnTypeAndReadsBoth", func(t *testing.T) {
 		t.Parallel()
 		s := mixedState(t)
-		msg, ok := (&masterActor{state: s}).Snapshot(s.Len())
+		a := &masterActor{state: s}
+		msg, ok := a.Snapshot(s.Len())
 		require.True(t, ok)
-		packed, isPacked := msg.(*messages.PackedMasterSnapshot)
-		require.True(t, isPacked, "a packed snapshot under its own type: an older binary must not read it as an empty MasterSnapshot (got %T)", msg)
+		// Handed to the journal in its wire form: the bytes of the
+		// PackedMasterSnapshot, stored under that type.
+		wire, isWire := msg.(*persistence.Marshaled)
+		require.True(t, isWire, "got %T", msg)
+		require.Equal(t, protoreflect.FullName("foreman.messages.PackedMasterSnapshot"), wire.Type.Descriptor().FullName(),
+			"a packed snapshot under its own type: an older binary must not read it as an empty MasterSnapshot")
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&messages.PackedMasterSnapshot{Snapshot: s.Snapshot()})
+		require.NoError(t, err)
+		require.Equal(t, want, wire.Data, "the wire form is what marshalling the snapshot gives")
+		packed := &messages.PackedMasterSnapshot{}
+		require.NoError(t, proto.Unmarshal(wire.Data, packed))
 		require.NotEmpty(t, packed.GetSnapshot().GetChunks())
+		require.True(t, proto.Equal(packed, wire), "a journal that marshals it sees the same message")
+		again, ok := a.IdleSnapshot(s.Len())
+		require.True(t, ok)
+		require.Equal(t, want, again.(*persistence.Marshaled).Data, "sized from the previous snapshot")
 		r, err := RestoreSnapshot(roundTrip(t, packed))
 		require.NoError(t, err)
 		requireSame(t, s, r)
