@@ -37,6 +37,7 @@ type entry struct {
 	finishedAt int64
 	history    []histEvent // see history.go; empty when plain
 	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
+	listed     bool        // already listed by the eachForSnapshot under way
 	// plain: the history is implied by the fields, as it is for most works,
 	// and not kept (compact, hist, shown): a work accepted and not yet
 	// started (accepted at readyAt), one running its first attempt (then

@@ -667,16 +667,23 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
 	// A work that finished, was re-submitted and finished again at the
 	// same instant has two live refs: it is listed once, at the first.
-	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead+s.counts.Cancelled)
-	for _, ref := range s.finished[s.finHead:] {
-		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
-			if _, dup := listed[ref.id]; !dup {
-				listed[ref.id] = struct{}{}
-				fn(e)
-			}
+	// The entry's listed mark says so (a map of a million ids here was
+	// tens of MB of garbage per snapshot); the marks are cleared after.
+	finished := s.finished[s.finHead:]
+	n := 0
+	for _, ref := range finished {
+		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at && !e.listed {
+			e.listed = true
+			n++
+			fn(e)
 		}
 	}
-	live := make([]*entry, 0, len(s.entries)-len(listed))
+	for _, ref := range finished {
+		if e, ok := s.entries[ref.id]; ok {
+			e.listed = false
+		}
+	}
+	live := make([]*entry, 0, len(s.entries)-n)
 	for _, e := range s.entries {
 		if !e.finished() {
 			live = append(live, e)
