@@ -54,20 +54,6 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 			b.Run(name+"/encode", func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {
-					if !legacy {
-						// What the master hands the journal since
-						// persistence.Marshaled: the wire form, packed straight
-						// into one buffer (sized as the master sizes it, here
-						// from a first snapshot).
-						hint := len(s.packedWire(0))
-						b.Run(name+"/wire", func(b *testing.B) {
-							b.ReportAllocs()
-							for range b.N {
-								data := s.packedWire(hint * 17 / 16)
-								b.ReportMetric(float64(len(data))/(1<<20), "MB")
-							}
-						})
-					}
 					data, err := proto.MarshalOptions{Deterministic: true}.Marshal(build())
 					if err != nil {
 						b.Fatal(err)
