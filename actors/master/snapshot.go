@@ -27,12 +27,12 @@ import (
 //
 // A chunk is a header, then entries. The header:
 //
-//	byte format (packedFormat)
+//	byte format (packedFormat; packedFormatV1 is still read)
 //	uvarint entries, uvarint id bytes, uvarint payload bytes, uvarint history events
 //
 // Each entry:
 //
-//	uvarint flags (flagWaiter)
+//	uvarint flags (flagWaiter, flagPlain)
 //	uvarint status
 //	string work_id, string job_type, bytes payload
 //	varint work.attempt, varint work.deadline_unix_nano
@@ -46,15 +46,26 @@ import (
 // where string and bytes are a uvarint length and the bytes. Empty bytes
 // decode as nil, as they do from protobuf. The header's totals must match
 // the entries exactly.
+//
+// flagPlain (format 2) marks an entry whose history its fields imply
+// (entry.plain): its history length is 0, and ready_at, started_at and
+// worker_id hold the values it is made of. Format 1 wrote such an entry's
+// history in full (three events for a done work, each with the worker id:
+// more than half of a drained million's snapshot) and ready_at, started_at
+// and worker_id as the state shows them (zero when done).
 
 const (
-	// packedFormat is the first byte of every chunk; a reader rejects
-	// another (a newer master's snapshot) rather than misread it.
-	packedFormat = 1
+	// packedFormat is the first byte of every chunk written; a reader
+	// rejects a format it does not know (a newer master's snapshot) rather
+	// than misread it, so a master from before format 2 stops at recovery.
+	packedFormat = 2
+	// packedFormatV1 is the format before flagPlain, still read.
+	packedFormatV1 = 1
 	// chunkEntries is how many entries a chunk holds at most.
 	chunkEntries = 4096
 
 	flagWaiter = 1
+	flagPlain  = 2
 )
 
 // errPacked is the cause of every malformed chunk.
@@ -81,7 +92,7 @@ func (p *packer) add(e *entry) {
 	p.n++
 	p.idBytes += len(e.id)
 	p.payloadBytes += len(e.payload)
-	p.hist += len(e.hist(new([3]histEvent)))
+	p.hist += len(e.history) // none when plain
 	p.total++
 	if p.n == chunkEntries {
 		p.close()
@@ -173,6 +184,9 @@ func appendEntry(b []byte, e *entry) []byte {
 	if e.waiter != nil {
 		flags |= flagWaiter
 	}
+	if e.plain {
+		flags |= flagPlain
+	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(e.status))
 	b = appendString(b, e.id)
@@ -188,16 +202,17 @@ func appendEntry(b []byte, e *entry) []byte {
 	b = binary.AppendVarint(b, int64(e.attempts))
 	b = appendString(b, e.lastError)
 	b = appendBytes(b, e.result)
-	readyAt, startedAt, workerID := e.shown()
+	readyAt, startedAt, workerID := e.readyAt, e.startedAt, e.workerID // plain: its history
+	if !e.plain {
+		readyAt, startedAt, workerID = e.shown()
+	}
 	b = binary.AppendVarint(b, readyAt)
 	b = binary.AppendVarint(b, e.order)
 	b = appendString(b, workerID)
 	b = binary.AppendVarint(b, startedAt)
 	b = binary.AppendVarint(b, e.finishedAt)
-	var buf [3]histEvent
-	history := e.hist(&buf)
-	b = binary.AppendUvarint(b, uint64(len(history)))
-	for _, h := range history {
+	b = binary.AppendUvarint(b, uint64(len(e.history)))
+	for _, h := range e.history {
 		b = binary.AppendUvarint(b, uint64(h.kind))
 		b = binary.AppendVarint(b, h.at)
 		b = binary.AppendVarint(b, int64(h.attempt))
@@ -284,9 +299,10 @@ func (u *unpacker) shared() string {
 // chunk decodes one chunk into entries that share its arrays (see the
 // format above).
 func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
-	if len(chunk) == 0 || chunk[0] != packedFormat {
-		return nil, fmt.Errorf("not in packed format %d (written by a newer master?)", packedFormat)
+	if len(chunk) == 0 || (chunk[0] != packedFormat && chunk[0] != packedFormatV1) {
+		return nil, fmt.Errorf("not in packed format %d or %d (written by a newer master?)", packedFormatV1, packedFormat)
 	}
+	format := chunk[0]
 	u.b, u.err = chunk[1:], nil
 	n, idBytes, payloadBytes, histN := u.count(), u.count(), u.count(), u.count()
 	if u.err != nil {
@@ -353,6 +369,12 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			// write over the next entry's history.
 			e.history = hist[start:len(hist):len(hist)]
 		}
+		if flags&flagPlain != 0 {
+			if format == packedFormatV1 || len(e.history) > 0 || !plainStatus(e) {
+				u.fail()
+			}
+			e.plain = true
+		}
 		if u.err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, u.err)
 		}
@@ -367,6 +389,12 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 		start = idEnd[i]
 	}
 	return entries, nil
+}
+
+// plainStatus reports whether e is in a state a plain history can
+// describe (see entry.plain).
+func plainStatus(e *entry) bool {
+	return (e.status == statusAccepted && e.attempts == 0) || (e.status == statusRunning && e.attempts == 1) || e.status == statusDone
 }
 
 // restoreChunks adds the entries of packed chunks to s.

@@ -1,6 +1,8 @@
 package master
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -118,6 +120,35 @@ func TestPackedSnapshot(t *testing.T) {
 		require.NoError(t, err)
 		requireSame(t, s, r)
 		require.True(t, proto.Equal(snap, r.Snapshot()), "restore then snapshot changes the bytes")
+	})
+
+	t.Run("Format1StillRestores", func(t *testing.T) {
+		t.Parallel()
+		// mixedState's snapshot as masters wrote it before flagPlain
+		// (format 1: plain histories in full), by commit eedceca.
+		data, err := os.ReadFile(filepath.Join("testdata", "mixed-state-format1.bin"))
+		require.NoError(t, err)
+		var old messages.PackedMasterSnapshot
+		require.NoError(t, proto.Unmarshal(data, &old))
+		require.Equal(t, byte(packedFormatV1), old.GetSnapshot().GetChunks()[0][0])
+		r, err := RestoreSnapshot(&old)
+		require.NoError(t, err)
+		s := mixedState(t)
+		requireSame(t, s, r)
+		require.True(t, proto.Equal(s.Snapshot(), r.Snapshot()), "a restored format 1 snapshot is written as format 2, plain entries flagged")
+		now := s.Snapshot()
+		require.Equal(t, byte(packedFormat), now.GetChunks()[0][0])
+		require.Less(t, proto.Size(now), proto.Size(old.GetSnapshot()), "plain histories are not written out")
+	})
+
+	t.Run("UnknownFormatsAndMisplacedPlainFlagsAreRejected", func(t *testing.T) {
+		t.Parallel()
+		for _, format := range []byte{0, packedFormat + 1, packedFormatV1} {
+			snap := mixedState(t).Snapshot()
+			snap.Chunks[0][0] = format // format 1 has no flagPlain
+			_, err := RestoreWorkState(snap)
+			require.ErrorIs(t, err, ErrBadSnapshot, "format %d", format)
+		}
 	})
 
 	t.Run("LegacySnapshotStillRestores", func(t *testing.T) {
