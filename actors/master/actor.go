@@ -55,9 +55,9 @@ type masterActor struct {
 	// goroutines, created with the actor.
 	feed *feedHub
 
-	// snapBytes and snapWorks are the size of the previous snapshot and
-	// the works it held: the next one starts at their ratio (snapshotMsg).
-	snapBytes, snapWorks int
+	// snapSize is what the previous snapshot weighed: the next one's
+	// buffer is sized from it (snapshotMsg).
+	snapSize snapshotSize
 }
 
 // Receive implements actor.Actor.

@@ -65,6 +65,7 @@ func (a *masterActor) Reset(snap *persistence.Snapshot) error {
 		return fmt.Errorf("seq %d: %w", snap.Seq, err)
 	}
 	a.state = st
+	a.snapSize = restoredSize(snap.Msg)
 	return nil
 }
 
@@ -79,6 +80,22 @@ func RestoreSnapshot(msg proto.Message) (*WorkState, error) {
 		return RestoreWorkState(m)
 	}
 	return nil, fmt.Errorf("%w: the snapshot is a %T", ErrBadSnapshot, msg)
+}
+
+// restoredSize is what the entries of a restored snapshot weighed, as one
+// average for finished works and the others (the chunks do not tell them
+// apart): the activation's first snapshot is sized from it.
+func restoredSize(msg proto.Message) snapshotSize {
+	m, ok := msg.(*messages.PackedMasterSnapshot)
+	if !ok || m.GetSnapshot().GetChunkEntries() <= 0 {
+		return snapshotSize{}
+	}
+	bytes := 0
+	for _, c := range m.GetSnapshot().GetChunks() {
+		bytes += len(c)
+	}
+	n := int(m.GetSnapshot().GetChunkEntries())
+	return snapshotSize{otherBytes: bytes, others: n}
 }
 
 func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
@@ -112,24 +129,13 @@ func (a *masterActor) IdleSnapshot(since int) (proto.Message, bool) {
 	return a.snapshotMsg(), true
 }
 
-// firstSnapshotBytesPerWork sizes the first snapshot of an activation: a
-// pending work with a short id and payload packs into about 60 bytes.
-const firstSnapshotBytesPerWork = 64
-
 // snapshotMsg returns the state's PackedMasterSnapshot already in its wire
 // form (persistence.Marshaled): the journal stores the bytes the state was
 // packed into, with no list of chunks nor marshalled copy beside them. The
-// buffer starts at the size the previous snapshot's bytes per work predict,
-// plus a sixteenth, so that it is rarely regrown (each regrowth leaves a
-// copy of the bytes so far as garbage).
+// buffer is sized from the previous snapshot (snapshotSize.predict).
 func (a *masterActor) snapshotMsg() proto.Message {
-	works := a.state.Len()
-	per := float64(firstSnapshotBytesPerWork)
-	if a.snapWorks > 0 {
-		per = float64(a.snapBytes) / float64(a.snapWorks)
-	}
-	data := a.state.packedWire(int(per*float64(works)*17/16) + 4096)
-	a.snapBytes, a.snapWorks = len(data), works
+	data, size := a.state.packedWire(a.snapSize)
+	a.snapSize = size
 	return &persistence.Marshaled{Type: (*messages.PackedMasterSnapshot)(nil).ProtoReflect().Type(), Data: data}
 }
 

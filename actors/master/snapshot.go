@@ -82,13 +82,54 @@ type packer struct {
 	// totals of the open chunk, for its header
 	n, idBytes, payloadBytes, hist int
 	total                          int64
+	// size counts the bytes of finished and other entries (snapshotSize).
+	size snapshotSize
+}
+
+// snapshotSize is what a snapshot's entries weighed, finished works apart
+// from the others (a done work with its result packs into more than a
+// pending one): the next snapshot's buffer is sized from it (predict).
+type snapshotSize struct {
+	finishedBytes, finished, otherBytes, others int
+}
+
+// Bytes per entry that predict assumes before a snapshot has shown them:
+// a pending work with a short id and payload packs into about 45 bytes, a
+// done plain one with a short result into about 75.
+const (
+	defaultOtherEntryBytes    = 64
+	defaultFinishedEntryBytes = 96
+)
+
+// predict returns the bytes a snapshot of finished and others works will
+// likely take, a sixteenth over: the buffer is then rarely regrown (each
+// regrowth copies the bytes so far and leaves the old ones as garbage), and
+// capacity never written costs no resident memory.
+func (z snapshotSize) predict(finished, others int) int {
+	per := func(bytes, n, def int) float64 {
+		if n == 0 {
+			return float64(def)
+		}
+		return float64(bytes) / float64(n)
+	}
+	b := per(z.finishedBytes, z.finished, defaultFinishedEntryBytes)*float64(finished) +
+		per(z.otherBytes, z.others, defaultOtherEntryBytes)*float64(others)
+	return int(b*17/16) + 4096
 }
 
 func (p *packer) add(e *entry) {
 	if p.body == nil {
 		p.body = make([]byte, 0, 64*chunkEntries)
 	}
+	before := len(p.body)
 	p.body = appendEntry(p.body, e)
+	if e.finished() {
+		p.size.finishedBytes += len(p.body) - before
+		p.size.finished++
+	} else {
+		p.size.otherBytes += len(p.body) - before
+		p.size.others++
+	}
 	p.n++
 	p.idBytes += len(e.id)
 	p.payloadBytes += len(e.payload)
@@ -142,10 +183,12 @@ const (
 // packedWire returns the wire form of the PackedMasterSnapshot of s (the
 // bytes proto.Marshal makes of it, fields in number order), appending each
 // chunk straight into it: no list of chunks, and no marshalled copy of them,
-// lives beside the result. sizeHint is the capacity to start with (the
-// expected size: a guess too small costs a regrowth, one too large unused
-// capacity).
-func (s *WorkState) packedWire(sizeHint int) []byte {
+// lives beside the result. size is what the previous snapshot weighed
+// (zero: none yet), to size the buffer with; packedWire returns what this
+// one weighed.
+func (s *WorkState) packedWire(size snapshotSize) ([]byte, snapshotSize) {
+	finished := s.counts.Done + s.counts.Dead + s.counts.Cancelled
+	sizeHint := size.predict(finished, len(s.entries)-finished)
 	// Room for the outer field's tag and length, known only at the end:
 	// written right-aligned into it then.
 	const reserve = 1 + binary.MaxVarintLen64
@@ -166,7 +209,7 @@ func (s *WorkState) packedWire(sizeHint int) []byte {
 	hdr = protowire.AppendVarint(hdr, uint64(len(p.out)-reserve))
 	start := reserve - len(hdr)
 	copy(p.out[start:], hdr)
-	return p.out[start:]
+	return p.out[start:], p.size
 }
 
 func appendString(b []byte, s string) []byte {

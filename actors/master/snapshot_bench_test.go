@@ -66,11 +66,11 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 				// persistence.Marshaled: the wire form, packed straight
 				// into one buffer (sized as the master sizes it, here
 				// from a first snapshot).
-				hint := len(s.packedWire(0))
+				_, size := s.packedWire(snapshotSize{})
 				b.Run(name+"/wire", func(b *testing.B) {
 					b.ReportAllocs()
 					for range b.N {
-						data := s.packedWire(hint * 17 / 16)
+						data, _ := s.packedWire(size)
 						b.ReportMetric(float64(len(data))/(1<<20), "MB")
 					}
 				})

@@ -330,3 +330,27 @@ func TestPlainHistoryIsImplied(t *testing.T) {
 	require.Equal(t, []histEvent{accepted, started,
 		{kind: histCompleted, at: at(6), attempt: 1, worker: "w2"}}, hist(s, "c"))
 }
+
+// TestPackedWireSizing: a snapshot sized from the previous one is packed
+// into one buffer, never regrown, with a handful of allocations whatever
+// the number of works. Not parallel: AllocsPerRun refuses to run in a
+// parallel test.
+func TestPackedWireSizing(t *testing.T) {
+	s := NewWorkState()
+	for i := range 3 * chunkEntries {
+		id := "job-" + strconv.Itoa(i)
+		require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")}, AtUnixNano: int64(i + 1)}))
+		if i%2 == 0 {
+			require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: id, WorkerId: "w1", AtUnixNano: int64(i + 2)}))
+			require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: id, WorkerId: "w1", Result: []byte("49"), AtUnixNano: int64(i + 3)}))
+		}
+	}
+	first, size := s.packedWire(snapshotSize{})
+	require.Equal(t, snapshotSize{finishedBytes: size.finishedBytes, finished: 3 * chunkEntries / 2,
+		otherBytes: size.otherBytes, others: 3 * chunkEntries / 2}, size)
+	data, _ := s.packedWire(size)
+	require.Equal(t, first, data)
+	require.LessOrEqual(t, cap(data)-len(data), len(data)/16+4096, "sized to the previous snapshot, a sixteenth over")
+	allocs := testing.AllocsPerRun(5, func() { s.packedWire(size) })
+	require.LessOrEqual(t, allocs, 4.0, "the buffer, the open chunk's, the unfinished works' order: no regrowth, nothing per work")
+}
