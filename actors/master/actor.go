@@ -54,6 +54,10 @@ type masterActor struct {
 	// feed wakes the result feed's readers (feed.go); shared with their
 	// goroutines, created with the actor.
 	feed *feedHub
+
+	// snapSize is what the previous snapshot weighed: the next one's
+	// buffer is sized from it (snapshotMsg).
+	snapSize snapshotSize
 }
 
 // Receive implements actor.Actor.
@@ -244,7 +248,7 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 		if id, ok := finishingID(ev); ok && a.state.IsFinished(id) {
 			st := a.state.Status(id)
 			outs = append(outs, outcome{
-				waiter: a.state.Work(id).GetWaiter(),
+				waiter: a.state.Waiter(id),
 				res: &messages.WorkResult{WorkId: id, JobType: st.GetJobType(), Result: st.GetResult(),
 					Status: st.GetStatus(), Error: st.GetLastError()},
 			})
@@ -596,16 +600,16 @@ func (a *masterActor) resultSender(c actor.Context, workerID string) (*actor.PID
 // never durably accepted; the result has no one to go to). Either way the
 // worker is acknowledged, so it stops re-sending.
 func (a *masterActor) completion(m *messages.WorkIsDone, now time.Time) *messages.WorkCompleted {
-	work := a.state.Work(m.GetWorkId())
+	jobType := a.state.JobType(m.GetWorkId())
 	switch {
-	case work == nil:
+	case jobType == "":
 		a.log.Debug("done reported for an unknown work", "work_id", m.GetWorkId(), "worker_id", m.GetWorkerId())
 		return nil
 	case a.state.IsDone(m.GetWorkId()):
 		return nil
 	}
 	return &messages.WorkCompleted{WorkId: m.GetWorkId(), WorkerId: m.GetWorkerId(), Result: m.GetResult(),
-		AtUnixNano: now.UnixNano(), JobType: work.GetJobType()}
+		AtUnixNano: now.UnixNano(), JobType: jobType}
 }
 
 func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
@@ -729,7 +733,7 @@ func (a *masterActor) onDetachWaiter(c actor.Context, m *messages.DetachWaiter) 
 			Reason: "master: recovering from the journal; retry later"})
 		return
 	}
-	if w := a.state.Work(m.GetWorkId()); w.GetWaiter() != nil && !a.state.IsFinished(m.GetWorkId()) {
+	if a.state.Waiter(m.GetWorkId()) != nil && !a.state.IsFinished(m.GetWorkId()) {
 		a.persist(&messages.WaiterDetached{WorkId: m.GetWorkId()}, nil)
 	}
 	a.rt.Reply(c.Sender(), &messages.Ack{WorkId: m.GetWorkId()})

@@ -43,8 +43,12 @@ func appendHistory(h []histEvent, ev histEvent) []histEvent {
 	return append(h, ev)
 }
 
-// record adds ev to e's history.
-func (e *entry) record(ev histEvent) { e.history = appendHistory(e.history, ev) }
+// record adds ev to e's history. Call it before changing the fields a plain
+// history is made of (see entry.plain).
+func (e *entry) record(ev histEvent) {
+	e.unplain()
+	e.history = appendHistory(e.history, ev)
+}
 
 func historyToProto(h []histEvent) []*messages.WorkHistoryEvent {
 	if len(h) == 0 {

@@ -45,13 +45,13 @@ func (s *WorkState) List(status messages.WorkStatus, limit int) *messages.WorkLi
 		if ki, kj := key(match[i]), key(match[j]); ki != kj {
 			return ki > kj
 		}
-		return match[i].work.GetWorkId() < match[j].work.GetWorkId()
+		return match[i].id < match[j].id
 	})
 	out := &messages.WorkList{Total: int64(len(match))}
 	for _, e := range match[:min(len(match), limit)] {
 		_, startedAt, workerID := e.shown()
 		out.Works = append(out.Works, &messages.WorkSummary{
-			WorkId: e.work.GetWorkId(), JobType: e.work.GetJobType(), Status: e.status, Attempts: e.attempts,
+			WorkId: e.id, JobType: e.jobType, Status: e.status, Attempts: e.attempts,
 			LastError: e.lastError, WorkerId: workerID, StartedAtUnixNano: startedAt, FinishedAtUnixNano: e.finishedAt,
 		})
 	}
@@ -101,7 +101,7 @@ func (a *masterActor) onResubmit(c actor.Context, m *messages.ResubmitWork) {
 	}
 	// The caller who set a deadline is long gone: a re-submission is a new
 	// request, without it.
-	w := proto.CloneOf(e.work)
+	w := e.toWork()
 	w.DeadlineUnixNano = 0
 	ev := &messages.WorkAccepted{Work: w, AtUnixNano: a.clock.Now().UnixNano()}
 	a.state.AcceptHeld(ev)

@@ -117,7 +117,7 @@ func (a *masterActor) jobTypeOf(ev proto.Message) string {
 	default:
 		return ""
 	}
-	return a.state.Work(id).GetJobType()
+	return a.state.JobType(id)
 }
 
 // observeCounts reports the counts and the workers' idleness.

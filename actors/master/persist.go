@@ -65,6 +65,7 @@ func (a *masterActor) Reset(snap *persistence.Snapshot) error {
 		return fmt.Errorf("seq %d: %w", snap.Seq, err)
 	}
 	a.state = st
+	a.snapSize = restoredSize(snap.Msg)
 	return nil
 }
 
@@ -79,6 +80,22 @@ func RestoreSnapshot(msg proto.Message) (*WorkState, error) {
 		return RestoreWorkState(m)
 	}
 	return nil, fmt.Errorf("%w: the snapshot is a %T", ErrBadSnapshot, msg)
+}
+
+// restoredSize is what the entries of a restored snapshot weighed, as one
+// average for finished works and the others (the chunks do not tell them
+// apart): the activation's first snapshot is sized from it.
+func restoredSize(msg proto.Message) snapshotSize {
+	m, ok := msg.(*messages.PackedMasterSnapshot)
+	if !ok || m.GetSnapshot().GetChunkEntries() <= 0 {
+		return snapshotSize{}
+	}
+	bytes := 0
+	for _, c := range m.GetSnapshot().GetChunks() {
+		bytes += len(c)
+	}
+	n := int(m.GetSnapshot().GetChunkEntries())
+	return snapshotSize{otherBytes: bytes, others: n}
 }
 
 func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
@@ -107,14 +124,24 @@ func (a *masterActor) Snapshot(since int) (proto.Message, bool) {
 	if since*busySnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
-	return &messages.PackedMasterSnapshot{Snapshot: a.state.Snapshot()}, true
+	return a.snapshotMsg(), true
 }
 
 func (a *masterActor) IdleSnapshot(since int) (proto.Message, bool) {
 	if since*idleSnapshotDivisor < a.state.Len() {
 		return nil, false
 	}
-	return &messages.PackedMasterSnapshot{Snapshot: a.state.Snapshot()}, true
+	return a.snapshotMsg(), true
+}
+
+// snapshotMsg returns the state's PackedMasterSnapshot already in its wire
+// form (persistence.Marshaled): the journal stores the bytes the state was
+// packed into, with no list of chunks nor marshalled copy beside them. The
+// buffer is sized from the previous snapshot (snapshotSize.predict).
+func (a *masterActor) snapshotMsg() proto.Message {
+	data, size := a.state.packedWire(a.snapSize)
+	a.snapSize = size
+	return &persistence.Marshaled{Type: (*messages.PackedMasterSnapshot)(nil).ProtoReflect().Type(), Data: data}
 }
 
 func (a *masterActor) RecoveryEvent(now time.Time) proto.Message {

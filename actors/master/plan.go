@@ -65,27 +65,31 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 	var throttled map[string]bool
 	accept := func(jt string) bool { return (accepts == nil || accepts(jt)) && !throttled[jt] }
 	for len(p.works) < n {
-		work := s.NextReady(now, accept)
+		work := s.nextReady(now, accept)
 		if work == nil {
 			break
 		}
-		if dl := work.GetDeadlineUnixNano(); dl != 0 && dl <= now.UnixNano() {
-			apply(&messages.WorkExpired{WorkId: work.GetWorkId(), AtUnixNano: now.UnixNano(), JobType: work.GetJobType(),
+		if dl := work.deadline; dl != 0 && dl <= now.UnixNano() {
+			apply(&messages.WorkExpired{WorkId: work.id, AtUnixNano: now.UnixNano(), JobType: work.jobType,
 				Reason: "deadline of the submitter passed before the work was started"})
 			continue
 		}
-		if lim := limiters[work.GetJobType()]; lim != nil {
+		if lim := limiters[work.jobType]; lim != nil {
 			if ok, retry := lim.Reserve(now); !ok {
 				if throttled == nil {
 					throttled = make(map[string]bool)
 				}
-				throttled[work.GetJobType()] = true
+				throttled[work.jobType] = true
 				wake(now.Add(max(retry, time.Millisecond)))
 				continue
 			}
 		}
-		p.start(s, work.GetWorkId(), workerID, now.UnixNano())
-		p.works = append(p.works, messages.HandedOutWork(work, s.Attempts(work.GetWorkId())))
+		p.start(s, work.id, workerID, now.UnixNano())
+		// A new message (the entry keeps its fields), with the attempt
+		// the start just counted.
+		w := work.toWork()
+		w.Attempt = work.attempts
+		p.works = append(p.works, w)
 	}
 	p.short = len(p.works) < n
 	if p.short {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -17,7 +18,7 @@ import (
 // allocated and then dropped), and its transient copy weighed as much as the
 // state. The packed encoding writes each entry straight from the state into
 // a chunk of bytes, and reads a chunk back with a handful of allocations:
-// one array of entries, one of works, one of history events, one string of
+// one array of entries, one of history events, one string of
 // all work ids and one array of all payloads. An entry thus shares its
 // chunk's arrays with its neighbours, and they stay allocated until the
 // last of them is forgotten: never more memory than the restored chunk
@@ -26,12 +27,12 @@ import (
 //
 // A chunk is a header, then entries. The header:
 //
-//	byte format (packedFormat)
+//	byte format (packedFormat; packedFormatV1 is still read)
 //	uvarint entries, uvarint id bytes, uvarint payload bytes, uvarint history events
 //
 // Each entry:
 //
-//	uvarint flags (flagWaiter)
+//	uvarint flags (flagWaiter, flagPlain)
 //	uvarint status
 //	string work_id, string job_type, bytes payload
 //	varint work.attempt, varint work.deadline_unix_nano
@@ -45,38 +46,94 @@ import (
 // where string and bytes are a uvarint length and the bytes. Empty bytes
 // decode as nil, as they do from protobuf. The header's totals must match
 // the entries exactly.
+//
+// flagPlain (format 2) marks an entry whose history its fields imply
+// (entry.plain): its history length is 0, and ready_at, started_at and
+// worker_id hold the values it is made of. Format 1 wrote such an entry's
+// history in full (three events for a done work, each with the worker id:
+// more than half of a drained million's snapshot) and ready_at, started_at
+// and worker_id as the state shows them (zero when done).
 
 const (
-	// packedFormat is the first byte of every chunk; a reader rejects
-	// another (a newer master's snapshot) rather than misread it.
-	packedFormat = 1
+	// packedFormat is the first byte of every chunk written; a reader
+	// rejects a format it does not know (a newer master's snapshot) rather
+	// than misread it, so a master from before format 2 stops at recovery.
+	packedFormat = 2
+	// packedFormatV1 is the format before flagPlain, still read.
+	packedFormatV1 = 1
 	// chunkEntries is how many entries a chunk holds at most.
 	chunkEntries = 4096
 
 	flagWaiter = 1
+	flagPlain  = 2
 )
 
 // errPacked is the cause of every malformed chunk.
 var errPacked = errors.New("malformed packed entry")
 
-// packer appends entries to chunks.
+// packer appends entries to chunks: to a list of chunks (chunks), or, when
+// wire is set, straight into the wire form of a PackedMasterSnapshot (out,
+// see packedWire).
 type packer struct {
 	chunks [][]byte
+	wire   bool
+	out    []byte
 	body   []byte // entries of the open chunk
 	// totals of the open chunk, for its header
 	n, idBytes, payloadBytes, hist int
 	total                          int64
+	// size counts the bytes of finished and other entries (snapshotSize).
+	size snapshotSize
+}
+
+// snapshotSize is what a snapshot's entries weighed, finished works apart
+// from the others (a done work with its result packs into more than a
+// pending one): the next snapshot's buffer is sized from it (predict).
+type snapshotSize struct {
+	finishedBytes, finished, otherBytes, others int
+}
+
+// Bytes per entry that predict assumes before a snapshot has shown them:
+// a pending work with a short id and payload packs into about 45 bytes, a
+// done plain one with a short result into about 75.
+const (
+	defaultOtherEntryBytes    = 64
+	defaultFinishedEntryBytes = 96
+)
+
+// predict returns the bytes a snapshot of finished and others works will
+// likely take, a sixteenth over: the buffer is then rarely regrown (each
+// regrowth copies the bytes so far and leaves the old ones as garbage), and
+// capacity never written costs no resident memory.
+func (z snapshotSize) predict(finished, others int) int {
+	per := func(bytes, n, def int) float64 {
+		if n == 0 {
+			return float64(def)
+		}
+		return float64(bytes) / float64(n)
+	}
+	b := per(z.finishedBytes, z.finished, defaultFinishedEntryBytes)*float64(finished) +
+		per(z.otherBytes, z.others, defaultOtherEntryBytes)*float64(others)
+	return int(b*17/16) + 4096
 }
 
 func (p *packer) add(e *entry) {
 	if p.body == nil {
 		p.body = make([]byte, 0, 64*chunkEntries)
 	}
+	before := len(p.body)
 	p.body = appendEntry(p.body, e)
+	if e.finished() {
+		p.size.finishedBytes += len(p.body) - before
+		p.size.finished++
+	} else {
+		p.size.otherBytes += len(p.body) - before
+		p.size.others++
+	}
 	p.n++
-	p.idBytes += len(e.work.GetWorkId())
-	p.payloadBytes += len(e.work.GetPayload())
-	p.hist += len(e.hist(new([3]histEvent)))
+	p.idBytes += len(e.id)
+	p.payloadBytes += len(e.payload)
+	p.hist += len(e.history) // none when plain
 	p.total++
 	if p.n == chunkEntries {
 		p.close()
@@ -88,12 +145,20 @@ func (p *packer) close() {
 	if p.body == nil {
 		return
 	}
-	c := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(p.body))
-	c = append(c, packedFormat)
+	var h [1 + 4*binary.MaxVarintLen64]byte
+	hdr := append(h[:0], packedFormat)
 	for _, v := range []int{p.n, p.idBytes, p.payloadBytes, p.hist} {
-		c = binary.AppendUvarint(c, uint64(v))
+		hdr = binary.AppendUvarint(hdr, uint64(v))
 	}
-	p.chunks = append(p.chunks, append(c, p.body...))
+	if p.wire {
+		// MasterSnapshot.chunks, one occurrence of the repeated field.
+		p.out = protowire.AppendTag(p.out, fieldChunks, protowire.BytesType)
+		p.out = protowire.AppendVarint(p.out, uint64(len(hdr)+len(p.body)))
+		p.out = append(append(p.out, hdr...), p.body...)
+	} else {
+		c := make([]byte, 0, len(hdr)+len(p.body))
+		p.chunks = append(p.chunks, append(append(c, hdr...), p.body...))
+	}
 	p.body = p.body[:0]
 	p.n, p.idBytes, p.payloadBytes, p.hist = 0, 0, 0, 0
 }
@@ -103,6 +168,48 @@ func (p *packer) done() [][]byte {
 		p.close()
 	}
 	return p.chunks
+}
+
+// Field numbers of the wire form packedWire writes (messages/master.proto);
+// TestPackedWireIsTheMarshalledSnapshot checks it against proto.Marshal.
+const (
+	fieldPackedSnapshot = 1 // PackedMasterSnapshot.snapshot
+	fieldNextOrder      = 2 // MasterSnapshot.next_order
+	fieldAcceptedTotal  = 3 // MasterSnapshot.accepted_total
+	fieldChunks         = 4 // MasterSnapshot.chunks
+	fieldChunkEntries   = 5 // MasterSnapshot.chunk_entries
+)
+
+// packedWire returns the wire form of the PackedMasterSnapshot of s (the
+// bytes proto.Marshal makes of it, fields in number order), appending each
+// chunk straight into it: no list of chunks, and no marshalled copy of them,
+// lives beside the result. size is what the previous snapshot weighed
+// (zero: none yet), to size the buffer with; packedWire returns what this
+// one weighed.
+func (s *WorkState) packedWire(size snapshotSize) ([]byte, snapshotSize) {
+	finished := s.counts.Done + s.counts.Dead + s.counts.Cancelled
+	sizeHint := size.predict(finished, len(s.entries)-finished)
+	// Room for the outer field's tag and length, known only at the end:
+	// written right-aligned into it then.
+	const reserve = 1 + binary.MaxVarintLen64
+	p := packer{wire: true, out: make([]byte, reserve, max(sizeHint, reserve+64))}
+	appendInt := func(field protowire.Number, v int64) {
+		if v != 0 { // proto3: a zero scalar is not written
+			p.out = protowire.AppendTag(p.out, field, protowire.VarintType)
+			p.out = protowire.AppendVarint(p.out, uint64(v))
+		}
+	}
+	appendInt(fieldNextOrder, s.nextOrder)
+	appendInt(fieldAcceptedTotal, s.acceptedTotal)
+	s.eachForSnapshot(p.add)
+	p.done()
+	appendInt(fieldChunkEntries, p.total)
+	var h [reserve]byte
+	hdr := protowire.AppendTag(h[:0], fieldPackedSnapshot, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(len(p.out)-reserve))
+	start := reserve - len(hdr)
+	copy(p.out[start:], hdr)
+	return p.out[start:], p.size
 }
 
 func appendString(b []byte, s string) []byte {
@@ -116,36 +223,39 @@ func appendBytes(b, v []byte) []byte {
 }
 
 func appendEntry(b []byte, e *entry) []byte {
-	w := e.work
 	var flags uint64
-	if w.GetWaiter() != nil {
+	if e.waiter != nil {
 		flags |= flagWaiter
+	}
+	if e.plain {
+		flags |= flagPlain
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(e.status))
-	b = appendString(b, w.GetWorkId())
-	b = appendString(b, w.GetJobType())
-	b = appendBytes(b, w.GetPayload())
-	b = binary.AppendVarint(b, int64(w.GetAttempt()))
-	b = binary.AppendVarint(b, w.GetDeadlineUnixNano())
+	b = appendString(b, e.id)
+	b = appendString(b, e.jobType)
+	b = appendBytes(b, e.payload)
+	b = binary.AppendVarint(b, int64(e.attempt))
+	b = binary.AppendVarint(b, e.deadline)
 	if flags&flagWaiter != 0 {
-		b = appendString(b, w.GetWaiter().GetAddress())
-		b = appendString(b, w.GetWaiter().GetId())
-		b = binary.AppendUvarint(b, uint64(w.GetWaiter().GetRequestId()))
+		b = appendString(b, e.waiter.GetAddress())
+		b = appendString(b, e.waiter.GetId())
+		b = binary.AppendUvarint(b, uint64(e.waiter.GetRequestId()))
 	}
 	b = binary.AppendVarint(b, int64(e.attempts))
 	b = appendString(b, e.lastError)
 	b = appendBytes(b, e.result)
-	readyAt, startedAt, workerID := e.shown()
+	readyAt, startedAt, workerID := e.readyAt, e.startedAt, e.workerID // plain: its history
+	if !e.plain {
+		readyAt, startedAt, workerID = e.shown()
+	}
 	b = binary.AppendVarint(b, readyAt)
 	b = binary.AppendVarint(b, e.order)
 	b = appendString(b, workerID)
 	b = binary.AppendVarint(b, startedAt)
 	b = binary.AppendVarint(b, e.finishedAt)
-	var buf [3]histEvent
-	history := e.hist(&buf)
-	b = binary.AppendUvarint(b, uint64(len(history)))
-	for _, h := range history {
+	b = binary.AppendUvarint(b, uint64(len(e.history)))
+	for _, h := range e.history {
 		b = binary.AppendUvarint(b, uint64(h.kind))
 		b = binary.AppendVarint(b, h.at)
 		b = binary.AppendVarint(b, int64(h.attempt))
@@ -232,22 +342,22 @@ func (u *unpacker) shared() string {
 // chunk decodes one chunk into entries that share its arrays (see the
 // format above).
 func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
-	if len(chunk) == 0 || chunk[0] != packedFormat {
-		return nil, fmt.Errorf("not in packed format %d (written by a newer master?)", packedFormat)
+	if len(chunk) == 0 || (chunk[0] != packedFormat && chunk[0] != packedFormatV1) {
+		return nil, fmt.Errorf("not in packed format %d or %d (written by a newer master?)", packedFormatV1, packedFormat)
 	}
+	format := chunk[0]
 	u.b, u.err = chunk[1:], nil
 	n, idBytes, payloadBytes, histN := u.count(), u.count(), u.count(), u.count()
 	if u.err != nil {
 		return nil, fmt.Errorf("header: %w", u.err)
 	}
 	entries := make([]entry, n)
-	works := make([]messages.Work, n)
 	ids := make([]byte, 0, idBytes)
 	idEnd := make([]int, n)
 	payloads := make([]byte, 0, payloadBytes)
 	hist := make([]histEvent, 0, histN)
 	for i := range entries {
-		e, w := &entries[i], &works[i]
+		e := &entries[i]
 		flags := u.uvarint()
 		e.status = messages.WorkStatus(u.uvarint())
 		id := u.raw()
@@ -257,22 +367,22 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			ids = append(ids, id...)
 			idEnd[i] = len(ids)
 		}
-		w.JobType = u.shared()
+		e.jobType = u.shared()
 		if p := u.raw(); len(p) > 0 {
 			if len(payloads)+len(p) > payloadBytes {
 				u.fail()
 			} else {
 				start := len(payloads)
 				payloads = append(payloads, p...)
-				w.Payload = payloads[start:len(payloads):len(payloads)]
+				e.payload = payloads[start:len(payloads):len(payloads)]
 			}
 		}
-		w.Attempt = int32(u.varint())
-		w.DeadlineUnixNano = u.varint()
+		e.attempt = int32(u.varint())
+		e.deadline = u.varint()
 		if flags&flagWaiter != 0 {
-			w.Waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+			e.waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
 		}
-		e.work, e.heapIdx = w, -1
+		e.heapIdx = -1
 		e.attempts = int32(u.varint())
 		e.lastError = u.string()
 		if r := u.raw(); len(r) > 0 {
@@ -302,6 +412,12 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			// write over the next entry's history.
 			e.history = hist[start:len(hist):len(hist)]
 		}
+		if flags&flagPlain != 0 {
+			if format == packedFormatV1 || len(e.history) > 0 || !plainStatus(e) {
+				u.fail()
+			}
+			e.plain = true
+		}
 		if u.err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, u.err)
 		}
@@ -311,11 +427,17 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 	}
 	all := string(ids)
 	start := 0
-	for i := range works {
-		works[i].WorkId = all[start:idEnd[i]]
+	for i := range entries {
+		entries[i].id = all[start:idEnd[i]]
 		start = idEnd[i]
 	}
 	return entries, nil
+}
+
+// plainStatus reports whether e is in a state a plain history can
+// describe (see entry.plain).
+func plainStatus(e *entry) bool {
+	return (e.status == statusAccepted && e.attempts == 0) || (e.status == statusRunning && e.attempts == 1) || e.status == statusDone
 }
 
 // restoreChunks adds the entries of packed chunks to s.

@@ -28,9 +28,11 @@ func pendingState(b *testing.B, n int) *WorkState {
 // BenchmarkWorkStateSnapshot measures a snapshot of a state of pending
 // works: "build" is WorkState.Snapshot, on the master's goroutine (it blocks
 // the master while it runs); "encode" adds the journal's marshalling (off
-// the master); "decode" is what recovery does with the stored bytes:
-// unmarshal and RestoreWorkState. legacy= is the WorkEntry form masters
-// wrote before the packed encoding (see legacySnapshot).
+// the master); "wire" is what the master does instead since
+// persistence.Marshaled, packing straight into the stored bytes; "decode"
+// is what recovery does with the stored bytes: unmarshal and
+// RestoreWorkState. legacy= is the WorkEntry form masters wrote before the
+// packed encoding (see legacySnapshot).
 func BenchmarkWorkStateSnapshot(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds states of up to a million works")
@@ -59,6 +61,20 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 					b.ReportMetric(float64(len(data))/(1<<20), "MB")
 				}
 			})
+			if !legacy {
+				// What the master hands the journal since
+				// persistence.Marshaled: the wire form, packed straight
+				// into one buffer (sized as the master sizes it, here
+				// from a first snapshot).
+				_, size := s.packedWire(snapshotSize{})
+				b.Run(name+"/wire", func(b *testing.B) {
+					b.ReportAllocs()
+					for range b.N {
+						data, _ := s.packedWire(size)
+						b.ReportMetric(float64(len(data))/(1<<20), "MB")
+					}
+				})
+			}
 			data, err := proto.MarshalOptions{Deterministic: true}.Marshal(build())
 			if err != nil {
 				b.Fatal(err)

@@ -1,6 +1,9 @@
 package master
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -8,7 +11,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -24,7 +29,7 @@ func legacySnapshot(s *WorkState) *messages.MasterSnapshot {
 func (e *entry) toProto() *messages.WorkEntry {
 	readyAt, startedAt, workerID := e.shown()
 	return &messages.WorkEntry{
-		Work:               e.work,
+		Work:               e.toWork(),
 		Status:             e.status,
 		Attempts:           e.attempts,
 		LastError:          e.lastError,
@@ -117,6 +122,35 @@ func TestPackedSnapshot(t *testing.T) {
 		require.True(t, proto.Equal(snap, r.Snapshot()), "restore then snapshot changes the bytes")
 	})
 
+	t.Run("Format1StillRestores", func(t *testing.T) {
+		t.Parallel()
+		// mixedState's snapshot as masters wrote it before flagPlain
+		// (format 1: plain histories in full), by commit eedceca.
+		data, err := os.ReadFile(filepath.Join("testdata", "mixed-state-format1.bin"))
+		require.NoError(t, err)
+		var old messages.PackedMasterSnapshot
+		require.NoError(t, proto.Unmarshal(data, &old))
+		require.Equal(t, byte(packedFormatV1), old.GetSnapshot().GetChunks()[0][0])
+		r, err := RestoreSnapshot(&old)
+		require.NoError(t, err)
+		s := mixedState(t)
+		requireSame(t, s, r)
+		require.True(t, proto.Equal(s.Snapshot(), r.Snapshot()), "a restored format 1 snapshot is written as format 2, plain entries flagged")
+		now := s.Snapshot()
+		require.Equal(t, byte(packedFormat), now.GetChunks()[0][0])
+		require.Less(t, proto.Size(now), proto.Size(old.GetSnapshot()), "plain histories are not written out")
+	})
+
+	t.Run("UnknownFormatsAndMisplacedPlainFlagsAreRejected", func(t *testing.T) {
+		t.Parallel()
+		for _, format := range []byte{0, packedFormat + 1, packedFormatV1} {
+			snap := mixedState(t).Snapshot()
+			snap.Chunks[0][0] = format // format 1 has no flagPlain
+			_, err := RestoreWorkState(snap)
+			require.ErrorIs(t, err, ErrBadSnapshot, "format %d", format)
+		}
+	})
+
 	t.Run("LegacySnapshotStillRestores", func(t *testing.T) {
 		t.Parallel()
 		s := mixedState(t)
@@ -154,11 +188,25 @@ func TestPackedSnapshot(t *testing.T) {
 	t.Run("TheMasterWritesItsOwnTypeAndReadsBoth", func(t *testing.T) {
 		t.Parallel()
 		s := mixedState(t)
-		msg, ok := (&masterActor{state: s}).Snapshot(s.Len())
+		a := &masterActor{state: s}
+		msg, ok := a.Snapshot(s.Len())
 		require.True(t, ok)
-		packed, isPacked := msg.(*messages.PackedMasterSnapshot)
-		require.True(t, isPacked, "a packed snapshot under its own type: an older binary must not read it as an empty MasterSnapshot (got %T)", msg)
+		// Handed to the journal in its wire form: the bytes of the
+		// PackedMasterSnapshot, stored under that type.
+		wire, isWire := msg.(*persistence.Marshaled)
+		require.True(t, isWire, "got %T", msg)
+		require.Equal(t, protoreflect.FullName("foreman.messages.PackedMasterSnapshot"), wire.Type.Descriptor().FullName(),
+			"a packed snapshot under its own type: an older binary must not read it as an empty MasterSnapshot")
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&messages.PackedMasterSnapshot{Snapshot: s.Snapshot()})
+		require.NoError(t, err)
+		require.Equal(t, want, wire.Data, "the wire form is what marshalling the snapshot gives")
+		packed := &messages.PackedMasterSnapshot{}
+		require.NoError(t, proto.Unmarshal(wire.Data, packed))
 		require.NotEmpty(t, packed.GetSnapshot().GetChunks())
+		require.True(t, proto.Equal(packed, wire), "a journal that marshals it sees the same message")
+		again, ok := a.IdleSnapshot(s.Len())
+		require.True(t, ok)
+		require.Equal(t, want, again.(*persistence.Marshaled).Data, "sized from the previous snapshot")
 		r, err := RestoreSnapshot(roundTrip(t, packed))
 		require.NoError(t, err)
 		requireSame(t, s, r)
@@ -233,7 +281,7 @@ func TestDoneWorkIsCompact(t *testing.T) {
 	e := s.entries["a"]
 	require.True(t, e.plain)
 	require.Nil(t, e.history)
-	require.Nil(t, e.work.GetPayload())
+	require.Nil(t, e.payload)
 	want := &messages.WorkStatusReply{WorkId: "a", Status: statusDone, Result: []byte("49"), Attempts: 1, JobType: "square",
 		History: []*messages.WorkHistoryEvent{
 			{Kind: histAccepted, AtUnixNano: at(1)},
@@ -259,4 +307,76 @@ func TestDoneWorkIsCompact(t *testing.T) {
 	require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: "b", WorkerId: "w2", AtUnixNano: at(9)}))
 	require.False(t, s.entries["b"].plain)
 	require.Len(t, s.Status("b").GetHistory(), 5)
+}
+
+// TestPlainHistoryIsImplied: a pending work and one running its first
+// attempt keep no history either (their fields imply it); it is made
+// explicit, unchanged, at the first event a plain one cannot express, and a
+// snapshot restores the plain form.
+func TestPlainHistoryIsImplied(t *testing.T) {
+	t.Parallel()
+	s := NewWorkState()
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	apply := func(ev proto.Message) { require.NoError(t, s.Apply(ev)) }
+	hist := func(s *WorkState, id string) []histEvent { return slices.Clone(s.entries[id].hist(new([3]histEvent))) }
+	accepted := histEvent{kind: histAccepted, at: at(1)}
+	started := histEvent{kind: histStarted, at: at(2), attempt: 1, worker: "w1"}
+
+	for _, id := range []string{"a", "b", "c"} {
+		apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")}, AtUnixNano: at(1)})
+		require.True(t, s.entries[id].plain)
+		require.Nil(t, s.entries[id].history)
+	}
+	require.Equal(t, []histEvent{accepted}, hist(s, "a"))
+	restored, err := RestoreWorkState(roundTrip(t, s.Snapshot()))
+	require.NoError(t, err)
+	require.True(t, restored.entries["a"].plain, "a restored pending work is plain again")
+
+	for _, id := range []string{"a", "b", "c"} {
+		apply(&messages.WorkStarted{WorkId: id, WorkerId: "w1", AtUnixNano: at(2)})
+		require.True(t, s.entries[id].plain)
+	}
+	require.Equal(t, []histEvent{accepted, started}, hist(s, "a"))
+	restored, err = RestoreWorkState(roundTrip(t, s.Snapshot()))
+	require.NoError(t, err)
+	require.True(t, restored.entries["a"].plain, "a restored running work is plain again")
+	require.Equal(t, []histEvent{accepted, started}, hist(restored, "a"))
+
+	// A failure, a requeue and another worker's completion are explicit.
+	apply(&messages.WorkerFailed{WorkId: "a", WorkerId: "w1", Error: "boom", AtUnixNano: at(3), NotBeforeUnixNano: at(4)})
+	apply(&messages.WorkCompleted{WorkId: "c", WorkerId: "w2", AtUnixNano: at(6)})
+	apply(&messages.MasterRecovered{AtUnixNano: at(5)})
+	for _, id := range []string{"a", "b", "c"} {
+		require.False(t, s.entries[id].plain, id)
+	}
+	require.Equal(t, []histEvent{accepted, started,
+		{kind: histFailed, at: at(3), attempt: 1, worker: "w1", err: "boom"}}, hist(s, "a"))
+	require.Equal(t, []histEvent{accepted, started,
+		{kind: histRequeued, at: at(5), attempt: 1, worker: "w1"}}, hist(s, "b"))
+	require.Equal(t, []histEvent{accepted, started,
+		{kind: histCompleted, at: at(6), attempt: 1, worker: "w2"}}, hist(s, "c"))
+}
+
+// TestPackedWireSizing: a snapshot sized from the previous one is packed
+// into one buffer, never regrown, with a handful of allocations whatever
+// the number of works. Not parallel: AllocsPerRun refuses to run in a
+// parallel test.
+func TestPackedWireSizing(t *testing.T) {
+	s := NewWorkState()
+	for i := range 3 * chunkEntries {
+		id := "job-" + strconv.Itoa(i)
+		require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")}, AtUnixNano: int64(i + 1)}))
+		if i%2 == 0 {
+			require.NoError(t, s.Apply(&messages.WorkStarted{WorkId: id, WorkerId: "w1", AtUnixNano: int64(i + 2)}))
+			require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: id, WorkerId: "w1", Result: []byte("49"), AtUnixNano: int64(i + 3)}))
+		}
+	}
+	first, size := s.packedWire(snapshotSize{})
+	require.Equal(t, snapshotSize{finishedBytes: size.finishedBytes, finished: 3 * chunkEntries / 2,
+		otherBytes: size.otherBytes, others: 3 * chunkEntries / 2}, size)
+	data, _ := s.packedWire(size)
+	require.Equal(t, first, data)
+	require.LessOrEqual(t, cap(data)-len(data), len(data)/16+4096, "sized to the previous snapshot, a sixteenth over")
+	allocs := testing.AllocsPerRun(5, func() { s.packedWire(size) })
+	require.LessOrEqual(t, allocs, 4.0, "the buffer, the open chunk's, the unfinished works' order: no regrowth, nothing per work")
 }

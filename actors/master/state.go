@@ -26,65 +26,6 @@ const (
 	statusCancelled = messages.WorkStatus_WORK_STATUS_CANCELLED
 )
 
-// entry is one work's record. Pending entries (ACCEPTED or FAILED) sit in
-// their job type's queue; RUNNING ones in byWorker; DONE and DEAD ones in the
-// finished FIFO until the retention forgets them.
-type entry struct {
-	work       *messages.Work // never mutated once stored
-	status     messages.WorkStatus
-	attempts   int32
-	lastError  string
-	result     []byte
-	readyAt    int64 // pending: not handed out before (Unix ns)
-	order      int64 // pending: FIFO tie-breaker
-	workerID   string
-	startedAt  int64
-	finishedAt int64
-	history    []histEvent // see history.go
-	heapIdx    int32       // index in its queue, -1 when not queued
-	held       bool        // accepted, its event not yet durable: not queued (AcceptHeld)
-	// plain: done on its first attempt by the worker that started it, as
-	// most works are. Its history (accepted, started, completed) is not
-	// kept; readyAt, startedAt and workerID hold the three values it is
-	// made of instead (compact, hist, shown).
-	plain bool
-}
-
-// compact drops the history of a work done in a plain run (see plain):
-// a million done works kept 144 bytes of it each.
-func (e *entry) compact() {
-	h := e.history
-	if e.status != statusDone || len(h) != 3 ||
-		h[0] != (histEvent{kind: histAccepted, at: h[0].at}) ||
-		h[1] != (histEvent{kind: histStarted, at: h[1].at, attempt: 1, worker: h[1].worker}) ||
-		h[2] != (histEvent{kind: histCompleted, at: e.finishedAt, attempt: 1, worker: h[1].worker}) {
-		return
-	}
-	e.plain = true
-	e.readyAt, e.startedAt, e.workerID = h[0].at, h[1].at, h[1].worker
-	e.history = nil
-}
-
-// hist returns e's history; buf holds a plain one (see plain).
-func (e *entry) hist(buf *[3]histEvent) []histEvent {
-	if !e.plain {
-		return e.history
-	}
-	buf[0] = histEvent{kind: histAccepted, at: e.readyAt}
-	buf[1] = histEvent{kind: histStarted, at: e.startedAt, attempt: 1, worker: e.workerID}
-	buf[2] = histEvent{kind: histCompleted, at: e.finishedAt, attempt: 1, worker: e.workerID}
-	return buf[:]
-}
-
-// shown returns readyAt, startedAt and workerID as the state means them:
-// zero for a plain done work, whose fields hold its history instead.
-func (e *entry) shown() (readyAt, startedAt int64, workerID string) {
-	if e.plain {
-		return 0, 0, ""
-	}
-	return e.readyAt, e.startedAt, e.workerID
-}
-
 func (e *entry) pending() bool { return e.status == statusAccepted || e.status == statusFailed }
 func (e *entry) finished() bool {
 	return e.status == statusDone || e.status == statusDead || e.status == statusCancelled
@@ -275,17 +216,20 @@ func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 	if w.GetWorkId() == "" {
 		return
 	}
-	var history []histEvent
+	e := newEntry(w)
+	e.status, e.held = statusAccepted, held
 	if old, ok := s.entries[w.GetWorkId()]; ok {
 		if !old.rerunnable() {
 			return // duplicate: never queued twice
 		}
 		s.leave(old)
-		history = old.history // a re-submission continues its history
+		old.unplain()
+		e.history = old.history // a re-submission continues its history
+		e.record(histEvent{kind: histAccepted, at: ev.GetAtUnixNano()})
+	} else {
+		e.plain = true // accepted at readyAt
 	}
-	e := &entry{work: w, status: statusAccepted, heapIdx: -1, held: held, history: history}
-	e.record(histEvent{kind: histAccepted, at: ev.GetAtUnixNano()})
-	s.entries[w.GetWorkId()] = e
+	s.entries[e.id] = e
 	s.acceptedTotal++
 	e.readyAt = ev.GetAtUnixNano()
 	e.order = s.nextOrder
@@ -305,20 +249,20 @@ func (s *WorkState) enqueue(e *entry, readyAt int64) {
 }
 
 func (s *WorkState) push(e *entry) {
-	q := s.queues[e.work.GetJobType()]
+	q := s.queues[e.jobType]
 	if q == nil {
 		q = &queue{}
-		s.queues[e.work.GetJobType()] = q
+		s.queues[e.jobType] = q
 	}
 	heap.Push(q, e)
 	s.counts.Pending++
 }
 
 func (s *WorkState) unqueue(e *entry) {
-	q := s.queues[e.work.GetJobType()]
+	q := s.queues[e.jobType]
 	heap.Remove(q, int(e.heapIdx))
 	if q.Len() == 0 {
-		delete(s.queues, e.work.GetJobType())
+		delete(s.queues, e.jobType)
 	}
 	s.counts.Pending--
 }
@@ -329,11 +273,15 @@ func (s *WorkState) applyStarted(id, workerID string, at int64) {
 		return
 	}
 	s.unqueue(e)
+	// A plain pending entry is a fresh one, and stays plain: its first
+	// attempt's start is implied by startedAt and workerID.
+	if !e.plain {
+		e.record(histEvent{kind: histStarted, at: at, attempt: e.attempts + 1, worker: s.share(workerID)})
+	}
 	e.status = statusRunning
 	e.attempts++
 	e.workerID = s.share(workerID)
 	e.startedAt = at
-	e.record(histEvent{kind: histStarted, at: e.startedAt, attempt: e.attempts, worker: e.workerID})
 	s.addRunning(e)
 }
 
@@ -343,13 +291,13 @@ func (s *WorkState) addRunning(e *entry) {
 		m = make(map[string]*entry)
 		s.byWorker[e.workerID] = m
 	}
-	m[e.work.GetWorkId()] = e
+	m[e.id] = e
 	s.counts.InProgress++
 }
 
 func (s *WorkState) removeRunning(e *entry) {
 	m := s.byWorker[e.workerID]
-	delete(m, e.work.GetWorkId())
+	delete(m, e.id)
 	if len(m) == 0 {
 		delete(s.byWorker, e.workerID)
 	}
@@ -377,11 +325,15 @@ func (s *WorkState) leave(e *entry) {
 func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 	e.status = status
 	e.finishedAt = at
-	e.readyAt, e.order = 0, 0
-	// Kept for the retention: a plain run's history not at all, another
-	// one without spare capacity (it grows by doubling).
-	if status == statusDone {
-		e.compact()
+	e.order = 0
+	// Kept for the retention: a plain run's history not at all (its
+	// readyAt, startedAt and workerID hold it), another one without spare
+	// capacity (it grows by doubling).
+	if !e.plain {
+		e.readyAt = 0
+		if status == statusDone {
+			e.compact()
+		}
 	}
 	if cap(e.history) > len(e.history) {
 		e.history = slices.Clone(e.history)
@@ -392,13 +344,13 @@ func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 		// The payload is not needed any more: keep only what status
 		// queries and results report, to bound the memory of retention.
 		// The waiter stays: the master tells it the outcome once durable.
-		e.work = &messages.Work{WorkId: e.work.GetWorkId(), JobType: e.work.GetJobType(), Waiter: e.work.GetWaiter()}
+		e.payload = nil
 	case statusCancelled:
 		s.counts.Cancelled++
 	default:
 		s.counts.Dead++
 	}
-	s.finished = append(s.finished, finishedRef{id: e.work.GetWorkId(), at: at})
+	s.finished = append(s.finished, finishedRef{id: e.id, at: at})
 }
 
 func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
@@ -406,8 +358,19 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 	if !ok || e.status == statusDone {
 		return
 	}
-	s.leave(e)
-	e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: s.share(ev.GetWorkerId())})
+	worker := s.share(ev.GetWorkerId())
+	if e.plain && e.status == statusRunning && e.workerID == worker {
+		// Done on its first attempt by the worker that started it: it
+		// stays plain, its history held by readyAt, startedAt, workerID
+		// (which removeRunning clears: restored here).
+		startedAt := e.startedAt
+		s.leave(e)
+		e.startedAt, e.workerID = startedAt, worker
+	} else {
+		e.unplain()
+		s.leave(e)
+		e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: worker})
+	}
 	e.result = ev.GetResult()
 	s.finish(e, statusDone, ev.GetAtUnixNano())
 }
@@ -420,6 +383,7 @@ func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID,
 		return
 	}
 	worker := e.workerID // the shared copy of workerID
+	e.unplain()
 	s.removeRunning(e)
 	e.lastError = reason
 	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: worker, err: reason})
@@ -442,6 +406,7 @@ func (s *WorkState) applyExpired(ev *messages.WorkExpired) {
 	if !ok || !e.pending() {
 		return
 	}
+	e.unplain()
 	s.unqueue(e)
 	e.lastError = ev.GetReason()
 	e.record(histEvent{kind: histDead, at: ev.GetAtUnixNano(), attempt: e.attempts, err: ev.GetReason()})
@@ -452,12 +417,10 @@ func (s *WorkState) applyExpired(ev *messages.WorkExpired) {
 // stopped waiting but wants the job to go on, so workers no longer ask.
 func (s *WorkState) applyWaiterDetached(id string) {
 	e, ok := s.entries[id]
-	if !ok || e.finished() || e.work.GetWaiter() == nil {
+	if !ok || e.finished() || e.waiter == nil {
 		return
 	}
-	w := messages.CloneWork(e.work) // stored works are never mutated
-	w.Waiter = nil
-	e.work = w
+	e.waiter = nil
 }
 
 func (s *WorkState) applyForgotten(before int64) {
@@ -491,7 +454,7 @@ func (s *WorkState) applyRecovered(at int64) {
 		if running[i].startedAt != running[j].startedAt {
 			return running[i].startedAt < running[j].startedAt
 		}
-		return running[i].work.GetWorkId() < running[j].work.GetWorkId()
+		return running[i].id < running[j].id
 	})
 	for _, e := range running {
 		e.record(histEvent{kind: histRequeued, at: at, attempt: e.attempts, worker: e.workerID})
@@ -535,13 +498,20 @@ func (s *WorkState) IsDone(id string) bool {
 	return ok && e.status == statusDone
 }
 
-// Work returns the stored work of id (nil when unknown). Callers must not
-// modify it.
+// Work returns the stored work of id (nil when unknown), a new message.
 func (s *WorkState) Work(id string) *messages.Work {
 	if e, ok := s.entries[id]; ok {
-		return e.work
+		return e.toWork()
 	}
 	return nil
+}
+
+// JobType returns the job type of id ("" when unknown).
+func (s *WorkState) JobType(id string) string {
+	if e, ok := s.entries[id]; ok {
+		return e.jobType
+	}
+	return ""
 }
 
 // Status answers GetWorkStatus for id; an unknown id has status UNKNOWN.
@@ -556,7 +526,7 @@ func (s *WorkState) Status(id string) *messages.WorkStatusReply {
 		Result:    e.result,
 		Attempts:  e.attempts,
 		LastError: e.lastError,
-		JobType:   e.work.GetJobType(),
+		JobType:   e.jobType,
 		History:   historyToProto(e.hist(new([3]histEvent))),
 	}
 }
@@ -587,7 +557,7 @@ func (s *WorkState) PendingIDs() []string {
 	sort.Slice(all, func(i, j int) bool { return queue.Less(all, i, j) })
 	ids := make([]string, len(all))
 	for i, e := range all {
-		ids[i] = e.work.GetWorkId()
+		ids[i] = e.id
 	}
 	return ids
 }
@@ -637,8 +607,16 @@ func (s *WorkState) Overdue(now time.Time, timeout time.Duration) []Running {
 // NextReady returns the pending work to hand out next at now among the job
 // types accept allows (nil accepts all): the one with the earliest ready
 // time, then the earliest arrival. It returns nil when none is ready.
-// Callers must not modify the work.
+// The work is a new message.
 func (s *WorkState) NextReady(now time.Time, accept func(jobType string) bool) *messages.Work {
+	if e := s.nextReady(now, accept); e != nil {
+		return e.toWork()
+	}
+	return nil
+}
+
+// nextReady is NextReady's entry.
+func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *entry {
 	limit := now.UnixNano()
 	var best *entry
 	for jt, q := range s.queues {
@@ -650,10 +628,7 @@ func (s *WorkState) NextReady(now time.Time, accept func(jobType string) bool) *
 			best = head
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	return best.work
+	return best
 }
 
 // NextReadyAt returns the earliest ready time after now among the heads of
@@ -692,16 +667,23 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
 	// A work that finished, was re-submitted and finished again at the
 	// same instant has two live refs: it is listed once, at the first.
-	listed := make(map[string]struct{}, s.counts.Done+s.counts.Dead+s.counts.Cancelled)
-	for _, ref := range s.finished[s.finHead:] {
-		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
-			if _, dup := listed[ref.id]; !dup {
-				listed[ref.id] = struct{}{}
-				fn(e)
-			}
+	// The entry's listed mark says so (a map of a million ids here was
+	// tens of MB of garbage per snapshot); the marks are cleared after.
+	finished := s.finished[s.finHead:]
+	n := 0
+	for _, ref := range finished {
+		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at && !e.listed {
+			e.listed = true
+			n++
+			fn(e)
 		}
 	}
-	live := make([]*entry, 0, len(s.entries)-len(listed))
+	for _, ref := range finished {
+		if e, ok := s.entries[ref.id]; ok {
+			e.listed = false
+		}
+	}
+	live := make([]*entry, 0, len(s.entries)-n)
 	for _, e := range s.entries {
 		if !e.finished() {
 			live = append(live, e)
@@ -715,7 +697,7 @@ func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
 		if c := cmp.Compare(a.order, b.order); c != 0 {
 			return c
 		}
-		return strings.Compare(a.work.GetWorkId(), b.work.GetWorkId())
+		return strings.Compare(a.id, b.id)
 	})
 	for _, e := range live {
 		fn(e)
@@ -738,8 +720,9 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 		return nil, err
 	}
 	for i, we := range snap.GetEntries() {
-		e := &entry{
-			work:       we.GetWork(),
+		e := newEntry(we.GetWork())
+		*e = entry{
+			id: e.id, jobType: e.jobType, payload: e.payload, waiter: e.waiter, deadline: e.deadline, attempt: e.attempt,
 			status:     we.GetStatus(),
 			attempts:   we.GetAttempts(),
 			lastError:  we.GetLastError(),
@@ -761,7 +744,7 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 
 // restoreEntry adds e, the i-th entry of a snapshot, to s.
 func (s *WorkState) restoreEntry(i int, e *entry) error {
-	id := e.work.GetWorkId()
+	id := e.id
 	if id == "" {
 		return fmt.Errorf("%w: entry %d has no work id", ErrBadSnapshot, i)
 	}
@@ -833,7 +816,7 @@ func (s *WorkState) FailureEvent(p Policy, workID, workerID, reason string, now 
 	}
 	nb, dead := p.afterFailure(e.attempts, now)
 	return &messages.WorkerFailed{WorkId: workID, WorkerId: workerID, Error: reason,
-		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.work.GetJobType()}, true
+		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.jobType}, true
 }
 
 // TimeoutEvent returns the WorkerTimedOut event for workID, which workerID
@@ -845,7 +828,7 @@ func (s *WorkState) TimeoutEvent(p Policy, workID, workerID string, now time.Tim
 	}
 	nb, dead := p.afterFailure(e.attempts, now)
 	return &messages.WorkerTimedOut{WorkId: workID, WorkerId: workerID,
-		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.work.GetJobType()}, true
+		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.jobType}, true
 }
 
 // OldestFinishedAt returns the finishing time of the oldest retained done or

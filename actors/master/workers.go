@@ -98,7 +98,7 @@ func (r *workerRegistry) readyToTell(s *WorkState, now time.Time) (told []*worke
 		return nil, time.Time{}
 	}
 	for _, w := range r.wanting {
-		if w.pid != nil && s.NextReady(now, w.accepts) != nil {
+		if w.pid != nil && s.nextReady(now, w.accepts) != nil {
 			told = append(told, w)
 		}
 	}
@@ -120,7 +120,7 @@ func (r *workerRegistry) registered(w *workerInfo, isNew bool, s *WorkState, now
 	if !isNew && !w.wanting && s.RunningCount(w.id) > 0 {
 		return false
 	}
-	tell = s.NextReady(now, w.accepts) != nil
+	tell = s.nextReady(now, w.accepts) != nil
 	r.setWanting(w, !tell)
 	return tell
 }

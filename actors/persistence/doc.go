@@ -25,7 +25,9 @@ Runtime.Persist with a then callback for what others may see. The runtime:
     recovers from the journal; a fenced write stops the actor;
   - retries a recovery that fails (journal briefly down) with backoff on an
     injected clock; snapshots every N events (Handler.Snapshot may decline),
-    and once quiet for a fence-check interval (IdleSnapshotter).
+    and once quiet for a fence-check interval (IdleSnapshotter). A handler
+    with a large state may return its snapshot already in its wire form
+    (Marshaled), so that no marshalled copy of it is made.
 
 # Leases
 

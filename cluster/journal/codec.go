@@ -23,6 +23,14 @@ func encode(stream string, seq int64, msg proto.Message) (record, error) {
 	if msg == nil {
 		return record{}, fmt.Errorf("%w: stream %q seq %d: nil message (every event and snapshot needs a generated protobuf message)", persistence.ErrInvalid, stream, seq)
 	}
+	if m, ok := msg.(*persistence.Marshaled); ok {
+		// Already in its wire form (a large snapshot): stored as is, with
+		// no marshalled copy.
+		if m.Type == nil {
+			return record{}, fmt.Errorf("%w: stream %q seq %d: Marshaled without a Type", persistence.ErrInvalid, stream, seq)
+		}
+		return record{seq: seq, name: string(m.Type.Descriptor().FullName()), data: m.Data}, nil
+	}
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	if err != nil {
 		return record{}, fmt.Errorf("journal: marshal stream %q seq %d (%s): %w", stream, seq, msg.ProtoReflect().Descriptor().FullName(), err)

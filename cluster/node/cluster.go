@@ -319,8 +319,15 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			kinds = append(kinds, kind)
 		}
 	}
+	// endpointWriterQueue is the initial ring of protoactor's remote per
+	// peer for outgoing messages. Its default, 1,000,000 slots, preallocated
+	// 15 MB per peer: a backend talking to a frontend and a worker node kept
+	// 30 MB live, and twice that in RSS under the collector's pacing. The
+	// ring doubles when full (it is no bound), so a small start costs a few
+	// copies in a burst; cluster/pullcluster starts at 4,096 too.
+	const endpointWriterQueue = 4096
 	ccfg := cluster.Configure(ClusterName, cfg.Provider, disthash.New(),
-		remote.Configure(cfg.Host, cfg.Port, remoteOptions(cfg.TLS)...),
+		remote.Configure(cfg.Host, cfg.Port, append(remoteOptions(cfg.TLS), remote.WithEndpointWriterQueueSize(endpointWriterQueue))...),
 		cluster.WithKinds(kinds...),
 		cluster.WithRequestTimeout(cfg.RequestTimeout))
 	// Membership comes from our provider, not from gossip. protoactor's

@@ -52,6 +52,8 @@ type nodeArgs struct {
 	// listener of their own.
 	pprof        string
 	actorMetrics bool
+	// memoryLimit is --memory-limit in bytes (0: Go's own, see memlimit.go).
+	memoryLimit int64
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -103,6 +105,11 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
 	fs.StringVar(&a.pprof, "pprof", "", "serve Go's runtime profiles (CPU, heap, allocs, goroutines, trace) at http://ADDR/debug/pprof/ on any node, e.g. 6060 (loopback); another host needs --insecure (default off)")
+	fs.Func("memory-limit", "soft limit of the node's Go memory, e.g. 900MiB or 1GiB: the collector runs sooner near it and returns freed memory to the OS at once (see the README's \"Memory of a backend\"; default off, or GOMEMLIMIT from the environment)", func(s string) error {
+		v, err := parseMemoryLimit(s)
+		a.memoryLimit = v
+		return err
+	})
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)

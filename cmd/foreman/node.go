@@ -27,6 +27,7 @@ import (
 // until N results are consumed.
 func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	log := newLogger(stderr, a.logLevel)
+	applyMemoryLimit(a.memoryLimit, log)
 	sec, code, err := startSecurity(ctx, a, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))

@@ -76,6 +76,7 @@ func Run(t *testing.T, open Factory) {
 		{"SnapshotNone", testSnapshotNone},
 		{"SnapshotNewestWins", testSnapshotNewest},
 		{"SnapshotBeyondLastSeq", testSnapshotBeyond},
+		{"SnapshotMarshaledLoadsAsItsType", testSnapshotMarshaled},
 		{"DeleteEventsKeepsLastSeq", testDeleteEvents},
 		{"DeleteEventsBeyondLast", testDeleteBeyond},
 		{"ConcurrentAppends", testConcurrentAppends},
@@ -369,6 +370,23 @@ func testSnapshotNone(t *testing.T, j persistence.Journal) {
 	_, ok, err := j.LoadSnapshot(ctx(t), Stream(t, "s"))
 	require.NoError(t, err)
 	require.False(t, ok)
+}
+
+// testSnapshotMarshaled: a snapshot handed over in its wire form
+// (persistence.Marshaled) is stored as the message it encodes.
+func testSnapshotMarshaled(t *testing.T, j persistence.Journal) {
+	s := Stream(t, "s")
+	e, _ := acquire(t, j, s)
+	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 2)))
+	data, err := proto.Marshal(wrapperspb.String("state"))
+	require.NoError(t, err)
+	msg := &persistence.Marshaled{Type: (*wrapperspb.StringValue)(nil).ProtoReflect().Type(), Data: data}
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 2, Msg: msg}))
+	snap, ok, err := j.LoadSnapshot(ctx(t), s)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, proto.Equal(wrapperspb.String("state"), snap.Msg), "got %T %v", snap.Msg, snap.Msg)
+	require.ErrorIs(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 2, Msg: &persistence.Marshaled{Data: data}}), persistence.ErrInvalid)
 }
 
 func testSnapshotNewest(t *testing.T, j persistence.Journal) {

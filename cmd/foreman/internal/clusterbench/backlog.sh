@@ -17,6 +17,7 @@
 # the backend's VmRSS every second until GET /status reports the master
 # reachable with nothing pending or in progress (at most DRAIN_MAX seconds,
 # default 300). Stops every process it started, by PID; keeps the logs.
+# BACKEND_ARGS adds flags to both backends (e.g. --memory-limit 768MiB).
 set -u
 BIN=$1; LABEL=$2
 JOBS=${JOBS:-1000000}; OUT=${OUT:-/tmp/mem}; SETTLE=${SETTLE:-10}; DRAIN_MAX=${DRAIN_MAX:-300}
@@ -28,7 +29,7 @@ rss() { awk '/VmRSS|VmHWM/{printf "%s %d MB ", $1, $2/1024}' "/proc/$1/status"; 
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc | cut -c1-6; }
 
-"$BIN" "$BACKEND" --seeds "$SEEDS" --data "$DIR/data" --log-level info >"$DIR/backend.log" 2>&1 &
+"$BIN" "$BACKEND" --seeds "$SEEDS" --data "$DIR/data" --log-level info ${BACKEND_ARGS:-} >"$DIR/backend.log" 2>&1 &
 BP=$!
 "$BIN" "$FRONTEND" --seeds "$SEEDS" --produce=false >"$DIR/front.log" 2>&1 &
 FP=$!
@@ -45,7 +46,7 @@ echo "after ${SETTLE}s: $(rss $BP)"
 kill -9 $BP
 wait $BP 2>/dev/null
 T0=$(now)
-"$BIN" "$BACKEND" --seeds "$SEEDS" --data "$DIR/data" --log-level info >"$DIR/backend2.log" 2>&1 &
+"$BIN" "$BACKEND" --seeds "$SEEDS" --data "$DIR/data" --log-level info ${BACKEND_ARGS:-} >"$DIR/backend2.log" 2>&1 &
 BP=$!
 until grep -q 'master recovered' "$DIR/backend2.log"; do
 	sleep 0.01
