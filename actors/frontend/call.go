@@ -133,16 +133,32 @@ func (call *Call) Wait(ctx context.Context) (*messages.WorkResult, error) {
 	for {
 		select {
 		case <-call.done:
-			return call.res, outcomeErr(call.res)
+			return call.res, call.outcomeErr(ctx)
 		case <-ctx.Done():
 			if r, ok := call.Poll(); ok { // the outcome won the race
-				return r, outcomeErr(r)
+				return r, call.outcomeErr(ctx)
 			}
 			return nil, ctx.Err()
 		case <-t.C:
 			call.pollStatus(ctx)
 		}
 	}
+}
+
+// outcomeErr is the known outcome's error for a Wait with ctx. A work
+// CANCELLED once ctx has ended was most likely cancelled because of it (Do
+// waits with the call's own ctx), and on a busy machine the outcome can
+// arrive before the waiting goroutine sees ctx end: the error then wraps
+// ctx's too, so that errors.Is(err, context.Canceled) holds either way.
+func (call *Call) outcomeErr(ctx context.Context) error {
+	err := outcomeErr(call.res)
+	if call.res.GetStatus() != messages.WorkStatus_WORK_STATUS_CANCELLED {
+		return err
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (%w)", err, ctxErr)
+	}
+	return err
 }
 
 // pollStatus asks the master for the work's status once and settles the

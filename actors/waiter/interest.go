@@ -117,7 +117,7 @@ const DefaultReleaseLinger = time.Minute
 func NewInterest(ctx context.Context, sys *actor.ActorSystem) *Interest {
 	result := make(chan *messages.WorkResult, 1)
 	pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &interestActor{fsm: newWaiterFSM(), result: result}
+		return &interestActor{fsm: newWaiterFSM(), result: result, callerDone: ctx.Done(), callerErr: ctx.Err}
 	}))
 	i := &Interest{sys: sys, pid: pid, result: result}
 	i.stopWatch = context.AfterFunc(ctx, func() {
@@ -165,6 +165,13 @@ type interestActor struct {
 	result    chan<- *messages.WorkResult
 	released  bool // Release: yes to every question until the linger ends
 	delivered bool
+	// callerDone and callerErr are the caller's ctx's: a question is
+	// answered from the ctx as it is when asked. The callerGone message
+	// the ctx's AfterFunc sends comes from a goroutine of its own, which a
+	// loaded machine may run only after a worker has asked, and been told
+	// yes for a caller who had already left.
+	callerDone <-chan struct{}
+	callerErr  func() error
 }
 
 // released is Interest.Release's message to its actor.
@@ -192,6 +199,9 @@ func (a *interestActor) Receive(c actor.Context) {
 			c.Respond(&messages.IAmStillInterested{WorkId: m.GetWorkId()})
 			return
 		}
+		if a.fsm.phase == phaseInterested && a.callerLeft() {
+			a.giveUp(c, reasonOf(a.callerErr()))
+		}
 		if a.fsm.phase == phaseInterested {
 			a.fsm.ask()
 			if s := c.Sender(); s != nil {
@@ -204,25 +214,41 @@ func (a *interestActor) Receive(c actor.Context) {
 		// asked by several workers, so it keeps answering while it lingers.
 		c.Respond(&messages.IAmNoLongerInterested{WorkId: m.GetWorkId(), Reason: a.fsm.reason.proto()})
 	case *callerGone:
-		if a.released {
-			return
+		if a.released || a.fsm.phase != phaseInterested {
+			return // released, or gave up already when asked
 		}
-		eff := a.fsm.giveUp(m.reason)
-		if eff.CancelWorker {
-			for _, w := range a.workers {
-				c.Send(w, &messages.IAmNoLongerInterested{Reason: a.fsm.reason.proto()})
-			}
-		}
-		a.workers = nil
-		if a.linger == nil {
-			root, self := c.ActorSystem().Root, c.Self()
-			a.linger = clock.Real.AfterFunc(DefaultInterestLinger, func() { root.Send(self, &lingerOver{}) })
-		}
+		a.giveUp(c, m.reason)
 	case *lingerOver:
 		c.Stop(c.Self())
 	case *actor.Stopped:
 		if a.linger != nil {
 			a.linger.Stop()
 		}
+	}
+}
+
+// callerLeft reports whether the caller's ctx has ended.
+func (a *interestActor) callerLeft() bool {
+	select {
+	case <-a.callerDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// giveUp records that the caller left: the workers told yes are told no
+// (they cancel the running job), and the Interest lingers, answering no.
+func (a *interestActor) giveUp(c actor.Context, reason giveUpReason) {
+	eff := a.fsm.giveUp(reason)
+	if eff.CancelWorker {
+		for _, w := range a.workers {
+			c.Send(w, &messages.IAmNoLongerInterested{Reason: a.fsm.reason.proto()})
+		}
+	}
+	a.workers = nil
+	if a.linger == nil {
+		root, self := c.ActorSystem().Root, c.Self()
+		a.linger = clock.Real.AfterFunc(DefaultInterestLinger, func() { root.Send(self, &lingerOver{}) })
 	}
 }

@@ -57,6 +57,26 @@ func TestInterest(t *testing.T) {
 		require.ErrorContains(t, err, "is gone")
 	})
 
+	t.Run("AnswersFromTheCallersContextWhenAsked", func(t *testing.T) {
+		t.Parallel()
+		// A worker asking right after the caller left must hear no, even
+		// before the ctx's AfterFunc goroutine has told the Interest: the
+		// job would start for a caller who is gone. Each round asks at
+		// once after cancel, so without the check the question often
+		// overtakes the callerGone message.
+		sys := testkit.NewSystem(t)
+		worker := testkit.NewProbe(t, sys)
+		for round := range 50 {
+			ctx, cancel := context.WithCancel(context.Background())
+			i := waiter.NewInterest(ctx, sys)
+			cancel()
+			worker.Request(i.PID(), &messages.AreYouStillInterested{WorkId: "w"})
+			got := worker.ReceiveN(1, testkit.Timeout())[0]
+			require.IsType(t, &messages.IAmNoLongerInterested{}, got, "round %d: asked after the caller left", round)
+			i.Close()
+		}
+	})
+
 	t.Run("CloseStopsWithoutTellingAnyone", func(t *testing.T) {
 		t.Parallel()
 		sys := testkit.NewSystem(t)
