@@ -245,13 +245,10 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 		if e := feedEntry(first+int64(i), ev); e != nil {
 			entries = append(entries, e)
 		}
-		if id, ok := finishingID(ev); ok && a.state.IsFinished(id) {
-			st := a.state.Status(id)
-			outs = append(outs, outcome{
-				waiter: a.state.Waiter(id),
-				res: &messages.WorkResult{WorkId: id, JobType: st.GetJobType(), Result: st.GetResult(),
-					Status: st.GetStatus(), Error: st.GetLastError()},
-			})
+		if id, ok := finishingID(ev); ok {
+			if res, waiter, finished := a.state.Outcome(id); finished {
+				outs = append(outs, outcome{waiter: waiter, res: res})
+			}
 		}
 	}
 	if len(outs) == 0 && observed == nil && len(entries) == 0 {
@@ -402,9 +399,8 @@ func (a *masterActor) admit(w *messages.Work) *messages.WorkAccepted {
 		if wp := w.GetWaiter(); wp != nil && a.state.IsFinished(w.GetWorkId()) {
 			// A caller waiting on a job that already finished (a retried
 			// POST ?wait): tell its waiter the outcome now.
-			st := a.state.Status(w.GetWorkId())
-			a.rt.Reply(actor.NewPID(wp.GetAddress(), wp.GetId()), &messages.WorkResult{WorkId: st.GetWorkId(), JobType: st.GetJobType(),
-				Result: st.GetResult(), Status: st.GetStatus(), Error: st.GetLastError()})
+			res, _, _ := a.state.Outcome(w.GetWorkId())
+			a.rt.Reply(actor.NewPID(wp.GetAddress(), wp.GetId()), res)
 		}
 		return nil
 	}

@@ -68,6 +68,17 @@ func (s *WorkState) Waiter(id string) *actor.PID {
 	return nil
 }
 
+// Outcome returns what a finished id's waiter and the result publisher are
+// sent, and the waiter; ok is false unless id is finished. Unlike Status it
+// builds no history: it runs for every finishing event.
+func (s *WorkState) Outcome(id string) (res *messages.WorkResult, waiter *actor.PID, ok bool) {
+	e, found := s.entries[id]
+	if !found || !e.finished() {
+		return nil, nil, false
+	}
+	return &messages.WorkResult{WorkId: id, JobType: e.jobType, Result: e.result, Status: e.status, Error: e.lastError}, e.waiter, true
+}
+
 // hist returns e's history; buf holds a plain one (see plain).
 func (e *entry) hist(buf *[3]histEvent) []histEvent {
 	if !e.plain {

@@ -265,6 +265,33 @@ func TestWorkStateQueries(t *testing.T) {
 			},
 		},
 		{
+			name: "OutcomeOfFinishedWorksOnly",
+			evs: []proto.Message{
+				accepted("done", "sq", 1), started("done", "w1", 2), completed("done", "w1", "49", 3),
+				accepted("dead", "sq", 1), started("dead", "w1", 2), failed("dead", "w1", 3, 3, true),
+				accepted("cancel", "sq", 1), started("cancel", "w1", 2),
+				&messages.WorkerFailed{WorkId: "cancel", WorkerId: "w1", Error: "caller left", AtUnixNano: at(3), Cancelled: true},
+				accepted("running", "sq", 1), started("running", "w1", 2),
+				accepted("pending", "sq", 1),
+			},
+			check: func(t *testing.T, s *WorkState) {
+				for _, id := range []string{"done", "dead", "cancel"} {
+					res, _, ok := s.Outcome(id)
+					require.True(t, ok, id)
+					st := s.Status(id)
+					require.True(t, proto.Equal(&messages.WorkResult{WorkId: id, JobType: st.GetJobType(), Result: st.GetResult(),
+						Status: st.GetStatus(), Error: st.GetLastError()}, res), "%s: the outcome is the status's", id)
+				}
+				res, _, _ := s.Outcome("done")
+				require.Equal(t, "49", string(res.GetResult()))
+				require.Equal(t, "sq", res.GetJobType())
+				for _, id := range []string{"running", "pending", "nope"} {
+					_, _, ok := s.Outcome(id)
+					require.False(t, ok, "%s is not finished", id)
+				}
+			},
+		},
+		{
 			name: "NextReadyPicksEarliestAcrossTypesAndFilters",
 			evs:  []proto.Message{accepted("s1", "sleep", 2), accepted("q1", "sq", 1), accepted("q2", "sq", 3)},
 			check: func(t *testing.T, s *WorkState) {
