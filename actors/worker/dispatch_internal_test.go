@@ -1,8 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"runtime"
-	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,62 +12,90 @@ import (
 	"github.com/foreman-actors/foreman/actors/testkit"
 )
 
-// TestExecDispatcher checks where runs go: to an idle pool goroutine, or
-// to a goroutine of their own when the pool is busy, never waiting.
+// goid is the calling goroutine's id, read from its stack's first line
+// ("goroutine 12 [running]:").
+func goid() int {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	buf = bytes.TrimPrefix(buf, []byte("goroutine "))
+	id, _ := strconv.Atoi(string(buf[:bytes.IndexByte(buf, ' ')]))
+	return id
+}
+
+// TestExecDispatcher checks where runs go: to a goroutine waiting in the
+// pool, or to a new one when the pool is busy, never waiting; and that the
+// pool's goroutines end when idle or closed.
 func TestExecDispatcher(t *testing.T) {
 	t.Parallel()
-	// schedule runs fn through d; the channel tells, before fn runs,
-	// whether the run is on one of d's pool goroutines (runtime.Stack
-	// names the goroutine's creator).
-	schedule := func(d *execDispatcher, fn func()) <-chan bool {
-		where := make(chan bool, 1)
+	// schedule runs fn through d; the channel gives, before fn runs, the
+	// id of the goroutine it runs on.
+	schedule := func(d *execDispatcher, fn func()) <-chan int {
+		on := make(chan int, 1)
 		d.Schedule(func() {
-			buf := make([]byte, 8<<10)
-			stack := string(buf[:runtime.Stack(buf, false)])
-			where <- strings.Contains(stack, "created by github.com/foreman-actors/foreman/actors/worker.newExecDispatcher")
+			on <- goid()
 			fn()
 		})
-		return where
+		return on
 	}
-	onPool := func(t *testing.T, where <-chan bool) bool {
+	wait := func(t *testing.T, on <-chan int) int {
 		t.Helper()
 		select {
-		case p := <-where:
-			return p
+		case id := <-on:
+			return id
 		case <-time.After(testkit.Timeout()):
 			t.Fatal("a scheduled run never ran")
+			return 0
+		}
+	}
+
+	t.Run("ReusesAndNeverWaits", func(t *testing.T) {
+		t.Parallel()
+		d := newExecDispatcher(1, time.Hour)
+		defer d.close()
+		first := wait(t, schedule(d, func() {}))
+		require.Eventually(t, func() bool { return d.members.Load() == 1 }, testkit.Timeout(), time.Millisecond,
+			"after its run the goroutine joins the pool")
+		// It may not be waiting yet: a run it misses gets a goroutine of
+		// its own, which finds the pool full and ends.
+		release := make(chan struct{})
+		require.Eventually(t, func() bool {
+			mine := make(chan struct{})
+			if wait(t, schedule(d, func() { <-mine })) == first {
+				go func() { <-release; close(mine) }()
+				return true
+			}
+			close(mine)
 			return false
+		}, testkit.Timeout(), time.Millisecond, "the pool's goroutine takes the next run")
+
+		// The pool's one goroutine is held: the next run must not wait.
+		other := wait(t, schedule(d, func() {}))
+		require.NotEqual(t, first, other, "with the pool busy, a run gets a goroutine of its own")
+		close(release)
+		require.Eventually(t, func() bool { return wait(t, schedule(d, func() {})) == first }, testkit.Timeout(), time.Millisecond,
+			"the released goroutine takes runs again")
+		require.LessOrEqual(t, d.members.Load(), int32(1), "the pool never holds more than its size")
+	})
+
+	t.Run("IdleGoroutinesEnd", func(t *testing.T) {
+		t.Parallel()
+		d := newExecDispatcher(4, 10*time.Millisecond)
+		defer d.close()
+		for range 8 {
+			wait(t, schedule(d, func() {}))
 		}
-	}
+		require.Eventually(t, func() bool { return d.members.Load() == 0 }, testkit.Timeout(), time.Millisecond,
+			"a worker nobody stops must not keep goroutines")
+	})
 
-	d := newExecDispatcher(1)
-	// The pool goroutine may not be waiting yet when a run comes: then the
-	// run gets a goroutine of its own, and the test tries again.
-	release := make(chan struct{})
-	require.Eventually(t, func() bool {
-		mine := make(chan struct{})
-		if onPool(t, schedule(d, func() { <-mine })) {
-			go func() { <-release; close(mine) }()
-			return true
-		}
-		close(mine)
-		return false
-	}, testkit.Timeout(), time.Millisecond, "an idle pool goroutine takes the run")
-
-	// The pool's one goroutine is held: the next run must not wait for it.
-	done := make(chan struct{})
-	require.False(t, onPool(t, schedule(d, func() { close(done) })), "with the pool busy, a run gets a goroutine of its own")
-	<-done
-	close(release)
-
-	require.Eventually(t, func() bool { return onPool(t, schedule(d, func() {})) }, testkit.Timeout(), time.Millisecond,
-		"the released pool goroutine takes runs again")
-
-	// After close a run still runs (on a pool goroutine that has not seen
-	// the close yet, or on its own); the pool goroutines end, which the
-	// package's leak check (TestMain) verifies.
-	d.close()
-	for range 10 {
-		onPool(t, schedule(d, func() {}))
-	}
+	t.Run("CloseEndsThePool", func(t *testing.T) {
+		t.Parallel()
+		d := newExecDispatcher(4, time.Hour)
+		wait(t, schedule(d, func() {}))
+		require.Eventually(t, func() bool { return d.members.Load() == 1 }, testkit.Timeout(), time.Millisecond)
+		d.close()
+		require.Eventually(t, func() bool { return d.members.Load() == 0 }, testkit.Timeout(), time.Millisecond)
+		wait(t, schedule(d, func() {})) // a later run still runs
+		require.Eventually(t, func() bool { return d.members.Load() == 0 }, testkit.Timeout(), time.Millisecond)
+	})
 }

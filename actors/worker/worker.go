@@ -268,7 +268,7 @@ func (w *workerActor) start(c actor.Context) {
 		w.conns = append(w.conns, &masterConn{route: w.master.Shard(k), ready: true})
 	}
 	w.doneOut = make([][]*messages.WorkIsDone, len(w.conns))
-	w.execDispatch = newExecDispatcher(w.cfg.window)
+	w.execDispatch = newExecDispatcher(w.cfg.window, execIdle)
 	for i := range w.execs {
 		pid := c.Spawn(executorProps(i, w.reg, w.execDispatch))
 		w.execs[i] = pid
