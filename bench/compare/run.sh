@@ -18,9 +18,9 @@
 #
 # It installs redis-server with apt-get when missing (root), starts its own
 # Redis (127.0.0.1:6390, AOF on, no RDB snapshots, a fresh directory per run)
-# and its own PostgreSQL (127.0.0.1:5440, fsync on, default
-# synchronous_commit, started for each River run on one data directory, a
-# fresh database per run), in the way cluster/journal/ci-postgres.sh does.
+# and, for each River run, a fresh PostgreSQL from cluster/journal/ci-postgres.sh
+# (the journal tests' throwaway server: loopback, a free port, fsync and
+# synchronous_commit on; it installs Debian's postgresql when missing).
 # Foreman uses ports 2750, 3750 and 8750. Every process it starts is stopped by
 # its PID, on success or failure, and its directories are removed; the raw
 # outputs stay in $OUT (default /tmp/foreman-compare-results, replaced).
@@ -42,7 +42,6 @@ FOREMAN_LOCAL_JOBS=${FOREMAN_LOCAL_JOBS:-50000}
 LOCK=/tmp/bench.lock
 OUT=${OUT:-/tmp/foreman-compare-results}
 REDIS_PORT=6390
-PG_PORT=5440
 
 log() { echo "compare: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -56,7 +55,7 @@ mkdir -p "$OUT"
 
 # PIDs of the processes this script started and has not yet stopped.
 pids=()
-pgdata=
+pgdir= # the running PostgreSQL's directory (ci-postgres.sh), if any
 
 stop_pid() {
 	local pid=$1
@@ -71,16 +70,12 @@ stop_pid() {
 	pids=("${keep[@]}")
 }
 
-pg_bin=/usr/lib/postgresql/15/bin
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+ci_postgres=$repo/cluster/journal/ci-postgres.sh
 
 pg_stop() {
-	if [ -n "$pgdata" ] && [ -f "$pgdata/postmaster.pid" ]; then
-		as_pg "$pg_bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null 2>&1 || {
-			local pid
-			pid=$(head -n 1 "$pgdata/postmaster.pid" 2>/dev/null || true)
-			[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
-		}
+	if [ -n "$pgdir" ]; then
+		bash "$ci_postgres" stop "$pgdir" >/dev/null 2>&1 || true
+		pgdir=
 	fi
 }
 
@@ -109,22 +104,7 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
 	apt-get update -qq >&2
 	apt-get install -y -qq --no-install-recommends redis-server >&2
 fi
-if [ ! -x "$pg_bin/initdb" ]; then
-	pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-	if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
-		[ "$(id -u)" = 0 ] || die "PostgreSQL is missing and installing it needs root: apt-get install postgresql"
-		log "installing postgresql with apt-get"
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq >&2
-		apt-get install -y -qq --no-install-recommends postgresql >&2
-		pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-	fi
-fi
-if [ "$(id -u)" = 0 ] && ! id -u postgres >/dev/null 2>&1; then
-	useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
-fi
-
-for port in $REDIS_PORT $PG_PORT 2750 3750 8750; do
+for port in $REDIS_PORT 2750 3750 8750; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "port $port is in use on 127.0.0.1"; fi
 done
 
@@ -135,13 +115,6 @@ lock
 unlock
 FOREMAN=$work/foreman
 COMPARE=$work/compare
-
-log "initdb in $work/pg"
-mkdir -p "$work/pg"
-if [ "$(id -u)" = 0 ]; then chown postgres "$work/pg"; fi
-pgdata=$work/pg/data
-as_pg "$pg_bin/initdb" -D "$pgdata" -U postgres --auth=trust -E UTF8 --no-instructions >"$work/pg-initdb.log" 2>&1 ||
-	{ cat "$work/pg-initdb.log" >&2; die "initdb failed"; }
 
 # --- One system-run each -----------------------------------------------------
 
@@ -164,23 +137,22 @@ run_asynq() {
 	rm -rf "$d"
 }
 
-# run_river ROUND MODE: PostgreSQL started, a fresh database, the measurement,
-# the database dropped and PostgreSQL stopped.
+# run_river ROUND MODE: a fresh PostgreSQL (ci-postgres.sh: initdb, start, a
+# new database), the measurement, PostgreSQL stopped and removed.
 run_river() {
-	local round=$1 mode=$2 db=bench_$1_$2 args
+	local round=$1 mode=$2 args
 	if [ "$mode" = single ]; then
 		args=(--mode single --producers 64 --jobs "$RIVER_SINGLE_JOBS")
 	else
 		args=(--mode many --batch 1000 --producers 4 --jobs "$RIVER_MANY_JOBS")
 	fi
 	lock
-	as_pg "$pg_bin/pg_ctl" -D "$pgdata" -l "$work/pg/server.log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $work/pg -c fsync=on -c max_connections=200" \
-		start >/dev/null 9>&- || { tail -n 20 "$work/pg/server.log" >&2; die "PostgreSQL did not start"; }
-	as_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$db"
-	"$COMPARE" river --dsn "postgres://postgres@127.0.0.1:$PG_PORT/$db?sslmode=disable" \
+	local env
+	env=$(bash "$ci_postgres" 9>&- 2>"$work/pg-start.log") || { cat "$work/pg-start.log" >&2; die "PostgreSQL did not start"; }
+	eval "$env"
+	pgdir=$FOREMAN_TEST_POSTGRES_DIR
+	"$COMPARE" river --dsn "$FOREMAN_TEST_POSTGRES_DSN" \
 		--workers "$RIVER_WORKERS" "${args[@]}" >"$OUT/r$round-river-$mode.txt" 9>&-
-	as_pg "$pg_bin/dropdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$db"
 	pg_stop
 	unlock
 }
