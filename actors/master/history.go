@@ -47,7 +47,7 @@ func appendHistory(h []histEvent, ev histEvent) []histEvent {
 // history is made of (see entry.plain).
 func (e *entry) record(ev histEvent) {
 	e.unplain()
-	e.history = appendHistory(e.history, ev)
+	e.setHistory(appendHistory(e.history(), ev))
 }
 
 func historyToProto(h []histEvent) []*messages.WorkHistoryEvent {

@@ -52,7 +52,7 @@ func (s *WorkState) List(status messages.WorkStatus, limit int) *messages.WorkLi
 		_, startedAt, workerID := e.shown()
 		out.Works = append(out.Works, &messages.WorkSummary{
 			WorkId: e.id, JobType: e.jobType, Status: e.status, Attempts: e.attempts,
-			LastError: e.lastError, WorkerId: workerID, StartedAtUnixNano: startedAt, FinishedAtUnixNano: e.finishedAt,
+			LastError: e.lastError(), WorkerId: workerID, StartedAtUnixNano: startedAt, FinishedAtUnixNano: e.finishedAt,
 		})
 	}
 	return out

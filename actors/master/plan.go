@@ -69,7 +69,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 		if work == nil {
 			break
 		}
-		if dl := work.deadline; dl != 0 && dl <= now.UnixNano() {
+		if dl := work.deadline(); dl != 0 && dl <= now.UnixNano() {
 			apply(&messages.WorkExpired{WorkId: work.id, AtUnixNano: now.UnixNano(), JobType: work.jobType,
 				Reason: "deadline of the submitter passed before the work was started"})
 			continue

@@ -132,8 +132,8 @@ func (p *packer) add(e *entry) {
 	}
 	p.n++
 	p.idBytes += len(e.id)
-	p.payloadBytes += len(e.payload)
-	p.hist += len(e.history) // none when plain
+	p.payloadBytes += len(e.payload())
+	p.hist += len(e.history()) // none when plain
 	p.total++
 	if p.n == chunkEntries {
 		p.close()
@@ -234,17 +234,17 @@ func appendEntry(b []byte, e *entry) []byte {
 	b = binary.AppendUvarint(b, uint64(e.status))
 	b = appendString(b, e.id)
 	b = appendString(b, e.jobType)
-	b = appendBytes(b, e.payload)
-	b = binary.AppendVarint(b, int64(e.attempt))
-	b = binary.AppendVarint(b, e.deadline)
+	b = appendBytes(b, e.payload())
+	b = binary.AppendVarint(b, int64(e.attempt()))
+	b = binary.AppendVarint(b, e.deadline())
 	if flags&flagWaiter != 0 {
 		b = appendString(b, e.waiter.GetAddress())
 		b = appendString(b, e.waiter.GetId())
 		b = binary.AppendUvarint(b, uint64(e.waiter.GetRequestId()))
 	}
 	b = binary.AppendVarint(b, int64(e.attempts))
-	b = appendString(b, e.lastError)
-	b = appendBytes(b, e.result)
+	b = appendString(b, e.lastError())
+	b = appendBytes(b, e.result())
 	readyAt, startedAt, workerID := e.readyAt, e.startedAt, e.workerID // plain: its history
 	if !e.plain {
 		readyAt, startedAt, workerID = e.shown()
@@ -254,8 +254,9 @@ func appendEntry(b []byte, e *entry) []byte {
 	b = appendString(b, workerID)
 	b = binary.AppendVarint(b, startedAt)
 	b = binary.AppendVarint(b, e.finishedAt)
-	b = binary.AppendUvarint(b, uint64(len(e.history)))
-	for _, h := range e.history {
+	hist := e.history()
+	b = binary.AppendUvarint(b, uint64(len(hist)))
+	for _, h := range hist {
 		b = binary.AppendUvarint(b, uint64(h.kind))
 		b = binary.AppendVarint(b, h.at)
 		b = binary.AppendVarint(b, int64(h.attempt))
@@ -368,25 +369,32 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			idEnd[i] = len(ids)
 		}
 		e.jobType = u.shared()
+		var payload []byte
 		if p := u.raw(); len(p) > 0 {
 			if len(payloads)+len(p) > payloadBytes {
 				u.fail()
 			} else {
 				start := len(payloads)
 				payloads = append(payloads, p...)
-				e.payload = payloads[start:len(payloads):len(payloads)]
+				payload = payloads[start:len(payloads):len(payloads)]
 			}
 		}
-		e.attempt = int32(u.varint())
-		e.deadline = u.varint()
+		attempt := int32(u.varint())
+		e.setSubmitted(u.varint(), attempt)
 		if flags&flagWaiter != 0 {
 			e.waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
 		}
 		e.heapIdx = -1
 		e.attempts = int32(u.varint())
-		e.lastError = u.string()
-		if r := u.raw(); len(r) > 0 {
-			e.result = append([]byte(nil), r...)
+		e.setLastError(u.string())
+		// One of the two is kept (entry.data): the result of a done work,
+		// the payload of any other.
+		if r := u.raw(); e.status == statusDone {
+			if len(r) > 0 {
+				e.data = append([]byte(nil), r...)
+			}
+		} else {
+			e.data = payload
 		}
 		e.readyAt = u.varint()
 		e.order = u.varint()
@@ -410,10 +418,10 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			}
 			// Its own capacity: a later append reallocates rather than
 			// write over the next entry's history.
-			e.history = hist[start:len(hist):len(hist)]
+			e.setHistory(hist[start:len(hist):len(hist)])
 		}
 		if flags&flagPlain != 0 {
-			if format == packedFormatV1 || len(e.history) > 0 || !plainStatus(e) {
+			if format == packedFormatV1 || len(e.history()) > 0 || !plainStatus(e) {
 				u.fail()
 			}
 			e.plain = true

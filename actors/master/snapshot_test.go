@@ -32,8 +32,8 @@ func (e *entry) toProto() *messages.WorkEntry {
 		Work:               e.toWork(),
 		Status:             e.status,
 		Attempts:           e.attempts,
-		LastError:          e.lastError,
-		Result:             e.result,
+		LastError:          e.lastError(),
+		Result:             e.result(),
 		ReadyAtUnixNano:    readyAt,
 		Order:              e.order,
 		WorkerId:           workerID,
@@ -280,8 +280,9 @@ func TestDoneWorkIsCompact(t *testing.T) {
 
 	e := s.entries["a"]
 	require.True(t, e.plain)
-	require.Nil(t, e.history)
-	require.Nil(t, e.payload)
+	require.Nil(t, e.history())
+	require.Nil(t, e.cold, "nothing cold for a plain done work")
+	require.Nil(t, e.payload())
 	want := &messages.WorkStatusReply{WorkId: "a", Status: statusDone, Result: []byte("49"), Attempts: 1, JobType: "square",
 		History: []*messages.WorkHistoryEvent{
 			{Kind: histAccepted, AtUnixNano: at(1)},
@@ -325,7 +326,7 @@ func TestPlainHistoryIsImplied(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "square", Payload: []byte("7")}, AtUnixNano: at(1)})
 		require.True(t, s.entries[id].plain)
-		require.Nil(t, s.entries[id].history)
+		require.Nil(t, s.entries[id].history())
 	}
 	require.Equal(t, []histEvent{accepted}, hist(s, "a"))
 	restored, err := RestoreWorkState(roundTrip(t, s.Snapshot()))

@@ -64,10 +64,18 @@ func (q *queue) Pop() any {
 }
 
 // finishedRef is a finished entry in the retention FIFO. A ref whose entry
-// was re-submitted or forgotten is stale and skipped.
+// was re-submitted or forgotten is stale and skipped (live). It points to
+// the entry rather than naming its id: 16 bytes rather than 24, and the
+// forgetting and the snapshot's listing of a million finished works look
+// none of them up in the map.
 type finishedRef struct {
-	id string
+	e  *entry
 	at int64
+}
+
+// live reports whether r's entry is still the finished work it was made for.
+func (r finishedRef) live() bool {
+	return !r.e.gone && r.e.finished() && r.e.finishedAt == r.at
 }
 
 // Counts summarises a WorkState.
@@ -223,8 +231,9 @@ func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 			return // duplicate: never queued twice
 		}
 		s.leave(old)
+		old.gone = true // replaced: its ref in the finished FIFO is stale
 		old.unplain()
-		e.history = old.history // a re-submission continues its history
+		e.setHistory(old.history()) // a re-submission continues its history
 		e.record(histEvent{kind: histAccepted, at: ev.GetAtUnixNano()})
 	} else {
 		e.plain = true // accepted at readyAt
@@ -335,22 +344,22 @@ func (s *WorkState) finish(e *entry, status messages.WorkStatus, at int64) {
 			e.compact()
 		}
 	}
-	if cap(e.history) > len(e.history) {
-		e.history = slices.Clone(e.history)
+	if h := e.history(); cap(h) > len(h) {
+		e.setHistory(slices.Clone(h))
 	}
 	switch status {
 	case statusDone:
 		s.counts.Done++
-		// The payload is not needed any more: keep only what status
-		// queries and results report, to bound the memory of retention.
-		// The waiter stays: the master tells it the outcome once durable.
-		e.payload = nil
+		// The payload is not needed any more (entry.data holds the
+		// result): keep only what status queries and results report, to
+		// bound the memory of retention. The waiter stays: the master
+		// tells it the outcome once durable.
 	case statusCancelled:
 		s.counts.Cancelled++
 	default:
 		s.counts.Dead++
 	}
-	s.finished = append(s.finished, finishedRef{id: e.id, at: at})
+	s.finished = append(s.finished, finishedRef{e: e, at: at})
 }
 
 func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
@@ -371,7 +380,7 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		s.leave(e)
 		e.record(histEvent{kind: histCompleted, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: worker})
 	}
-	e.result = ev.GetResult()
+	e.data = ev.GetResult()
 	s.finish(e, statusDone, ev.GetAtUnixNano())
 }
 
@@ -385,7 +394,7 @@ func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID,
 	worker := e.workerID // the shared copy of workerID
 	e.unplain()
 	s.removeRunning(e)
-	e.lastError = reason
+	e.setLastError(reason)
 	e.record(histEvent{kind: kind, at: at, attempt: e.attempts, worker: worker, err: reason})
 	switch end {
 	case statusDead:
@@ -408,7 +417,7 @@ func (s *WorkState) applyExpired(ev *messages.WorkExpired) {
 	}
 	e.unplain()
 	s.unqueue(e)
-	e.lastError = ev.GetReason()
+	e.setLastError(ev.GetReason())
 	e.record(histEvent{kind: histDead, at: ev.GetAtUnixNano(), attempt: e.attempts, err: ev.GetReason()})
 	s.finish(e, statusDead, ev.GetAtUnixNano())
 }
@@ -431,9 +440,10 @@ func (s *WorkState) applyForgotten(before int64) {
 		}
 		s.finished[s.finHead] = finishedRef{}
 		s.finHead++
-		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at {
-			s.leave(e)
-			delete(s.entries, ref.id)
+		if ref.live() {
+			s.leave(ref.e)
+			delete(s.entries, ref.e.id)
+			ref.e.gone = true
 		}
 	}
 	// Compact once the consumed prefix dominates, so the FIFO stays bounded.
@@ -460,7 +470,7 @@ func (s *WorkState) applyRecovered(at int64) {
 		e.record(histEvent{kind: histRequeued, at: at, attempt: e.attempts, worker: e.workerID})
 		s.removeRunning(e)
 		e.status = statusAccepted
-		if e.lastError != "" {
+		if e.lastError() != "" {
 			e.status = statusFailed
 		}
 		// It keeps the ready time and arrival order it had when it was
@@ -523,9 +533,9 @@ func (s *WorkState) Status(id string) *messages.WorkStatusReply {
 	return &messages.WorkStatusReply{
 		WorkId:    id,
 		Status:    e.status,
-		Result:    e.result,
+		Result:    e.result(),
 		Attempts:  e.attempts,
-		LastError: e.lastError,
+		LastError: e.lastError(),
 		JobType:   e.jobType,
 		History:   historyToProto(e.hist(new([3]histEvent))),
 	}
@@ -672,16 +682,14 @@ func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
 	finished := s.finished[s.finHead:]
 	n := 0
 	for _, ref := range finished {
-		if e, ok := s.entries[ref.id]; ok && e.finished() && e.finishedAt == ref.at && !e.listed {
+		if e := ref.e; ref.live() && !e.listed {
 			e.listed = true
 			n++
 			fn(e)
 		}
 	}
 	for _, ref := range finished {
-		if e, ok := s.entries[ref.id]; ok {
-			e.listed = false
-		}
+		ref.e.listed = false
 	}
 	live := make([]*entry, 0, len(s.entries)-n)
 	for _, e := range s.entries {
@@ -721,19 +729,15 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 	}
 	for i, we := range snap.GetEntries() {
 		e := newEntry(we.GetWork())
-		*e = entry{
-			id: e.id, jobType: e.jobType, payload: e.payload, waiter: e.waiter, deadline: e.deadline, attempt: e.attempt,
-			status:     we.GetStatus(),
-			attempts:   we.GetAttempts(),
-			lastError:  we.GetLastError(),
-			result:     we.GetResult(),
-			readyAt:    we.GetReadyAtUnixNano(),
-			order:      we.GetOrder(),
-			heapIdx:    -1,
-			workerID:   we.GetWorkerId(),
-			startedAt:  we.GetStartedAtUnixNano(),
-			finishedAt: we.GetFinishedAtUnixNano(),
-			history:    historyFromProto(we.GetHistory()),
+		e.status = we.GetStatus()
+		e.attempts = we.GetAttempts()
+		e.readyAt, e.order = we.GetReadyAtUnixNano(), we.GetOrder()
+		e.workerID = we.GetWorkerId()
+		e.startedAt, e.finishedAt = we.GetStartedAtUnixNano(), we.GetFinishedAtUnixNano()
+		e.setLastError(we.GetLastError())
+		e.setHistory(historyFromProto(we.GetHistory()))
+		if e.status == statusDone {
+			e.data = we.GetResult() // see entry.data
 		}
 		if err := s.restoreEntry(i, e); err != nil {
 			return nil, err
@@ -766,7 +770,7 @@ func (s *WorkState) restoreEntry(i int, e *entry) error {
 		return fmt.Errorf("%w: work %q has status %v", ErrBadSnapshot, id, e.status)
 	}
 	if e.finished() {
-		s.finished = append(s.finished, finishedRef{id: id, at: e.finishedAt})
+		s.finished = append(s.finished, finishedRef{e: e, at: e.finishedAt})
 	}
 	e.compact()
 	s.entries[id] = e
