@@ -42,6 +42,7 @@ type masterActor struct {
 	gen          int64 // bumped on every recovery and stop
 	releasedWork bool  // work was released since the last AfterDurable
 	cleanupTimer clock.Timer
+	earlyLogged  time.Time // when the limit's early forgetting was last logged
 	wakeTimer    clock.Timer
 	wakeAt       time.Time
 
@@ -667,7 +668,12 @@ func (a *masterActor) onDeregister(c actor.Context, m *messages.DeregisterWorker
 
 func (a *masterActor) onCleanup(c actor.Context) {
 	now := a.clock.Now()
-	events := planCleanup(a.state, a.policy, a.cfg.workTimeout, a.cfg.doneRetention, now)
+	events, early := planCleanup(a.state, a.policy, a.cfg.workTimeout, a.cfg.doneRetention, a.cfg.doneLimit, now)
+	if early > 0 && now.Sub(a.earlyLogged) >= time.Minute {
+		a.earlyLogged = now
+		a.log.Warn("finished works forgotten before their retention: more are finished than the limit keeps; a re-submitted id among them runs again (raise WithDoneLimit, --done-limit, if that window is too short)",
+			"forgotten", early, "limit", a.cfg.doneLimit, "retention", a.cfg.doneRetention)
+	}
 	for _, ev := range events {
 		if to, ok := ev.(*messages.WorkerTimedOut); ok {
 			a.log.Info("work timed out", "work_id", to.GetWorkId(), "worker_id", to.GetWorkerId(), "dead", to.GetDead())

@@ -525,6 +525,30 @@ func TestMaster(t *testing.T) {
 		require.True(t, forgotten, "forgetting is journaled, so replay agrees")
 	})
 
+	t.Run("FinishedBeyondTheLimitAreForgottenFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithDoneLimit(2), master.WithDoneRetention(time.Hour), master.WithWorkTimeout(20*time.Second))
+		b.register(t, b.worker, "w1")
+		for _, id := range []string{"a", "b", "c"} {
+			b.submit(t, id)
+		}
+		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
+		for _, id := range []string{"a", "b", "c"} {
+			works := b.requestWork(t, b.worker, "w1", 1)
+			require.Len(t, works, 1)
+			require.Equal(t, id, works[0].GetWorkId())
+			b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: id, Result: []byte("r")})
+			b.worker.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
+			b.advance(t, 0, time.Second) // each finishes at an instant of its own
+		}
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, b.workStatus(t, "a").GetStatus(), "kept until the cleanup")
+		b.advance(t, 1, 10*time.Second)
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_UNKNOWN, b.workStatus(t, "a").GetStatus(), "the oldest beyond the limit")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, b.workStatus(t, "b").GetStatus())
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, b.workStatus(t, "c").GetStatus())
+		require.Equal(t, int64(2), b.status(t).GetDone())
+	})
+
 	t.Run("UnregisteredRequesterIsRegistered", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

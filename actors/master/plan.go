@@ -102,9 +102,9 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 
 // planCleanup times out work running longer than workTimeout (the events are
 // WorkerTimedOut, retried or dead by policy) and forgets finished work older
-// than the retention (FinishedForgotten).
-func planCleanup(s *WorkState, policy Policy, workTimeout, retention time.Duration, now time.Time) []proto.Message {
-	var events []proto.Message
+// than the retention, or the oldest beyond limit finished works
+// (FinishedForgotten). early counts the works forgotten only for the limit.
+func planCleanup(s *WorkState, policy Policy, workTimeout, retention time.Duration, limit int, now time.Time) (events []proto.Message, early int) {
 	for _, r := range s.Overdue(now, workTimeout) {
 		if ev, ok := s.TimeoutEvent(policy, r.WorkID, r.WorkerID, now); ok {
 			_ = s.Apply(ev) // a WorkerTimedOut always applies
@@ -112,12 +112,21 @@ func planCleanup(s *WorkState, policy Policy, workTimeout, retention time.Durati
 		}
 	}
 	before := now.Add(-retention).UnixNano()
+	if cut, ok := s.limitCut(limit); ok && cut > before {
+		// The event keeps its form (a time): replay forgets the same works,
+		// and an older master reads it.
+		finished := s.counts.Done + s.counts.Dead + s.counts.Cancelled
+		ev := &messages.FinishedForgotten{BeforeUnixNano: cut}
+		_ = s.Apply(ev)
+		early = finished - (s.counts.Done + s.counts.Dead + s.counts.Cancelled)
+		return append(events, ev), early
+	}
 	if at, ok := s.OldestFinishedAt(); ok && at < before {
 		ev := &messages.FinishedForgotten{BeforeUnixNano: before}
 		_ = s.Apply(ev)
 		events = append(events, ev)
 	}
-	return events
+	return events, 0
 }
 
 // check validates submitted work against the configuration; nil means

@@ -835,6 +835,27 @@ func (s *WorkState) TimeoutEvent(p Policy, workID, workerID string, now time.Tim
 		AtUnixNano: now.UnixNano(), NotBeforeUnixNano: nb, Dead: dead, JobType: e.jobType}, true
 }
 
+// limitCut returns the FinishedForgotten time that forgets the oldest
+// finished works beyond limit: one past the finishing time of the last of
+// them (works that finished at that same instant go too). ok is false when
+// no more than limit are finished.
+func (s *WorkState) limitCut(limit int) (before int64, ok bool) {
+	over := s.counts.Done + s.counts.Dead + s.counts.Cancelled - limit
+	if over <= 0 {
+		return 0, false
+	}
+	for _, ref := range s.finished[s.finHead:] {
+		if !ref.live() {
+			continue
+		}
+		before = ref.at
+		if over--; over == 0 {
+			break
+		}
+	}
+	return before + 1, true
+}
+
 // OldestFinishedAt returns the finishing time of the oldest retained done or
 // dead work (possibly of one already re-submitted); ok is false when none.
 func (s *WorkState) OldestFinishedAt() (at int64, ok bool) {

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
@@ -54,6 +56,10 @@ type nodeArgs struct {
 	actorMetrics bool
 	// memoryLimit is --memory-limit in bytes (0: Go's own, see memlimit.go).
 	memoryLimit int64
+	// doneRetention and doneLimit bound the finished works a master keeps
+	// (--done-retention, --done-limit).
+	doneRetention time.Duration
+	doneLimit     int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -109,6 +115,29 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		v, err := parseMemoryLimit(s)
 		a.memoryLimit = v
 		return err
+	})
+	a.doneRetention, a.doneLimit = master.DefaultDoneRetention, master.DefaultDoneLimit
+	fs.Func("done-retention", fmt.Sprintf("how long a master keeps finished jobs' ids and results: a job re-submitted with the id of one it still keeps is not run again (backend and all-in-one nodes; default %v)", master.DefaultDoneRetention), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration (examples: 10m, 1h): %w", err)
+		}
+		if d <= 0 {
+			return errors.New("must be positive")
+		}
+		a.doneRetention = d
+		return nil
+	})
+	fs.Func("done-limit", fmt.Sprintf("how many finished jobs a master keeps at most, whatever --done-retention says: past it the oldest are forgotten early, which bounds memory at any throughput (about 250 bytes plus the result each; backend and all-in-one nodes; default %d)", master.DefaultDoneLimit), func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("not a whole number: %w", err)
+		}
+		if n < 1 {
+			return errors.New("must be at least 1")
+		}
+		a.doneLimit = n
+		return nil
 	})
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")

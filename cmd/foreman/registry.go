@@ -31,6 +31,7 @@ func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Op
 			return nil, nil, nil, err
 		}
 	}
+	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit))
 	wopts = []worker.Option{worker.WithWindow(a.window)}
 	done = func() {}
 	lim, err := node.NewAdaptivePool(a.adaptive, max(a.workers, 1)*a.window)

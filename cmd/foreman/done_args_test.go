@@ -1,0 +1,46 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/actors/master"
+)
+
+func TestDoneRetentionAndLimitFlags(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		name      string
+		args      []string
+		retention time.Duration
+		limit     int
+		wantErr   string // empty: parses
+	}{
+		{name: "Defaults", args: nil, retention: master.DefaultDoneRetention, limit: master.DefaultDoneLimit},
+		{name: "Both", args: []string{"--done-retention", "1h", "--done-limit", "50000"}, retention: time.Hour, limit: 50000},
+		{name: "RetentionNotADuration", args: []string{"--done-retention", "10"}, wantErr: "not a duration"},
+		{name: "RetentionZero", args: []string{"--done-retention", "0s"}, wantErr: "must be positive"},
+		{name: "LimitZero", args: []string{"--done-limit", "0"}, wantErr: "must be at least 1"},
+		{name: "LimitNotANumber", args: []string{"--done-limit", "1e6"}, wantErr: "not a whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, err := parseNodeArgs(append([]string{"2551"}, tt.args...), noEnv, io.Discard)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, errUsage)
+				require.ErrorContains(t, err, tt.wantErr)
+				require.True(t, strings.Contains(err.Error(), "flag -done-"), "names the flag: %v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.retention, a.doneRetention)
+			require.Equal(t, tt.limit, a.doneLimit)
+		})
+	}
+}
