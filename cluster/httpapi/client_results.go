@@ -107,7 +107,9 @@ func (c *Client) Do(ctx context.Context, req SubmitRequest) (*WorkInfo, error) {
 // limit lines (0: the server's default), holding the request up to wait for
 // the first one. It returns the lines and the cursor to resume from. A
 // cursor past the retention is an *APIError with StatusCode 410 whose
-// Message holds the oldest cursor (see FeedGoneCursor).
+// OldestCursor is the oldest cursor still readable: resume from it (the
+// results before it are gone from the feed; GET /work/{id} may still know
+// them).
 func (c *Client) ReadResults(ctx context.Context, cursor string, wait time.Duration, limit int) ([]ResultLine, string, error) {
 	q := url.Values{}
 	if cursor != "" {

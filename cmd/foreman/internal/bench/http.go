@@ -22,8 +22,11 @@ import (
 // to a frontend's API (POST /work one by one, or POST /work/batch), each
 // counted once its 201 says it is durable, and every result read back from
 // the durable result feed (GET /results), so a figure covers submitted,
-// durable and run. The load generator runs in this process: on a shared
-// machine its own CPU is part of what is measured, and the output says so.
+// durable and run. Results the feed no longer holds when its reader gets
+// there (410: see httpfeed.go) are settled by the job's state (GET
+// /work/{id}), and the output says how many. The load generator runs in
+// this process: on a shared machine its own CPU is part of what is
+// measured, and the output says so.
 
 // HTTPMode is how the HTTP benchmark submits.
 type HTTPMode string
@@ -57,7 +60,8 @@ type HTTPConfig struct {
 	// and 7): the cluster's workers must know the type.
 	Type    string
 	Payload json.RawMessage
-	// Results follows GET /results and waits for every job's result;
+	// Results follows GET /results and waits for every job's result
+	// (those the feed no longer holds are looked up with GET /work/{id});
 	// false measures durable acks only.
 	Results bool
 	// ResultTimeout bounds the wait for the remaining results after the
@@ -91,17 +95,30 @@ type HTTPResult struct {
 	// Results says whether the result feed was followed; the fields
 	// below are zero otherwise.
 	Results bool
-	// Elapsed runs from the first request to the last result read back.
+	// Elapsed runs from the first request to the last result read back
+	// (from the feed, or the last lookup that settled a job).
 	Elapsed time.Duration
 	// JobsPerSecond is Jobs / Elapsed: submitted, durable and run.
 	JobsPerSecond float64
 	// Failed counts results that were not done (dead or cancelled).
 	Failed int
-	// ResultP50 and ResultP99 are submit->result-read latencies.
+	// FeedGone counts the 410 answers of GET /results: its reader fell
+	// behind the feed's retention and resumed from the oldest cursor.
+	FeedGone int
+	// Settled counts the throughput phase's jobs whose outcome was read
+	// with GET /work/{id} after a 410, not from the feed; they count as
+	// done only if their state was done. Lookups counts those requests
+	// (jobs still running when looked up came later in the feed).
+	Settled, Lookups int
+	// ResultP50 and ResultP99 are submit->result-read latencies of the
+	// results read from the feed (settled jobs are left out).
 	ResultP50, ResultP99 time.Duration
 	// LightAckP50 .. LightResultP99 are the light phase's latencies (one
 	// job in flight); zero when it was skipped.
 	LightAckP50, LightAckP99, LightResultP50, LightResultP99 time.Duration
+	// LightSettled counts the light phase's jobs settled by GET /work/{id}
+	// (their result latency is the lookup's answer).
+	LightSettled int
 }
 
 // String formats the result for people.
@@ -118,18 +135,38 @@ func (r HTTPResult) String() string {
 		fmt.Fprintf(&b, "batch items answered 503 and sent again: %d\n", r.Resent)
 	}
 	if r.Results {
-		fmt.Fprintf(&b, "end to end: %d jobs submitted, durable and run in %v = %.0f jobs/s (results read from GET /results; %d not done)\n",
-			r.Jobs, r.Elapsed.Round(time.Millisecond), r.JobsPerSecond, r.Failed)
+		from := "results read from GET /results"
+		if r.Settled > 0 {
+			from += fmt.Sprintf(", %d of them from GET /work/{id}", r.Settled)
+		}
+		fmt.Fprintf(&b, "end to end: %d jobs submitted, durable and run in %v = %.0f jobs/s (%s; %d not done)\n",
+			r.Jobs, r.Elapsed.Round(time.Millisecond), r.JobsPerSecond, from, r.Failed)
+		if r.FeedGone > 0 {
+			fmt.Fprintf(&b, "settled by GET /work/{id}: %d of %d jobs (GET /results answered 410 %s: its reader fell behind the feed's retention and resumed at the oldest cursor; %d lookups; submit->result read covers the other %d)\n",
+				r.Settled, r.Jobs, times(r.FeedGone), r.Lookups, r.Jobs-r.Settled)
+		}
 		fmt.Fprintf(&b, "submit->result read: p50 %v p99 %v\n", r.ResultP50, r.ResultP99)
 	} else {
 		b.WriteString("end to end: not measured (results not followed)\n")
 	}
 	if r.LightAckP50 > 0 {
-		fmt.Fprintf(&b, "light load (one job in flight): submit->201 p50 %v p99 %v; submit->result read p50 %v p99 %v\n",
+		fmt.Fprintf(&b, "light load (one job in flight): submit->201 p50 %v p99 %v; submit->result read p50 %v p99 %v",
 			r.LightAckP50, r.LightAckP99, r.LightResultP50, r.LightResultP99)
+		if r.LightSettled > 0 {
+			fmt.Fprintf(&b, " (%d settled by GET /work/{id})", r.LightSettled)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("(the load generator runs in this process: on a shared machine its CPU counts against the cluster's)\n")
 	return b.String()
+}
+
+// times says n times in words: "once", "2 times".
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return strconv.Itoa(n) + " times"
 }
 
 func pathOf(m HTTPMode) string {
@@ -169,8 +206,11 @@ type httpRun struct {
 	sent    map[string]time.Time
 	waiting map[string]chan struct{}
 	seen    map[string]bool
-	resLat  []time.Duration
+	resLat  []time.Duration // of the results read from the feed
 	failed  int
+	settled int           // results read with GET /work/{id}, not from the feed
+	lookups int           // GET /work/{id} requests of the settler
+	gone    int           // 410 answers of the feed
 	pending int           // throughput-phase results still to come
 	all     chan struct{} // closed when pending reaches 0 after armed
 	armed   bool
@@ -186,23 +226,31 @@ func (h *httpRun) send(id string, done chan struct{}) {
 	h.mu.Unlock()
 }
 
-// result records one line of the feed; lines of other runs are ignored.
-func (h *httpRun) result(l httpapi.ResultLine, now time.Time) {
+// finish records the outcome (status) of job id, read at now from the feed
+// or, settled, from GET /work/{id}; jobs of other runs, and outcomes read
+// before, are ignored.
+func (h *httpRun) finish(id, status string, now time.Time, settled bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t, ok := h.sent[l.ID]
-	if !ok || h.seen[l.ID] {
+	t, ok := h.sent[id]
+	if !ok || h.seen[id] {
 		return
 	}
-	h.seen[l.ID] = true
-	h.resLat = append(h.resLat, now.Sub(t))
-	h.last = now
-	if l.Status != httpapi.StatusDone {
+	h.seen[id] = true
+	if settled {
+		h.settled++
+	} else {
+		h.resLat = append(h.resLat, now.Sub(t))
+	}
+	if now.After(h.last) {
+		h.last = now
+	}
+	if status != httpapi.StatusDone {
 		h.failed++
 	}
-	if ch, ok := h.waiting[l.ID]; ok {
+	if ch, ok := h.waiting[id]; ok {
 		close(ch)
-		delete(h.waiting, l.ID)
+		delete(h.waiting, id)
 		return
 	}
 	h.pending--
@@ -211,11 +259,41 @@ func (h *httpRun) result(l httpapi.ResultLine, now time.Time) {
 	}
 }
 
+// unread returns the jobs sent before t whose outcome was not read yet,
+// oldest first.
+func (h *httpRun) unread(t time.Time) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for id, at := range h.sent {
+		if at.Before(t) && !h.seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return h.sent[a].Compare(h.sent[b]) })
+	return ids
+}
+
+func (h *httpRun) feedGone() {
+	h.mu.Lock()
+	h.gone++
+	h.mu.Unlock()
+}
+
+func (h *httpRun) lookedUp() {
+	h.mu.Lock()
+	h.lookups++
+	h.mu.Unlock()
+}
+
 // RunHTTP runs the benchmark against the cluster behind cfg.Client: the
 // throughput phase (Jobs jobs from Connections concurrent requests), then,
 // if asked, the light phase. A bad config is an error saying what to fix;
 // jobs the cluster refuses (400, 413) or results that do not arrive within
-// ResultTimeout end the run with an error matching ErrHTTPBench.
+// ResultTimeout end the run with an error matching ErrHTTPBench. A result
+// reader that falls behind the feed's retention (410) resumes from the
+// oldest cursor and settles the jobs it may have skipped with GET
+// /work/{id}; HTTPResult says how many.
 func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return HTTPResult{}, err
@@ -259,7 +337,7 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 		}
 		go func() {
 			defer close(feedDone)
-			feedErr <- follow(fctx, cfg.Client, cursor, h)
+			feedErr <- followResults(fctx, cfg.Client, cursor, h, min(settleLookups, cfg.Connections))
 		}()
 	}
 
@@ -300,6 +378,8 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 	h.mu.Lock()
 	res.Elapsed = h.last.Sub(t0)
 	res.Failed = h.failed
+	res.Settled = h.settled
+	res.FeedGone, res.Lookups = h.gone, h.lookups
 	res.ResultP50, res.ResultP99 = percentile(h.resLat, 50), percentile(h.resLat, 99)
 	h.resLat = nil
 	h.mu.Unlock()
@@ -332,6 +412,10 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 	}
 	res.LightAckP50, res.LightAckP99 = percentile(lightAcks, 50), percentile(lightAcks, 99)
 	res.LightResultP50, res.LightResultP99 = percentile(lightRes, 50), percentile(lightRes, 99)
+	h.mu.Lock()
+	res.LightSettled = h.settled - res.Settled
+	res.FeedGone, res.Lookups = h.gone, h.lookups
+	h.mu.Unlock()
 	return res, nil
 }
 
@@ -454,33 +538,4 @@ func submitBatch(ctx context.Context, c *httpapi.Client, reqs []httpapi.SubmitRe
 			return resent, ctx.Err()
 		}
 	}
-}
-
-// feedEnd reads the result feed to its current end and returns the cursor
-// there.
-func feedEnd(ctx context.Context, c *httpapi.Client) (string, error) {
-	cursor := ""
-	for {
-		lines, next, err := c.ReadResults(ctx, cursor, 0, httpapi.MaxResultsLimit)
-		if err != nil {
-			return "", fmt.Errorf("%w: reading GET %s to its end before starting (does this frontend serve the result feed? --results=false measures acks only): %w",
-				ErrHTTPBench, httpapi.PathResults, err)
-		}
-		cursor = next
-		if len(lines) < httpapi.MaxResultsLimit {
-			return cursor, nil
-		}
-	}
-}
-
-// follow reads the feed from cursor into h until ctx ends; 503 answers (a
-// master failing over) are waited out by the client's iterator.
-func follow(ctx context.Context, c *httpapi.Client, cursor string, h *httpRun) error {
-	for l, err := range c.Results(ctx, cursor) {
-		if err != nil {
-			return err
-		}
-		h.result(l, time.Now())
-	}
-	return nil
 }
