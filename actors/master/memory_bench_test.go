@@ -1,0 +1,65 @@
+package master
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// BenchmarkWorkStateMemory reports the Go heap a state keeps per work
+// (live bytes after a collection, divided by the works), for a million
+// works with ids like "job-123456", job type "square", payload "7" and
+// result "49": pending, done (each started and completed by one of 8
+// workers), and done after a snapshot round trip (what a restarted master
+// holds). Each iteration builds the states anew.
+func BenchmarkWorkStateMemory(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds states of a million works")
+	}
+	const n = 1_000_000
+	live := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var pending, done, restored float64
+	for range b.N {
+		base := live()
+		s := NewWorkState()
+		at := func(i int) int64 { return t0.Add(time.Duration(i) * time.Microsecond).UnixNano() }
+		for i := range n {
+			if err := s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "job-" + strconv.Itoa(i), JobType: "square", Payload: []byte("7")},
+				AtUnixNano: at(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		pending = float64(live()-base) / n
+		for i := range n {
+			id, w := "job-"+strconv.Itoa(i), "worker-"+strconv.Itoa(i%8)
+			if err := s.Apply(&messages.WorkStarted{WorkId: id, WorkerId: w, AtUnixNano: at(n + i)}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Apply(&messages.WorkCompleted{WorkId: id, WorkerId: w, Result: []byte("49"), AtUnixNano: at(n + i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done = float64(live()-base) / n
+		snap := s.Snapshot()
+		s = nil // only the restored state stays live
+		r, err := RestoreWorkState(snap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		snap = nil
+		restored = float64(live()-base) / n
+		runtime.KeepAlive(r)
+	}
+	b.ReportMetric(pending, "B/pending-work")
+	b.ReportMetric(done, "B/done-work")
+	b.ReportMetric(restored, "B/restored-done-work")
+}
