@@ -50,12 +50,11 @@ func BenchmarkWorkStateMemory(b *testing.B) {
 		}
 		done = float64(live()-base) / n
 		snap := s.Snapshot()
-		s = nil // only the restored state stays live
+		s = nil // only the restored state stays live (snap is dead after the restore)
 		r, err := RestoreWorkState(snap)
 		if err != nil {
 			b.Fatal(err)
 		}
-		snap = nil
 		restored = float64(live()-base) / n
 		runtime.KeepAlive(r)
 	}
