@@ -36,6 +36,13 @@ CREATE TABLE IF NOT EXISTS foreman_snapshots (
 	type   TEXT   NOT NULL,
 	data   BYTEA  NOT NULL
 );
+CREATE TABLE IF NOT EXISTS foreman_snapshot_parts (
+	stream TEXT   NOT NULL,
+	part   BIGINT NOT NULL, -- 1, 2, ...: part 0 is foreman_snapshots.data
+	seq    BIGINT NOT NULL, -- the snapshot's seq, as in foreman_snapshots
+	data   BYTEA  NOT NULL,
+	PRIMARY KEY (stream, part)
+);
 CREATE TABLE IF NOT EXISTS foreman_leases (
 	stream     TEXT        NOT NULL PRIMARY KEY,
 	holder     TEXT        NOT NULL,
@@ -75,6 +82,11 @@ FROM foreman_leases WHERE stream = $1`
 	pgLeaseDel = `DELETE FROM foreman_leases WHERE stream = $1 AND holder = $2`
 	pgLoad     = `SELECT seq, type, data FROM foreman_events WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
 	pgLoadSnap = `SELECT seq, type, data FROM foreman_snapshots WHERE stream = $1`
+	pgSnapSeq  = `SELECT seq FROM foreman_snapshots WHERE stream = $1`
+	pgPartsDel = `DELETE FROM foreman_snapshot_parts WHERE stream = $1`
+	pgPartPut  = `INSERT INTO foreman_snapshot_parts (stream, part, seq, data) VALUES ($1, $2, $3, $4)`
+	pgParts    = `SELECT part, data FROM foreman_snapshot_parts WHERE stream = $1 AND seq = $2 ORDER BY part`
+	pgPartsLen = `SELECT count(*), coalesce(sum(length(data)), 0) FROM foreman_snapshot_parts WHERE stream = $1 AND seq = $2`
 )
 
 // Postgres is the persistence.Journal on PostgreSQL, for backends on several hosts. It
@@ -264,9 +276,39 @@ func (t *pgTxn) flush() error {
 	return nil
 }
 
+// saveSnapshot stores r in parts of at most snapshotPart bytes, as SQLite
+// does, replacing the stream's snapshot unless it is newer. In one row,
+// pgx kept a buffer the size of the snapshot on the writer's connection
+// and another on each connection that read it, for the connection's life
+// (160 MB of Go heap after writing and reading an 80 MB snapshot); and a
+// PostgreSQL value cannot exceed 1 GB. A Foreman from before parts reads
+// only the first part of such a snapshot, which fails to decode: it stops
+// at recovery rather than misread it.
 func (t *pgTxn) saveSnapshot(stream string, r record) error {
-	_, err := t.tx.Exec(bg, pgSnapshot, stream, r.seq, r.name, r.data)
-	return err
+	var cur int64
+	switch err := t.tx.QueryRow(bg, pgSnapSeq, stream).Scan(&cur); {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return err
+	case cur > r.seq:
+		return nil // a newer snapshot is stored: keep it
+	}
+	first := r.data[:min(len(r.data), snapshotPart)]
+	if _, err := t.tx.Exec(bg, pgSnapshot, stream, r.seq, r.name, first); err != nil {
+		return err
+	}
+	if _, err := t.tx.Exec(bg, pgPartsDel, stream); err != nil {
+		return err
+	}
+	rest := r.data[len(first):]
+	for part := 1; len(rest) > 0; part++ {
+		n := min(len(rest), snapshotPart)
+		if _, err := t.tx.Exec(bg, pgPartPut, stream, part, r.seq, rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
 }
 
 func (t *pgTxn) deleteEvents(stream string, toSeq int64) error {
@@ -394,13 +436,66 @@ func (b *pgBackend) loadSnapshot(ctx context.Context, stream string) (_ record, 
 		return record{}, false, err
 	}
 	defer func() { b.release(c, err) }()
-	var r record
-	err = c.QueryRow(ctx, pgLoadSnap, stream).Scan(&r.seq, &r.name, &r.data)
+	r, ok, err := readPgSnapshot(ctx, c, stream)
+	if err != nil {
+		return record{}, false, fmt.Errorf("journal: load snapshot of %q from %s: %w", stream, b.name, err)
+	}
+	return r, ok, nil
+}
+
+// readPgSnapshot reads the snapshot row and its parts in one read-only
+// REPEATABLE READ transaction: a writer replacing the snapshot meanwhile
+// cannot leave the reader with the row of one and the parts of another.
+func readPgSnapshot(ctx context.Context, c *pgx.Conn, stream string) (r record, ok bool, err error) {
+	tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return record{}, false, err
+	}
+	defer func() {
+		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	err = tx.QueryRow(ctx, pgLoadSnap, stream).Scan(&r.seq, &r.name, &r.data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return record{}, false, nil
 	}
 	if err != nil {
-		return record{}, false, fmt.Errorf("journal: load snapshot of %q from %s: %w", stream, b.name, err)
+		return record{}, false, err
 	}
+	var parts, size int64
+	if err := tx.QueryRow(ctx, pgPartsLen, stream, r.seq).Scan(&parts, &size); err != nil {
+		return record{}, false, err
+	}
+	if parts == 0 {
+		return r, true, nil
+	}
+	data := make([]byte, 0, int64(len(r.data))+size)
+	data = append(data, r.data...)
+	rows, err := tx.Query(ctx, pgParts, stream, r.seq)
+	if err != nil {
+		return record{}, false, err
+	}
+	defer rows.Close()
+	want := int64(1)
+	for rows.Next() {
+		var part int64
+		var chunk []byte
+		if err := rows.Scan(&part, &chunk); err != nil {
+			return record{}, false, err
+		}
+		if part != want {
+			return record{}, false, fmt.Errorf("snapshot at seq %d: part %d missing (found part %d): the database is damaged; restore it from a backup", r.seq, want, part)
+		}
+		data = append(data, chunk...)
+		want++
+	}
+	if err := rows.Err(); err != nil {
+		return record{}, false, err
+	}
+	if want-1 != parts {
+		return record{}, false, fmt.Errorf("snapshot at seq %d: read %d of its %d parts: the database is damaged; restore it from a backup", r.seq, want-1, parts)
+	}
+	r.data = data
 	return r, true, nil
 }

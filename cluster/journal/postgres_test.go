@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
@@ -122,4 +123,31 @@ func TestPostgresReconnects(t *testing.T) {
 	var got int
 	require.NoError(t, j.Load(ctx, stream, 0, func(persistence.Event) error { got++; return nil }))
 	require.Equal(t, 2, got)
+}
+
+// TestPostgresSnapshotInParts: a snapshot over a MiB is stored in parts
+// (the conformance suite checks it reads back whole), and a smaller one
+// that replaces it leaves none of its parts behind.
+func TestPostgresSnapshotInParts(t *testing.T) {
+	t.Parallel()
+	dsn := postgresDSN(t)
+	ctx := t.Context()
+	j, err := journal.OpenPostgres(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	stream := journaltest.Stream(t, "parts")
+	epoch, _, err := j.AcquireEpoch(ctx, stream)
+	require.NoError(t, err)
+	require.NoError(t, j.Append(ctx, stream, epoch, journaltest.Evs(1, 3)))
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	parts := func() (n int) {
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM foreman_snapshot_parts WHERE stream = $1`, stream).Scan(&n))
+		return n
+	}
+	require.NoError(t, j.SaveSnapshot(ctx, stream, epoch, persistence.Snapshot{Seq: 2, Msg: wrapperspb.Bytes(journaltest.Pattern(2, 3<<20+1))}))
+	require.Equal(t, 3, parts(), "the first MiB in the snapshot row, three more parts")
+	require.NoError(t, j.SaveSnapshot(ctx, stream, epoch, persistence.Snapshot{Seq: 3, Msg: wrapperspb.Bytes([]byte("small"))}))
+	require.Zero(t, parts())
 }

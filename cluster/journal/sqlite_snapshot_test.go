@@ -2,10 +2,8 @@ package journal_test
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,17 +11,8 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
+	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
 )
-
-// pattern returns n bytes that differ by seq and by position, so that a
-// snapshot put together from the parts of two others shows.
-func pattern(seq int64, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(int64(i)*31 + seq*7 + int64(i>>12))
-	}
-	return b
-}
 
 // sqliteFacts reads the file's schema version and the snapshot parts stored
 // for stream, from a connection of its own.
@@ -77,7 +66,7 @@ func TestSQLiteSnapshotInParts(t *testing.T) {
 	require.Equal(t, 1, version, "no snapshot in parts yet: an older Foreman can still use the file")
 	require.Zero(t, parts)
 
-	big := pattern(5, 3<<20+12345) // 3 MiB and more: the first part and 3 others
+	big := journaltest.Pattern(5, 3<<20+12345) // 3 MiB and more: the first part and 3 others
 	require.NoError(t, j.SaveSnapshot(ctx, "s", epoch, persistence.Snapshot{Seq: 5, Msg: wrapperspb.Bytes(big)}))
 	version, parts = sqliteFacts(t, path, "s")
 	require.Equal(t, 2, version)
@@ -128,47 +117,4 @@ func TestSQLiteRefusesANewerSchema(t *testing.T) {
 	require.NoError(t, db.Close())
 	_, err = journal.OpenSQLite(path)
 	require.ErrorContains(t, err, "schema version 3 was written by a newer Foreman (this one knows 2): upgrade Foreman")
-}
-
-// TestSQLiteSnapshotReadWhileReplaced: a reader loading while a writer
-// replaces snapshots in parts always gets one snapshot whole, never the
-// first part of one with the other parts of another.
-func TestSQLiteSnapshotReadWhileReplaced(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := journal.OpenSQLite(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = j.Close() })
-	const saves = 24
-	epoch := appendN(t, j, "s", saves)
-	size := func(seq int64) int { return 2<<20 + int(seq)*1000 } // 3 parts, a length of each seq's own
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	require.NoError(t, j.SaveSnapshot(ctx, "s", epoch, persistence.Snapshot{Seq: 1, Msg: wrapperspb.Bytes(pattern(1, size(1)))}))
-
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer cancel()
-		for seq := int64(2); seq <= saves; seq++ {
-			if err := j.SaveSnapshot(ctx, "s", epoch, persistence.Snapshot{Seq: seq, Msg: wrapperspb.Bytes(pattern(seq, size(seq)))}); err != nil {
-				t.Errorf("save %d: %v", seq, err)
-				return
-			}
-		}
-	}()
-	reads := 0
-	for ctx.Err() == nil {
-		snap, ok, err := j.LoadSnapshot(t.Context(), "s")
-		require.NoError(t, err)
-		require.True(t, ok)
-		got := snap.Msg.(*wrapperspb.BytesValue).GetValue()
-		require.Len(t, got, size(snap.Seq), "snapshot %d", snap.Seq)
-		require.True(t, bytes.Equal(pattern(snap.Seq, size(snap.Seq)), got), "snapshot %d is whole and its own", snap.Seq)
-		reads++
-	}
-	wg.Wait()
-	t.Logf("%d reads during %d saves", reads, saves-1)
-	require.Positive(t, reads)
 }

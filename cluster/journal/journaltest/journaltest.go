@@ -24,6 +24,7 @@
 package journaltest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -77,6 +78,8 @@ func Run(t *testing.T, open Factory) {
 		{"SnapshotNewestWins", testSnapshotNewest},
 		{"SnapshotBeyondLastSeq", testSnapshotBeyond},
 		{"SnapshotMarshaledLoadsAsItsType", testSnapshotMarshaled},
+		{"SnapshotLarge", testSnapshotLarge},
+		{"SnapshotReadWhileReplaced", testSnapshotReadWhileReplaced},
 		{"DeleteEventsKeepsLastSeq", testDeleteEvents},
 		{"DeleteEventsBeyondLast", testDeleteBeyond},
 		{"ConcurrentAppends", testConcurrentAppends},
@@ -415,6 +418,80 @@ func testSnapshotNewest(t *testing.T, j persistence.Journal) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Zero(t, snap.Seq)
+}
+
+// Pattern returns n bytes that differ by seq and by position, so that a
+// snapshot put together from pieces of two others shows.
+func Pattern(seq int64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(int64(i)*31 + seq*7 + int64(i>>12))
+	}
+	return b
+}
+
+func loadBytes(t *testing.T, j persistence.Journal, stream string) (int64, []byte) {
+	t.Helper()
+	snap, ok, err := j.LoadSnapshot(ctx(t), stream)
+	require.NoError(t, err)
+	require.True(t, ok)
+	v, isBytes := snap.Msg.(*wrapperspb.BytesValue)
+	require.True(t, isBytes, "got %T", snap.Msg)
+	return snap.Seq, v.GetValue()
+}
+
+// testSnapshotLarge: a snapshot of several MiB (stored in parts where the
+// store splits them) reads back whole; an older one saved later is ignored
+// and a smaller newer one replaces it entirely.
+func testSnapshotLarge(t *testing.T, j persistence.Journal) {
+	s := Stream(t, "s")
+	e, _ := acquire(t, j, s)
+	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, 9)))
+	big := Pattern(5, 3<<20+12345)
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 5, Msg: wrapperspb.Bytes(big)}))
+	seq, got := loadBytes(t, j, s)
+	require.Equal(t, int64(5), seq)
+	require.True(t, bytes.Equal(big, got), "read back whole (%d bytes of %d)", len(got), len(big))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 4, Msg: wrapperspb.Bytes(Pattern(4, 2<<20))}))
+	seq, got = loadBytes(t, j, s)
+	require.Equal(t, int64(5), seq, "an older snapshot does not replace a newer one")
+	require.True(t, bytes.Equal(big, got))
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 9, Msg: wrapperspb.Bytes([]byte("newer"))}))
+	seq, got = loadBytes(t, j, s)
+	require.Equal(t, int64(9), seq)
+	require.Equal(t, "newer", string(got), "nothing of the larger one it replaced")
+}
+
+// testSnapshotReadWhileReplaced: a reader loading while a writer replaces
+// large snapshots always gets one snapshot whole, never pieces of two.
+func testSnapshotReadWhileReplaced(t *testing.T, j persistence.Journal) {
+	s := Stream(t, "s")
+	e, _ := acquire(t, j, s)
+	const saves = 16
+	require.NoError(t, j.Append(ctx(t), s, e, Evs(1, saves)))
+	size := func(seq int64) int { return 2<<20 + int(seq)*1000 } // a length of each seq's own
+	require.NoError(t, j.SaveSnapshot(ctx(t), s, e, persistence.Snapshot{Seq: 1, Msg: wrapperspb.Bytes(Pattern(1, size(1)))}))
+	writing, stop := context.WithCancel(ctx(t))
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer stop()
+		for seq := int64(2); seq <= saves; seq++ {
+			if err := j.SaveSnapshot(writing, s, e, persistence.Snapshot{Seq: seq, Msg: wrapperspb.Bytes(Pattern(seq, size(seq)))}); err != nil {
+				t.Errorf("save %d: %v", seq, err)
+				return
+			}
+		}
+	})
+	reads := 0
+	for writing.Err() == nil {
+		seq, got := loadBytes(t, j, s)
+		require.Len(t, got, size(seq), "snapshot %d", seq)
+		require.True(t, bytes.Equal(Pattern(seq, size(seq)), got), "snapshot %d is whole and its own", seq)
+		reads++
+	}
+	wg.Wait()
+	require.Positive(t, reads)
 }
 
 func testSnapshotBeyond(t *testing.T, j persistence.Journal) {
