@@ -282,8 +282,8 @@ func (t *pgTxn) flush() error {
 // and another on each connection that read it, for the connection's life
 // (160 MB of Go heap after writing and reading an 80 MB snapshot); and a
 // PostgreSQL value cannot exceed 1 GB. A Foreman from before parts reads
-// only the first part of such a snapshot, which fails to decode: it stops
-// at recovery rather than misread it.
+// only the first part of such a snapshot, which fails to decode: its
+// recovery fails with that error rather than misread the snapshot.
 func (t *pgTxn) saveSnapshot(stream string, r record) error {
 	var cur int64
 	switch err := t.tx.QueryRow(bg, pgSnapSeq, stream).Scan(&cur); {
