@@ -56,6 +56,8 @@ type nodeArgs struct {
 	actorMetrics bool
 	// memoryLimit is --memory-limit in bytes (0: Go's own, see memlimit.go).
 	memoryLimit int64
+	// gcHeadroom is --gc-headroom in bytes (0: Go's own pacing; gcpace.go).
+	gcHeadroom int64
 	// doneRetention and doneLimit bound the finished works a master keeps
 	// (--done-retention, --done-limit).
 	doneRetention time.Duration
@@ -114,6 +116,12 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.Func("memory-limit", "soft limit of the node's Go memory, e.g. 900MiB or 1GiB: the collector runs sooner near it and returns freed memory to the OS at once (see the README's \"Memory of a backend\"; default off, or GOMEMLIMIT from the environment)", func(s string) error {
 		v, err := parseMemoryLimit(s)
 		a.memoryLimit = v
+		return err
+	})
+	a.gcHeadroom = defaultGCHeadroom
+	fs.Func("gc-headroom", "let the garbage collector's heap grow by at least this much past what is live before it collects, e.g. 64MiB; fewer collections of a small heap under load, no change for a large one (0 or off: Go's own pacing; default 128MiB)", func(s string) error {
+		v, err := parseMemoryLimit(s)
+		a.gcHeadroom = v
 		return err
 	})
 	a.doneRetention, a.doneLimit = master.DefaultDoneRetention, master.DefaultDoneLimit

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 
@@ -30,6 +31,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	cpu := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	fsyncFor := fs.Duration("fsync", 0, "first measure the disk's write+fsync rate for this long (in --data, or the temporary directory) and print it")
 	hf := registerHTTPBenchFlags(fs)
+	gcHeadroom := int64(defaultGCHeadroom)
+	fs.Func("gc-headroom", "as for a node: the collector's heap grows by at least this much past what is live (0 or off: Go's own pacing; default 128MiB)", func(s string) error {
+		v, err := parseMemoryLimit(s)
+		gcHeadroom = v
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -40,6 +47,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 		printErr(stderr, "foreman bench: unexpected argument %q (flags only; see foreman bench -h)\n", fs.Arg(0))
 		return 2
 	}
+	defer startGCPace(gcHeadroom, slog.New(slog.DiscardHandler))()
 	if *fsyncFor != 0 {
 		dir := cfg.DataDir
 		if dir == "" {

@@ -44,3 +44,24 @@ func TestDoneRetentionAndLimitFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestGCHeadroomFlag(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{args: nil, want: defaultGCHeadroom},
+		{args: []string{"--gc-headroom", "64MiB"}, want: 64 << 20},
+		{args: []string{"--gc-headroom", "off"}, want: 0},
+		{args: []string{"--gc-headroom", "0"}, want: 0},
+	} {
+		a, err := parseNodeArgs(append([]string{"2551"}, tc.args...), noEnv, io.Discard)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, a.gcHeadroom, "%v", tc.args)
+	}
+	_, err := parseNodeArgs([]string{"2551", "--gc-headroom", "lots"}, noEnv, io.Discard)
+	require.ErrorIs(t, err, errUsage)
+	require.ErrorContains(t, err, "flag -gc-headroom")
+}

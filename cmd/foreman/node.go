@@ -28,6 +28,7 @@ import (
 func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	log := newLogger(stderr, a.logLevel)
 	applyMemoryLimit(a.memoryLimit, log)
+	defer startGCPace(a.gcHeadroom, log)()
 	sec, code, err := startSecurity(ctx, a, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
