@@ -75,6 +75,9 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 	if a.role == node.RoleFrontend {
 		cfg.OnResult = countResults(m, nil)
 	}
+	if !metricsReadable(a) {
+		cfg.Metrics = nil // see metricsReadable
+	}
 	switch {
 	case a.role == node.RoleBackend:
 		cfg.JournalURL = a.journal

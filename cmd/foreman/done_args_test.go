@@ -65,3 +65,24 @@ func TestGCHeadroomFlag(t *testing.T) {
 	require.ErrorIs(t, err, errUsage)
 	require.ErrorContains(t, err, "flag -gc-headroom")
 }
+
+func TestMetricsReadable(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{args: []string{"2551"}, want: false},
+		{args: []string{"2551", "--metrics", "9100"}, want: true},
+		{args: []string{"3001"}, want: true}, // a frontend serves them on its HTTP API
+		{args: []string{"0"}, want: false},
+		{args: []string{"0", "--metrics", "9101"}, want: true},
+		{args: nil, want: false}, // all-in-one without --http
+		{args: []string{"--http", "127.0.0.1:8080"}, want: true},
+	} {
+		a, err := parseNodeArgs(tc.args, noEnv, io.Discard)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, metricsReadable(a), "%v", tc.args)
+	}
+}

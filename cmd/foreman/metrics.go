@@ -7,8 +7,27 @@ import (
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/metrics"
+	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/messages"
 )
+
+// metricsReadable reports whether anything can read a node's metrics: it
+// serves them with --metrics, or on its HTTP API (a frontend; the
+// all-in-one node with --http). Only then does the node feed its master's,
+// workers' and mailboxes' metrics: keeping them cost a backend about a
+// tenth of its CPU per job under batch load (BENCHMARKS.md, issue 17), for
+// figures no one could read.
+func metricsReadable(a nodeArgs) bool {
+	switch {
+	case a.metrics != "":
+		return true
+	case a.role == node.RoleFrontend:
+		return true
+	case a.role == node.RoleAll:
+		return a.http != ""
+	}
+	return false
+}
 
 // startMetricsServer serves m on --metrics ADDR when given and returns the
 // function that stops it (a no-op without the flag).

@@ -45,7 +45,10 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	defer closePool()
 	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithJournalURL(a.journal), node.WithWorkers(a.workers), node.WithLogger(log),
-		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...), node.WithMetrics(m)}
+		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...)}
+	if metricsReadable(a) {
+		opts = append(opts, node.WithMetrics(m))
+	}
 	if a.actorMetrics {
 		opts = append(opts, node.WithActorMetrics())
 	}
