@@ -49,7 +49,7 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 			id = newWorkerID()
 		}
 		return &workerActor{cfg: cfg, master: master, reg: reg, id: id}
-	}), nil
+	}, actor.WithDispatcher(newExecDispatcher(1, execIdle))), nil // its runs too keep the stack they grew (dispatch.go)
 }
 
 // Timer messages and piped results (all sent to the worker itself).
