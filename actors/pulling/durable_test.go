@@ -60,22 +60,52 @@ func (tl *tally) check(t *testing.T, n int) (resent int) {
 
 func ask(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, msg any) *messages.PullingProgress {
 	t.Helper()
-	res, err := sys.Root.RequestFuture(pid, msg, testkit.Timeout()).Result()
+	// A new activation answers once it has recovered from the journal:
+	// as slow as the Epic's pace on a loaded machine (see stallAfter).
+	res, err := sys.Root.RequestFuture(pid, msg, stallAfter()).Result()
 	require.NoError(t, err)
 	p, ok := res.(*messages.PullingProgress)
 	require.True(t, ok, "answer %T", res)
 	return p
 }
 
+// stallAfter is how long an Epic may make no progress before a wait fails.
+// The waits below have no overall deadline: an Epic's pace is its
+// journal's (a commit per confirmed window), and a loaded machine's
+// commits take tens of milliseconds, so 3000 items can take longer than
+// any fixed bound; a master that is stuck stops moving, and that fails.
+func stallAfter() time.Duration { return 2 * testkit.Timeout() }
+
+// waitMoving waits until count() reaches want, failing when it has not
+// grown for stallAfter.
+func waitMoving(t *testing.T, what string, count func() int64, want int64) {
+	t.Helper()
+	last, moved := count(), time.Now()
+	for last < want {
+		time.Sleep(time.Millisecond)
+		if now := count(); now != last {
+			last, moved = now, time.Now()
+			continue
+		}
+		require.Less(t, time.Since(moved), stallAfter(), "%s: stuck at %d of %d for %v", what, last, want, stallAfter())
+	}
+}
+
+// waitDone waits until the Epic is done, failing when its finished count
+// has not grown for stallAfter.
 func waitDone(t *testing.T, sys *actor.ActorSystem, pid func() *actor.PID) *messages.PullingProgress {
 	t.Helper()
-	deadline := time.Now().Add(4 * testkit.Timeout())
+	var last uint64
+	moved := time.Now()
 	for {
 		p := ask(t, sys, pid(), &messages.PullingGetProgress{})
 		if p.GetDone() {
 			return p
 		}
-		require.True(t, time.Now().Before(deadline), "the epic did not finish: %v", p)
+		if p.GetFinished() != last {
+			last, moved = p.GetFinished(), time.Now()
+		}
+		require.Less(t, time.Since(moved), stallAfter(), "the epic made no progress for %v: %v", stallAfter(), p)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -117,7 +147,7 @@ func TestDurableMasterResumesAfterStop(t *testing.T) {
 	again := ask(t, sys, current.Load(), &messages.PullingStartEpic{Name: "numbers"})
 	require.True(t, again.GetRunning(), "a second start is answered, and changes nothing")
 
-	require.Eventually(t, func() bool { return tl.total.Load() >= n/3 }, 4*testkit.Timeout(), time.Millisecond)
+	waitMoving(t, "items worked on", tl.total.Load, n/3)
 	require.NoError(t, sys.Root.StopFuture(current.Load()).Wait())
 	stoppedAt := tl.total.Load()
 	require.Less(t, stoppedAt, int64(n), "stopped mid-Epic")
@@ -229,9 +259,9 @@ func TestDurableMasterStopsAfterAFailedWrite(t *testing.T) {
 	probe.Watch(current.Load())
 	ask(t, sys, current.Load(), &messages.PullingStartEpic{Name: "flaky"})
 
-	require.Eventually(t, func() bool { return tl.total.Load() >= n/4 }, 4*testkit.Timeout(), time.Millisecond)
+	waitMoving(t, "items worked on", tl.total.Load, n/4)
 	j.failNext.Store(true)
-	probe.ExpectTerminated(current.Load(), 2*testkit.Timeout())
+	probe.ExpectTerminated(current.Load(), stallAfter())
 	current.Store(sys.Root.Spawn(props))
 	final := waitDone(t, sys, current.Load)
 	require.Equal(t, uint64(n), final.GetFinished())

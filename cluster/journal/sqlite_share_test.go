@@ -18,19 +18,31 @@ import (
 // TestSQLiteSharedFileIsFair: two journals on one file (as two backend
 // processes on one host share it; two handles of one process lock each
 // other out the same way). One appends without pause, as a master under
-// load does; the other renews a lease every 100 ms and must get each
-// renewal through within the lease keeper's budget. SQLite's own busy
+// load does; the other renews a lease every 100 ms. SQLite's own busy
 // handler sleeps up to 100 ms between tries and lost nearly every renewal
-// to the busy writer here (a master then stops: its lease lapses); the
-// journal's turn-taking must let the renewals through (all of them here;
-// the test allows 3 of 30 late, for a loaded machine).
+// to the busy writer here (25 of 30 missed the lease keeper's 100 ms
+// budget; a master then stops: its lease lapses); with turns taken by a
+// fixed 2 ms pause, a loaded machine did the same (a renewal waited up to
+// 540 ms, behind one busy transaction after another).
+//
+// Fairness is counted in turns, not in milliseconds: how many of the busy
+// writer's transactions ended between a renewal's request and its own
+// commit. One was in progress when the renewal came; one more may begin
+// before the renewer says it waits, and its observer may report one late:
+// a fair journal lets a renewal in behind at most 3 (the test allows 3 of
+// 30 renewals more, for a loaded machine). Each renewal's time is logged
+// against the budget, not checked: on a loaded machine a renewal alone
+// can take most of it.
 func TestSQLiteSharedFileIsFair(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	busy, err := journal.OpenSQLite(path)
+	// busyCommits counts the busy writer's transactions; renewedAfter is
+	// its value when the renewal's transaction ended (renewer's observer).
+	var busyCommits, renewedAfter atomic.Int64
+	busy, err := journal.OpenSQLite(path, journal.WithCommitObserver(func(journal.CommitStats) { busyCommits.Add(1) }))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, busy.Close()) })
-	renewer, err := journal.OpenSQLite(path)
+	renewer, err := journal.OpenSQLite(path, journal.WithCommitObserver(func(journal.CommitStats) { renewedAfter.Store(busyCommits.Load()) }))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, renewer.Close()) })
 
@@ -63,25 +75,38 @@ func TestSQLiteSharedFileIsFair(t *testing.T) {
 		wg.Wait()
 	}()
 	// The budget of one renewal is the keeper's: a third of a 300 ms lease.
-	const renewals, budget = 30, 100 * time.Millisecond
-	var late []time.Duration
+	const renewals, budget, fairTurns = 30, 100 * time.Millisecond, 3
+	var (
+		late   []time.Duration
+		behind []int64 // busy transactions each renewal waited behind
+		unfair []int64
+	)
 	for range renewals {
-		rctx, rcancel := context.WithTimeout(context.Background(), budget)
+		rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		before := busyCommits.Load()
 		start := time.Now()
 		_, err := renewer.Lease(rctx, "master", "holder", 300*time.Millisecond)
 		took := time.Since(start)
 		rcancel()
-		if err != nil {
-			require.ErrorIs(t, err, context.DeadlineExceeded, "renewal")
+		require.NoError(t, err, "renewal")
+		n := renewedAfter.Load() - before
+		behind = append(behind, n)
+		if n > fairTurns {
+			unfair = append(unfair, n)
+		}
+		if took > budget {
 			late = append(late, took)
 		}
 		time.Sleep(budget) // the keeper's pace: nothing to synchronise with
 	}
-	t.Logf("%d renewals against a writer that appended %d times; %d missed the %v budget", renewals, appended.Load(), len(late), budget)
+	t.Logf("%d renewals against a writer that appended %d times in %d transactions; each waited behind %v of its transactions; %d took longer than the %v budget %v",
+		renewals, appended.Load(), busyCommits.Load(), behind, len(late), budget, late)
 	require.Positive(t, appended.Load(), "the busy writer must have written for the test to mean anything")
-	// 25 of 30 missed before the writers took turns; a loaded machine may
-	// still starve the renewer's goroutine now and then.
-	require.LessOrEqual(t, len(late), 3, "renewals that missed their budget: %v", late)
+	// Before the journal took turns, 25 of 30 renewals missed their budget;
+	// on a machine so loaded that the renewer's goroutine does not run for
+	// tens of milliseconds, the busy writer may still overtake it now and
+	// then.
+	require.LessOrEqual(t, len(unfair), 3, "renewals that waited behind more than %d of the busy writer's transactions: %v", fairTurns, unfair)
 }
 
 // TestSQLiteOpenTogether: backends started at once open a new journal file

@@ -24,20 +24,30 @@ import (
 // The journal therefore tries BEGIN IMMEDIATE itself, with short jittered
 // pauses, and a writer that waits says so by holding a shared lock on a
 // side file (the journal's path + "-writers") until it is in. After each
-// commit the writer tests that lock: while anyone waits, it pauses for
-// yieldPause before its next transaction, longer than a waiter's longest
-// pause, so the waiter gets its turn. A writer alone pays two non-blocking
-// lock calls per commit. The side file holds no data; the kernel drops a
-// dead process's lock with it, so a killed waiter delays nobody.
+// commit the writer tests that lock: while anyone waits, it hands the turn
+// over: it starts no transaction until the waiters are in (their shared
+// locks gone), for at most maxYield. A fixed pause is not enough: a
+// waiter's process that the CPU scheduler does not run within the pause
+// (a loaded machine) finds the lock taken again, and again: with a 2 ms
+// pause, a lease renewal on a loaded 2-core machine waited up to 540 ms
+// (264 tries of BEGIN) while the other writer committed. A writer alone
+// pays two non-blocking lock calls per commit.
+// The side file holds no data; the kernel drops a dead process's lock
+// with it, so a killed waiter delays nobody; a stopped one (SIGSTOP)
+// delays each of the other's transactions by maxYield.
 
 const (
 	// minTryPause and maxTryPause bound the pause between two tries of
 	// BEGIN IMMEDIATE (doubling, jittered).
 	minTryPause = 100 * time.Microsecond
 	maxTryPause = time.Millisecond
-	// yieldPause is how long a writer that saw waiters waits before its
-	// next transaction: above maxTryPause and its jitter.
-	yieldPause = 2 * time.Millisecond
+	// yieldPoll is how often a writer that saw waiters tests whether they
+	// are in yet.
+	yieldPoll = 500 * time.Microsecond
+	// maxYield bounds how long a writer waits for waiters to get in: a
+	// waiter that does not run for that long (a stopped process) costs
+	// each of the other writer's transactions that much, no more.
+	maxYield = 100 * time.Millisecond
 )
 
 // turnLock is the side file's lock: waiting marks this writer as waiting,
@@ -49,14 +59,13 @@ type turnLock interface {
 	close() error
 }
 
-// beginTurn starts a write transaction on the writer connection: after a
-// pause if waiters were seen at the last commit, then retrying BEGIN
-// IMMEDIATE while another connection holds the write lock, for at most
-// busy.
+// beginTurn starts a write transaction on the writer connection: once the
+// waiters seen at the last commit are in, then retrying BEGIN IMMEDIATE
+// while another connection holds the write lock, for at most busy.
 func (b *sqliteBackend) beginTurn(ctx context.Context) error {
 	if b.yield {
 		b.yield = false
-		pause(ctx, yieldPause)
+		b.handOver(ctx)
 	}
 	deadline := time.Now().Add(b.busy)
 	wait := minTryPause
@@ -83,6 +92,19 @@ func (b *sqliteBackend) beginTurn(ctx context.Context) error {
 // endTurn runs after a commit or rollback: if another writer waits, the
 // next transaction yields to it first.
 func (b *sqliteBackend) endTurn() { b.yield = b.turns.othersWaiting() }
+
+// handOver waits until no other writer waits (each is in, or gave up), for
+// at most maxYield or until ctx ends. It holds no lock meanwhile: the
+// waiters' BEGIN finds the database free.
+func (b *sqliteBackend) handOver(ctx context.Context) {
+	deadline := time.Now().Add(maxYield)
+	for {
+		pause(ctx, yieldPoll)
+		if ctx.Err() != nil || !b.turns.othersWaiting() || !time.Now().Before(deadline) {
+			return
+		}
+	}
+}
 
 // pause sleeps for d or until ctx ends. The pauses pace retries against
 // other processes, which run on the real clock.

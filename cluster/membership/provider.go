@@ -256,6 +256,11 @@ func (p *Provider) CutOff() bool {
 	return p.view.cutOff(p.clock.Now())
 }
 
+// Silence returns how long a member may give no good answer before this
+// node declares it down ([WithSilence]): the longest stall (a pause, an
+// overloaded machine) that the membership rides out.
+func (p *Provider) Silence() time.Duration { return p.cfg.silence }
+
 // Clients returns the cluster clients this node or its alive peers saw
 // polling recently, sorted by id.
 func (p *Provider) Clients() []Node {

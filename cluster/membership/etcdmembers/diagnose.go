@@ -41,8 +41,12 @@ func diagnoseTLS(endpoint string, cfg *tls.Config) string {
 		return fmt.Sprintf("the TLS handshake with %s failed: %v (check that etcd serves TLS there, that RootCAs holds the CA that signed its certificate, and that the certificate names %s)", endpoint, err, c.ServerName)
 	}
 	// With TLS 1.3, etcd refuses a client certificate after the handshake:
-	// the refusal arrives on the first read.
-	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	// the refusal arrives on the first read, as late as etcd gets to check
+	// the certificate. An etcd that accepts it sends nothing until spoken
+	// to, so the read waits the whole deadline: wait, not less. It was
+	// 500 ms, and an etcd on a loaded machine may refuse later than that:
+	// the start error then lacked the reason (TestDiagnoseSlowRefusal).
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	var buf [1]byte
 	if _, err := conn.Read(buf[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Sprintf("etcd at %s refused this node's TLS connection: %v (etcd requires a client certificate signed by a CA it trusts: check the client certificate)", endpoint, err)
