@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -12,40 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
-	"github.com/foreman-actors/foreman/actors/testkit"
-	"github.com/foreman-actors/foreman/cluster/httpapi"
-	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/apitest"
 )
 
-// startAPI runs a real all-in-one node (master, one worker, memory journal)
-// behind the HTTP API on a loopback port and returns the API's address.
+// startAPI runs a real all-in-one node (master, one worker, memory journal,
+// the square job without delay and one attempt per job) behind the HTTP API
+// on a loopback port and returns the API's address.
 func startAPI(t *testing.T) (addr string, n *node.Local) {
 	t.Helper()
-	sys := testkit.NewSystem(t)
-	j := journal.NewMemory()
-	t.Cleanup(func() { require.NoError(t, j.Close()) })
-	ctx, cancel := context.WithTimeout(t.Context(), testkit.Timeout())
-	defer cancel()
-	n, err := node.StartLocal(ctx, node.WithActorSystem(sys), node.WithJournal(j), node.WithLogger(sys.Logger()),
-		node.WithWorkers(1), node.WithSquareDelay(0, 0), node.WithMasterOptions(master.WithMaxAttempts(1)))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
-		defer cancel()
-		require.NoError(t, n.Stop(sctx))
-	})
-	b, err := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(sys))
-	require.NoError(t, err)
-	srv, err := httpapi.New(b, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(sys.Logger()))
-	require.NoError(t, err)
-	require.NoError(t, srv.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
-		defer cancel()
-		require.NoError(t, srv.Shutdown(sctx))
-	})
-	return srv.Addr(), n
+	return apitest.Start(t, node.WithSquareDelay(0, 0), node.WithMasterOptions(master.WithMaxAttempts(1)))
 }
 
 // runCmd runs a client subcommand and returns its exit code and output.

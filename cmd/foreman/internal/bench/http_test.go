@@ -15,8 +15,8 @@ import (
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
-	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/apitest"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
 )
 
@@ -27,31 +27,9 @@ import (
 // snapshot, so a result-feed reader a few dozen events behind gets 410.
 func startFeedAPI(t *testing.T, retention int64) string {
 	t.Helper()
-	sys := testkit.NewSystem(t)
-	j := journal.NewMemory()
-	t.Cleanup(func() { require.NoError(t, j.Close()) })
-	ctx, cancel := context.WithTimeout(t.Context(), testkit.Timeout())
-	defer cancel()
-	n, err := node.StartLocal(ctx, node.WithActorSystem(sys), node.WithJournal(j), node.WithLogger(sys.Logger()),
-		node.WithWorkers(1), node.WithSquareDelay(time.Millisecond, 2*time.Millisecond),
+	addr, _ := apitest.Start(t, node.WithSquareDelay(time.Millisecond, 2*time.Millisecond),
 		node.WithMasterOptions(master.WithMaxAttempts(1), master.WithSnapshotEvery(8), master.WithFeedRetention(retention)))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
-		defer cancel()
-		require.NoError(t, n.Stop(sctx))
-	})
-	b, err := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(sys))
-	require.NoError(t, err)
-	srv, err := httpapi.New(b, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(sys.Logger()))
-	require.NoError(t, err)
-	require.NoError(t, srv.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
-		defer cancel()
-		require.NoError(t, srv.Shutdown(sctx))
-	})
-	return srv.Addr()
+	return addr
 }
 
 // laggingFeed is the bench's HTTP transport with a slow result reader: it
