@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/apitest"
 )
@@ -20,7 +21,7 @@ import (
 // on a loopback port and returns the API's address.
 func startAPI(t *testing.T) (addr string, n *node.Local) {
 	t.Helper()
-	return apitest.Start(t, node.WithSquareDelay(0, 0), node.WithMasterOptions(master.WithMaxAttempts(1)))
+	return apitest.Start(t, testkit.NewSystem(t), testkit.Timeout(), node.WithSquareDelay(0, 0), node.WithMasterOptions(master.WithMaxAttempts(1)))
 }
 
 // runCmd runs a client subcommand and returns its exit code and output.

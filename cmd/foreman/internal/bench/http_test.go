@@ -27,7 +27,7 @@ import (
 // snapshot, so a result-feed reader a few dozen events behind gets 410.
 func startFeedAPI(t *testing.T, retention int64) string {
 	t.Helper()
-	addr, _ := apitest.Start(t, node.WithSquareDelay(time.Millisecond, 2*time.Millisecond),
+	addr, _ := apitest.Start(t, testkit.NewSystem(t), testkit.Timeout(), node.WithSquareDelay(time.Millisecond, 2*time.Millisecond),
 		node.WithMasterOptions(master.WithMaxAttempts(1), master.WithSnapshotEvery(8), master.WithFeedRetention(retention)))
 	return addr
 }
