@@ -33,7 +33,8 @@ const (
 	DefaultBackoffMax      = 30 * time.Second
 	// DefaultDoneRetention is how long done and dead work ids are kept. It
 	// must exceed the time a frontend may keep re-submitting an id; about
-	// 150 bytes plus the result are kept per done work.
+	// 250 bytes plus the result are kept per done work (see also
+	// DefaultDoneLimit).
 	DefaultDoneRetention = 10 * time.Minute
 	// DefaultDoneLimit is how many finished works (done, dead, cancelled)
 	// are kept at most: at a sustained 40,000 jobs/s, ten minutes' worth
