@@ -675,8 +675,10 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 // eachForSnapshot calls fn for every entry in snapshot order: the finished
 // ones in finishing order, then the others in arrival order.
 func (s *WorkState) eachForSnapshot(fn func(e *entry)) {
-	// A work that finished, was re-submitted and finished again at the
-	// same instant has two live refs: it is listed once, at the first.
+	// A work that ended dead or cancelled and was then completed by a late
+	// result at the same instant has two live refs (one entry finished
+	// twice; a re-submission is a new entry, whose old ref is stale): it is
+	// listed once, at the first (FuzzReplay finds such a history).
 	// The entry's listed mark says so (a map of a million ids here was
 	// tens of MB of garbage per snapshot); the marks are cleared after.
 	finished := s.finished[s.finHead:]
