@@ -163,7 +163,10 @@ func plainString(b []byte, i int) (s []byte, next int, ok bool) {
 func scalar(b []byte, i int) (tok []byte, next int, ok bool) {
 	if i < len(b) && b[i] == '"' {
 		_, j, ok := plainString(b, i)
-		return b[i:j], j, ok
+		if !ok {
+			return nil, 0, false
+		}
+		return b[i:j], j, true
 	}
 	j := i
 	for j < len(b) && (b[j] >= 'a' && b[j] <= 'z' || b[j] >= '0' && b[j] <= '9' || b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'E') {

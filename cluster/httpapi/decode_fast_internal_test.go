@@ -27,6 +27,7 @@ var decodeSeeds = []string{
 	`{"type":"t","payload":07}`,
 	`{"type":"t","payload":nul}`,
 	`{"type":"t","payload":1x}`,
+	`{"type":"t","payload":"unterminated`,
 	`{"Type":"t"}`,
 	`{"type":"t","type":"u"}`,
 	`{"type":"t","extra":1}`,

@@ -42,6 +42,7 @@ func TestSubmitStatusCodes(t *testing.T) {
 		{name: "EmptyBody", body: ``, wantCode: 400, wantErr: "empty body"},
 		{name: "Truncated", body: `{"type":`, wantCode: 400, wantErr: "ends too early"},
 		{name: "Malformed", body: `{"type" "square"}`, wantCode: 400, wantErr: "malformed JSON at byte"},
+		{name: "UnterminatedPayload", body: `{"type":"square","payload":"7`, wantCode: 400, wantErr: "ends too early"},
 		{name: "MissingType", body: `{"payload":7}`, wantCode: 400, wantErr: `missing "type"`},
 		{name: "UnknownField", body: `{"type":"square","payld":7}`, wantCode: 400, wantErr: `unknown field "payld"`},
 		{name: "WrongFieldType", body: `{"type":7}`, wantCode: 400, wantErr: `field "type" must be a string`},
