@@ -43,17 +43,27 @@ func ParseCursor(token string) (Cursor, error) {
 
 // String returns the cursor's token ("s0:0" for the start).
 func (c Cursor) String() string {
+	b, _ := c.AppendText(make([]byte, 0, 8*max(len(c.seqs), 1)))
+	return string(b)
+}
+
+// AppendText appends the cursor's token (as String) to b; it never fails.
+// It implements encoding.TextAppender, so a feed line is written without a
+// string per cursor.
+func (c Cursor) AppendText(b []byte) ([]byte, error) {
 	if len(c.seqs) == 0 {
-		return "s0:0"
+		return append(b, "s0:0"...), nil
 	}
-	var b strings.Builder
 	for i, s := range c.seqs {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString("s" + strconv.Itoa(i) + ":" + strconv.FormatInt(s, 10))
+		b = append(b, 's')
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, s, 10)
 	}
-	return b.String()
+	return b, nil
 }
 
 // Shards returns how many shards the cursor names (0 for the start).

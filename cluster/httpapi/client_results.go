@@ -144,8 +144,8 @@ func (c *Client) ReadResults(ctx context.Context, cursor string, wait time.Durat
 		if len(text) == 0 {
 			continue
 		}
-		var l ResultLine
-		if err := json.Unmarshal(text, &l); err != nil {
+		l, err := decodeResultLine(text)
+		if err != nil {
 			return nil, cursor, fmt.Errorf("%w: a line of GET %s is not the expected JSON: %w", ErrServer, PathResults, err)
 		}
 		lines = append(lines, l)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -136,10 +137,7 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 				h.Set("X-Content-Type-Options", "nosniff")
 				h.Set(HeaderNextCursor, page.Next.String())
 				w.WriteHeader(http.StatusOK)
-				enc := json.NewEncoder(w) // Marshal's bytes and a newline, one Write a line
-				for _, e := range page.Entries {
-					_ = enc.Encode(resultLine(e)) // our own type: cannot fail
-				}
+				writeResultLines(w, page.Entries)
 				return
 			}
 		}
@@ -203,11 +201,8 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 			h.Set("X-Content-Type-Options", "nosniff")
 			w.WriteHeader(http.StatusOK)
 		}
-		for _, e := range page.Entries {
-			b, _ := json.Marshal(resultLine(e))
-			if _, err := fmt.Fprintf(w, "id: %s\nevent: result\ndata: %s\n\n", e.Cursor, b); err != nil {
-				return
-			}
+		if !writeResultEvents(w, page.Entries) {
+			return
 		}
 		if len(page.Entries) == 0 {
 			_, _ = fmt.Fprint(w, ": keep-alive\n\n")
@@ -217,6 +212,51 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 		}
 		cur = page.Next
 	}
+}
+
+// feedWriteChunk is about how many bytes of lines are gathered before one
+// Write: whole lines, so a client never waits on half of one.
+const feedWriteChunk = 32 << 10
+
+// writeResultLines writes one JSON line per entry (GET /results).
+func writeResultLines(w io.Writer, entries []frontend.FeedEntry) {
+	buf := make([]byte, 0, min(len(entries)*160, feedWriteChunk+1024))
+	for _, e := range entries {
+		buf = append(appendResultLine(buf, e), '\n')
+		if len(buf) >= feedWriteChunk {
+			if _, err := w.Write(buf); err != nil {
+				return // the client left
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 {
+		_, _ = w.Write(buf)
+	}
+}
+
+// writeResultEvents writes one Server-Sent Event per entry (GET
+// /results/stream); false when the client left.
+func writeResultEvents(w io.Writer, entries []frontend.FeedEntry) bool {
+	buf := make([]byte, 0, min(len(entries)*200, feedWriteChunk+1024))
+	for _, e := range entries {
+		buf = append(buf, "id: "...)
+		buf, _ = e.Cursor.AppendText(buf)
+		buf = append(buf, "\nevent: result\ndata: "...)
+		buf = append(appendResultLine(buf, e), "\n\n"...)
+		if len(buf) >= feedWriteChunk {
+			if _, err := w.Write(buf); err != nil {
+				return false
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 {
+		if _, err := w.Write(buf); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func resultLine(e frontend.FeedEntry) ResultLine {
