@@ -80,6 +80,62 @@ func (x *WorkAccepted) GetAtUnixNano() int64 {
 	return 0
 }
 
+// WorksAccepted: the works of one WorkBatch accepted together, in order:
+// the same as a WorkAccepted for each at at_unix_nano, in one journal record
+// (a batch of a thousand jobs writes one row, or a few, not a thousand).
+// Only the master writes it, for batches; an older master cannot replay it.
+type WorksAccepted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Works         []*Work                `protobuf:"bytes,1,rep,name=works,proto3" json:"works,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorksAccepted) Reset() {
+	*x = WorksAccepted{}
+	mi := &file_master_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorksAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorksAccepted) ProtoMessage() {}
+
+func (x *WorksAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorksAccepted.ProtoReflect.Descriptor instead.
+func (*WorksAccepted) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WorksAccepted) GetWorks() []*Work {
+	if x != nil {
+		return x.Works
+	}
+	return nil
+}
+
+func (x *WorksAccepted) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
 // WorkStarted: a pending work was handed to a worker (one more attempt).
 type WorkStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -92,7 +148,7 @@ type WorkStarted struct {
 
 func (x *WorkStarted) Reset() {
 	*x = WorkStarted{}
-	mi := &file_master_proto_msgTypes[1]
+	mi := &file_master_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -104,7 +160,7 @@ func (x *WorkStarted) String() string {
 func (*WorkStarted) ProtoMessage() {}
 
 func (x *WorkStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[1]
+	mi := &file_master_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -117,7 +173,7 @@ func (x *WorkStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkStarted.ProtoReflect.Descriptor instead.
 func (*WorkStarted) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{1}
+	return file_master_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WorkStarted) GetWorkId() string {
@@ -155,7 +211,7 @@ type WorksStarted struct {
 
 func (x *WorksStarted) Reset() {
 	*x = WorksStarted{}
-	mi := &file_master_proto_msgTypes[2]
+	mi := &file_master_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +223,7 @@ func (x *WorksStarted) String() string {
 func (*WorksStarted) ProtoMessage() {}
 
 func (x *WorksStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[2]
+	mi := &file_master_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +236,7 @@ func (x *WorksStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorksStarted.ProtoReflect.Descriptor instead.
 func (*WorksStarted) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{2}
+	return file_master_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorksStarted) GetWorkIds() []string {
@@ -220,7 +276,7 @@ type WorkCompleted struct {
 
 func (x *WorkCompleted) Reset() {
 	*x = WorkCompleted{}
-	mi := &file_master_proto_msgTypes[3]
+	mi := &file_master_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -232,7 +288,7 @@ func (x *WorkCompleted) String() string {
 func (*WorkCompleted) ProtoMessage() {}
 
 func (x *WorkCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[3]
+	mi := &file_master_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -245,7 +301,7 @@ func (x *WorkCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkCompleted.ProtoReflect.Descriptor instead.
 func (*WorkCompleted) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{3}
+	return file_master_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WorkCompleted) GetWorkId() string {
@@ -303,7 +359,7 @@ type WorkerFailed struct {
 
 func (x *WorkerFailed) Reset() {
 	*x = WorkerFailed{}
-	mi := &file_master_proto_msgTypes[4]
+	mi := &file_master_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +371,7 @@ func (x *WorkerFailed) String() string {
 func (*WorkerFailed) ProtoMessage() {}
 
 func (x *WorkerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[4]
+	mi := &file_master_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +384,7 @@ func (x *WorkerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerFailed.ProtoReflect.Descriptor instead.
 func (*WorkerFailed) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{4}
+	return file_master_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkerFailed) GetWorkId() string {
@@ -403,7 +459,7 @@ type WorkerTimedOut struct {
 
 func (x *WorkerTimedOut) Reset() {
 	*x = WorkerTimedOut{}
-	mi := &file_master_proto_msgTypes[5]
+	mi := &file_master_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +471,7 @@ func (x *WorkerTimedOut) String() string {
 func (*WorkerTimedOut) ProtoMessage() {}
 
 func (x *WorkerTimedOut) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[5]
+	mi := &file_master_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +484,7 @@ func (x *WorkerTimedOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTimedOut.ProtoReflect.Descriptor instead.
 func (*WorkerTimedOut) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{5}
+	return file_master_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WorkerTimedOut) GetWorkId() string {
@@ -487,7 +543,7 @@ type WorkExpired struct {
 
 func (x *WorkExpired) Reset() {
 	*x = WorkExpired{}
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +555,7 @@ func (x *WorkExpired) String() string {
 func (*WorkExpired) ProtoMessage() {}
 
 func (x *WorkExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[6]
+	mi := &file_master_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +568,7 @@ func (x *WorkExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkExpired.ProtoReflect.Descriptor instead.
 func (*WorkExpired) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{6}
+	return file_master_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WorkExpired) GetWorkId() string {
@@ -554,7 +610,7 @@ type WaiterDetached struct {
 
 func (x *WaiterDetached) Reset() {
 	*x = WaiterDetached{}
-	mi := &file_master_proto_msgTypes[7]
+	mi := &file_master_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +622,7 @@ func (x *WaiterDetached) String() string {
 func (*WaiterDetached) ProtoMessage() {}
 
 func (x *WaiterDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[7]
+	mi := &file_master_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +635,7 @@ func (x *WaiterDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaiterDetached.ProtoReflect.Descriptor instead.
 func (*WaiterDetached) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{7}
+	return file_master_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WaiterDetached) GetWorkId() string {
@@ -601,7 +657,7 @@ type FinishedForgotten struct {
 
 func (x *FinishedForgotten) Reset() {
 	*x = FinishedForgotten{}
-	mi := &file_master_proto_msgTypes[8]
+	mi := &file_master_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +669,7 @@ func (x *FinishedForgotten) String() string {
 func (*FinishedForgotten) ProtoMessage() {}
 
 func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[8]
+	mi := &file_master_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +682,7 @@ func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishedForgotten.ProtoReflect.Descriptor instead.
 func (*FinishedForgotten) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{8}
+	return file_master_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FinishedForgotten) GetBeforeUnixNano() int64 {
@@ -647,7 +703,7 @@ type MasterRecovered struct {
 
 func (x *MasterRecovered) Reset() {
 	*x = MasterRecovered{}
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +715,7 @@ func (x *MasterRecovered) String() string {
 func (*MasterRecovered) ProtoMessage() {}
 
 func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +728,7 @@ func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterRecovered.ProtoReflect.Descriptor instead.
 func (*MasterRecovered) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{9}
+	return file_master_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MasterRecovered) GetAtUnixNano() int64 {
@@ -708,7 +764,7 @@ type WorkEntry struct {
 
 func (x *WorkEntry) Reset() {
 	*x = WorkEntry{}
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +776,7 @@ func (x *WorkEntry) String() string {
 func (*WorkEntry) ProtoMessage() {}
 
 func (x *WorkEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +789,7 @@ func (x *WorkEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkEntry.ProtoReflect.Descriptor instead.
 func (*WorkEntry) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{10}
+	return file_master_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkEntry) GetWork() *Work {
@@ -834,7 +890,7 @@ type MasterSnapshot struct {
 
 func (x *MasterSnapshot) Reset() {
 	*x = MasterSnapshot{}
-	mi := &file_master_proto_msgTypes[11]
+	mi := &file_master_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +902,7 @@ func (x *MasterSnapshot) String() string {
 func (*MasterSnapshot) ProtoMessage() {}
 
 func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[11]
+	mi := &file_master_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +915,7 @@ func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterSnapshot.ProtoReflect.Descriptor instead.
 func (*MasterSnapshot) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{11}
+	return file_master_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MasterSnapshot) GetEntries() []*WorkEntry {
@@ -910,7 +966,7 @@ type PackedMasterSnapshot struct {
 
 func (x *PackedMasterSnapshot) Reset() {
 	*x = PackedMasterSnapshot{}
-	mi := &file_master_proto_msgTypes[12]
+	mi := &file_master_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +978,7 @@ func (x *PackedMasterSnapshot) String() string {
 func (*PackedMasterSnapshot) ProtoMessage() {}
 
 func (x *PackedMasterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[12]
+	mi := &file_master_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +991,7 @@ func (x *PackedMasterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedMasterSnapshot.ProtoReflect.Descriptor instead.
 func (*PackedMasterSnapshot) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{12}
+	return file_master_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PackedMasterSnapshot) GetSnapshot() *MasterSnapshot {
@@ -953,6 +1009,10 @@ const file_master_proto_rawDesc = "" +
 	"work.proto\"\\\n" +
 	"\fWorkAccepted\x12*\n" +
 	"\x04work\x18\x01 \x01(\v2\x16.foreman.messages.WorkR\x04work\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
+	"atUnixNano\"_\n" +
+	"\rWorksAccepted\x12,\n" +
+	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
 	"atUnixNano\"e\n" +
 	"\vWorkStarted\x12\x17\n" +
@@ -1039,37 +1099,39 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_master_proto_goTypes = []any{
 	(*WorkAccepted)(nil),         // 0: foreman.messages.WorkAccepted
-	(*WorkStarted)(nil),          // 1: foreman.messages.WorkStarted
-	(*WorksStarted)(nil),         // 2: foreman.messages.WorksStarted
-	(*WorkCompleted)(nil),        // 3: foreman.messages.WorkCompleted
-	(*WorkerFailed)(nil),         // 4: foreman.messages.WorkerFailed
-	(*WorkerTimedOut)(nil),       // 5: foreman.messages.WorkerTimedOut
-	(*WorkExpired)(nil),          // 6: foreman.messages.WorkExpired
-	(*WaiterDetached)(nil),       // 7: foreman.messages.WaiterDetached
-	(*FinishedForgotten)(nil),    // 8: foreman.messages.FinishedForgotten
-	(*MasterRecovered)(nil),      // 9: foreman.messages.MasterRecovered
-	(*WorkEntry)(nil),            // 10: foreman.messages.WorkEntry
-	(*MasterSnapshot)(nil),       // 11: foreman.messages.MasterSnapshot
-	(*PackedMasterSnapshot)(nil), // 12: foreman.messages.PackedMasterSnapshot
-	(*Work)(nil),                 // 13: foreman.messages.Work
-	(WorkStatus)(0),              // 14: foreman.messages.WorkStatus
-	(*WorkHistoryEvent)(nil),     // 15: foreman.messages.WorkHistoryEvent
+	(*WorksAccepted)(nil),        // 1: foreman.messages.WorksAccepted
+	(*WorkStarted)(nil),          // 2: foreman.messages.WorkStarted
+	(*WorksStarted)(nil),         // 3: foreman.messages.WorksStarted
+	(*WorkCompleted)(nil),        // 4: foreman.messages.WorkCompleted
+	(*WorkerFailed)(nil),         // 5: foreman.messages.WorkerFailed
+	(*WorkerTimedOut)(nil),       // 6: foreman.messages.WorkerTimedOut
+	(*WorkExpired)(nil),          // 7: foreman.messages.WorkExpired
+	(*WaiterDetached)(nil),       // 8: foreman.messages.WaiterDetached
+	(*FinishedForgotten)(nil),    // 9: foreman.messages.FinishedForgotten
+	(*MasterRecovered)(nil),      // 10: foreman.messages.MasterRecovered
+	(*WorkEntry)(nil),            // 11: foreman.messages.WorkEntry
+	(*MasterSnapshot)(nil),       // 12: foreman.messages.MasterSnapshot
+	(*PackedMasterSnapshot)(nil), // 13: foreman.messages.PackedMasterSnapshot
+	(*Work)(nil),                 // 14: foreman.messages.Work
+	(WorkStatus)(0),              // 15: foreman.messages.WorkStatus
+	(*WorkHistoryEvent)(nil),     // 16: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
-	13, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
-	13, // 1: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
-	14, // 2: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
-	15, // 3: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
-	10, // 4: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
-	11, // 5: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	14, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
+	14, // 1: foreman.messages.WorksAccepted.works:type_name -> foreman.messages.Work
+	14, // 2: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
+	15, // 3: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
+	16, // 4: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
+	11, // 5: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
+	12, // 6: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -1084,7 +1146,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

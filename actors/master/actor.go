@@ -345,8 +345,10 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 		a.tell(sender, r)
 		return
 	}
-	if ev := a.admit(w); ev != nil {
-		id := ev.GetWork().GetWorkId()
+	at := a.clock.Now().UnixNano()
+	if stored := a.admit(w, at); stored != nil {
+		ev := &messages.WorkAccepted{Work: stored, AtUnixNano: at}
+		id := stored.GetWorkId()
 		a.journal([]proto.Message{ev}, func() {
 			a.state.Release(id)
 			a.releasedWork = true
@@ -390,12 +392,12 @@ func unavailable(msg proto.Message, reason string) proto.Message {
 	return &messages.WorkRejected{WorkId: w.GetWorkId(), Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: reason}
 }
 
-// admit takes a valid submission into the state: it returns the
-// WorkAccepted event to persist, or nil for an id already accepted. The
-// work is known at once (a duplicate is recognised) but handed out only once
-// the event is durable and the caller releases it: a crash can never erase
-// work a worker has run.
-func (a *masterActor) admit(w *messages.Work) *messages.WorkAccepted {
+// admit takes a valid submission into the state as accepted at at: it
+// returns the work as stored, for the WorkAccepted (or WorksAccepted) event
+// to persist, or nil for an id already accepted. The work is known at once
+// (a duplicate is recognised) but handed out only once the event is durable
+// and the caller releases it: a crash can never erase work a worker has run.
+func (a *masterActor) admit(w *messages.Work, at int64) *messages.Work {
 	if a.state.IsAccepted(w.GetWorkId()) {
 		if wp := w.GetWaiter(); wp != nil && a.state.IsFinished(w.GetWorkId()) {
 			// A caller waiting on a job that already finished (a retried
@@ -405,9 +407,9 @@ func (a *masterActor) admit(w *messages.Work) *messages.WorkAccepted {
 		}
 		return nil
 	}
-	ev := &messages.WorkAccepted{Work: messages.StoredWork(w), AtUnixNano: a.clock.Now().UnixNano()}
-	a.state.AcceptHeld(ev)
-	return ev
+	stored := messages.StoredWork(w)
+	a.state.acceptHeld(stored, at)
+	return stored
 }
 
 // AfterDurable implements persistence.AfterDurable: once the work a group

@@ -10,10 +10,11 @@ import (
 // onWorkBatch takes many submissions at once: each is checked and
 // de-duplicated as a single Work would be (an id accepted before, or
 // earlier in the same batch, is acknowledged without a second event), the
-// new WorkAccepted events join the journal in one Persist, and one
-// WorkBatchAck answers the whole batch once they are durable. The journal
-// writes them in one commit unless the batch is larger than the persistence
-// runtime's batch limits (then in a few).
+// new works are recorded as WorksAccepted events (one per groupMaxWorks
+// works or groupMaxBytes of them) in one Persist, and one WorkBatchAck
+// answers the whole batch once they are durable. The journal writes them
+// in one commit unless the batch is larger than the persistence runtime's
+// batch limits (then in a few).
 func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 	sender := c.Sender()
 	if a.holdWhileRecovering(b, sender) {
@@ -21,8 +22,11 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 	}
 	works := b.GetWorks()
 	out := make([]*messages.BatchOutcome, len(works))
+	at := a.clock.Now().UnixNano()
 	var (
 		events []proto.Message
+		group  *messages.WorksAccepted
+		size   int
 		ids    []string
 	)
 	for i, w := range works {
@@ -31,10 +35,18 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 			continue
 		}
 		out[i] = &messages.BatchOutcome{WorkId: w.GetWorkId(), Accepted: true}
-		if ev := a.admit(w); ev != nil {
-			events = append(events, ev)
-			ids = append(ids, w.GetWorkId())
+		stored := a.admit(w, at)
+		if stored == nil {
+			continue
 		}
+		n := storedSize(stored)
+		if group == nil || len(group.Works) == groupMaxWorks || size+n > groupMaxBytes {
+			group, size = &messages.WorksAccepted{AtUnixNano: at}, 0
+			events = append(events, group)
+		}
+		group.Works = append(group.Works, stored)
+		size += n
+		ids = append(ids, stored.GetWorkId())
 	}
 	if len(events) > 0 {
 		a.journal(events, func() {
@@ -45,4 +57,19 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 		})
 	}
 	a.rt.Reply(sender, &messages.WorkBatchAck{Outcomes: out})
+}
+
+// Bounds of one WorksAccepted: far below the persistence runtime's group
+// commit (persistence.DefaultMaxBatchBytes) and a journal row's size, and
+// small enough that a feed read scanning past one decodes little it does
+// not need.
+const (
+	groupMaxWorks = 1024
+	groupMaxBytes = 256 << 10
+)
+
+// storedSize is about the encoded size of a stored work: its strings and
+// payload, and a little for the tags and numbers.
+func storedSize(w *messages.Work) int {
+	return len(w.GetWorkId()) + len(w.GetJobType()) + len(w.GetPayload()) + 32
 }

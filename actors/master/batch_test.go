@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -65,13 +66,23 @@ func TestWorkBatch(t *testing.T) {
 				require.True(t, o.GetAccepted(), o.GetWorkId())
 			}
 		}
-		accepted := 0
+		var accepted []string
+		groups := 0
 		for _, ev := range events(t, b.mem)[before:] {
-			if _, ok := ev.(*messages.WorkAccepted); ok {
-				accepted++
+			switch g := ev.(type) {
+			case *messages.WorksAccepted:
+				groups++
+				for _, w := range g.GetWorks() {
+					accepted = append(accepted, w.GetWorkId())
+				}
+			case *messages.WorkAccepted:
+				t.Fatalf("a batch's work recorded alone: %s", g.GetWork().GetWorkId())
 			}
 		}
-		require.Equal(t, 499, accepted, "b-0..b-499 once each; b-3 was accepted before, b-7 is repeated")
+		require.Equal(t, 1, groups, "the batch's new works are one WorksAccepted record")
+		require.Len(t, accepted, 499, "b-0..b-499 once each; b-3 was accepted before, b-7 is repeated")
+		require.Equal(t, "b-0", accepted[0], "in the batch's order")
+		require.Equal(t, "b-499", accepted[498])
 		testkit.ExpectMsgType[*messages.WorkIsReady](b.worker, testkit.Timeout())
 		b.worker.ExpectNoMsg(50 * time.Millisecond) // one WorkIsReady for the whole batch
 		require.Equal(t, int64(499), b.status(t).GetPending())
@@ -108,6 +119,49 @@ func TestWorkBatch(t *testing.T) {
 		for _, o := range ack.GetOutcomes() {
 			require.True(t, o.GetAccepted(), o.GetWorkId())
 		}
+	})
+
+	t.Run("LargeBatchesInGroupsSnapshottedByWorks", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, master.WithMaxPayload(200_000), master.WithSnapshotEvery(2000))
+		groupSizes := func(evs []any) []int {
+			var n []int
+			for _, ev := range evs {
+				if g, ok := ev.(*messages.WorksAccepted); ok {
+					n = append(n, len(g.GetWorks()))
+				}
+			}
+			return n
+		}
+		b.front.Request(b.master, &messages.WorkBatch{Works: batchOf(0, 2500)})
+		testkit.ExpectMsgType[*messages.WorkBatchAck](b.front, testkit.Timeout())
+		require.Equal(t, []int{1024, 1024, 452}, groupSizes(events(t, b.mem)), "at most 1024 works a record")
+		// 3 records but 2500 works: past WithSnapshotEvery, and as many as
+		// the state holds, so the busy policy takes the snapshot.
+		require.Eventually(t, func() bool {
+			snap, ok, err := b.mem.LoadSnapshot(context.Background(), master.DefaultStream)
+			return err == nil && ok && snap.Seq >= 3
+		}, testkit.Timeout(), 5*time.Millisecond, "the grouped works count toward the snapshot")
+
+		big := make([]*messages.Work, 5)
+		for i := range big {
+			big[i] = &messages.Work{WorkId: fmt.Sprint("big-", i), JobType: "square", Payload: []byte(strings.Repeat("7", 100_000))}
+		}
+		before := len(events(t, b.mem))
+		b.front.Request(b.master, &messages.WorkBatch{Works: big})
+		testkit.ExpectMsgType[*messages.WorkBatchAck](b.front, testkit.Timeout())
+		require.Equal(t, []int{2, 2, 1}, groupSizes(events(t, b.mem)[before:]), "at most 256 KiB of works a record")
+
+		require.NoError(t, b.sys.Root.StopFuture(b.master).Wait())
+		b.master = b.start(t)
+		require.Equal(t, int64(2505), b.status(t).GetPending())
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_ACCEPTED, b.workStatus(t, "b-2499").GetStatus())
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_ACCEPTED, b.workStatus(t, "big-4").GetStatus())
+		b.register(t, b.worker, "w1")
+		testkit.ExpectMsgType[*messages.WorkIsReady](b.worker, testkit.Timeout())
+		got := b.requestWork(t, b.worker, "w1", 3)
+		require.Equal(t, []string{"b-0", "b-1", "b-2"}, []string{got[0].GetWorkId(), got[1].GetWorkId(), got[2].GetWorkId()},
+			"replayed in the batch's order")
 	})
 
 	t.Run("TurnedAwayWhenTheStashIsFull", func(t *testing.T) {

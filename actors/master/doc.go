@@ -55,7 +55,10 @@
 // next write carries them: a short job's start and completion then share one
 // commit instead of waiting for two fsyncs in turn. Answers that show the
 // state write what is held first. Results that a worker reports together
-// (WorkIsDoneBatch) are one write and one AckBatch. An append
+// (WorkIsDoneBatch) are one write and one AckBatch. The new works of a
+// WorkBatch are one record too (WorksAccepted, at most groupMaxWorks works or
+// groupMaxBytes of them), which counts as its works toward the snapshot
+// interval (persistence.Weigher). An append
 // fenced by a newer activation stops the master; any other append error
 // drops the unconfirmed state and re-reads the journal, as a restart would,
 // so nothing unconfirmed is ever acknowledged.

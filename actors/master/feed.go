@@ -35,8 +35,9 @@ const (
 	// MaxFeedWait caps how long a ReadResults is held for a result.
 	MaxFeedWait = 5 * time.Minute
 	// feedScanFactor bounds the events one read scans per entry asked for
-	// (at least feedMinScan): a read over a stretch without finishing events
-	// returns early with an advanced cursor rather than scan the journal.
+	// (at least feedMinScan; a WorksAccepted counts as its works): a read
+	// over a stretch without finishing events returns early with an
+	// advanced cursor rather than scan the journal.
 	feedScanFactor = 8
 	feedMinScan    = 4096
 	// maxFeedReaders bounds the reads in flight; more are answered busy.
@@ -259,6 +260,9 @@ func ReadFeed(ctx context.Context, j persistence.Journal, stream string, afterSe
 		}
 		page.NextSeq = ev.Seq
 		scanned++
+		if g, ok := ev.Msg.(*messages.WorksAccepted); ok {
+			scanned += len(g.GetWorks()) - 1 // decoded as many works
+		}
 		if len(page.Entries) >= limit || scanned >= max(feedScanFactor*limit, feedMinScan) {
 			return errFeedStop
 		}

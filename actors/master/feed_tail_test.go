@@ -105,3 +105,34 @@ func TestFeedTailTrims(t *testing.T) {
 	require.Equal(t, first, p.GetEntries()[0].GetSeq())
 	require.Equal(t, first+3, p.GetNextSeq())
 }
+
+// TestReadFeedCountsGroupedWorks: a read scanning past WorksAccepted records
+// counts their works toward its scan bound, so it stops after about as many
+// works as it would scan one record each, with an advanced cursor.
+func TestReadFeedCountsGroupedWorks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	epoch, _, err := mem.AcquireEpoch(ctx, "s")
+	require.NoError(t, err)
+	var stored []persistence.Event
+	for g := range 5 {
+		ws := &messages.WorksAccepted{}
+		for i := range 1024 {
+			ws.Works = append(ws.Works, &messages.Work{WorkId: fmt.Sprint("g", g, "-", i), JobType: "square"})
+		}
+		stored = append(stored, persistence.Event{Seq: int64(g + 1), Msg: ws})
+	}
+	stored = append(stored, persistence.Event{Seq: 6, Msg: &messages.WorkCompleted{WorkId: "g0-0", Result: []byte("1")}})
+	require.NoError(t, mem.Append(ctx, "s", epoch, stored))
+
+	page, err := ReadFeed(ctx, mem, "s", 0, 6, 1)
+	require.NoError(t, err)
+	require.Empty(t, page.GetEntries(), "4 x 1024 works scanned reach the bound (feedMinScan) before the result")
+	require.Equal(t, int64(4), page.GetNextSeq())
+	page, err = ReadFeed(ctx, mem, "s", page.GetNextSeq(), 6, 1)
+	require.NoError(t, err)
+	require.Len(t, page.GetEntries(), 1, "the next read goes on from there")
+	require.Equal(t, int64(6), page.GetNextSeq())
+}

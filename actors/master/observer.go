@@ -58,7 +58,7 @@ func (a *masterActor) observeDurable(events []proto.Message) func() {
 	if a.cfg.observer == nil {
 		return nil
 	}
-	events = expandStarts(events)
+	events = expandGroups(events)
 	types := make([]string, len(events))
 	for i, ev := range events {
 		types[i] = a.jobTypeOf(ev)
@@ -70,14 +70,18 @@ func (a *masterActor) observeDurable(events []proto.Message) func() {
 	}
 }
 
-// expandStarts returns events with each WorksStarted replaced by the
-// WorkStarted of each of its works, so that an observer sees one hand-out
-// per work whatever the journal record; events itself when it has none.
-func expandStarts(events []proto.Message) []proto.Message {
+// expandGroups returns events with each WorksStarted replaced by the
+// WorkStarted of each of its works, and each WorksAccepted by the
+// WorkAccepted of each, so that an observer sees one event per work
+// whatever the journal record; events itself when it has none.
+func expandGroups(events []proto.Message) []proto.Message {
 	n, found := len(events), false
 	for _, ev := range events {
-		if ws, ok := ev.(*messages.WorksStarted); ok {
-			n, found = n+len(ws.GetWorkIds())-1, true
+		switch g := ev.(type) {
+		case *messages.WorksStarted:
+			n, found = n+len(g.GetWorkIds())-1, true
+		case *messages.WorksAccepted:
+			n, found = n+len(g.GetWorks())-1, true
 		}
 	}
 	if !found {
@@ -85,13 +89,17 @@ func expandStarts(events []proto.Message) []proto.Message {
 	}
 	out := make([]proto.Message, 0, n)
 	for _, ev := range events {
-		ws, ok := ev.(*messages.WorksStarted)
-		if !ok {
+		switch g := ev.(type) {
+		case *messages.WorksStarted:
+			for _, id := range g.GetWorkIds() {
+				out = append(out, &messages.WorkStarted{WorkId: id, WorkerId: g.GetWorkerId(), AtUnixNano: g.GetAtUnixNano()})
+			}
+		case *messages.WorksAccepted:
+			for _, w := range g.GetWorks() {
+				out = append(out, &messages.WorkAccepted{Work: w, AtUnixNano: g.GetAtUnixNano()})
+			}
+		default:
 			out = append(out, ev)
-			continue
-		}
-		for _, id := range ws.GetWorkIds() {
-			out = append(out, &messages.WorkStarted{WorkId: id, WorkerId: ws.GetWorkerId(), AtUnixNano: ws.GetAtUnixNano()})
 		}
 	}
 	return out

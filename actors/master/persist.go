@@ -100,6 +100,17 @@ func restoredSize(msg proto.Message) snapshotSize {
 
 func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(ev.Msg) }
 
+// EventWeight implements persistence.Weigher: each work of a WorksAccepted
+// counts as an event, since replay accepts each (the snapshot policy below
+// then bounds replay in works, as before batches were grouped). A
+// WorksStarted counts one: replaying a hand-out costs next to nothing.
+func (a *masterActor) EventWeight(msg proto.Message) int {
+	if g, ok := msg.(*messages.WorksAccepted); ok {
+		return len(g.GetWorks())
+	}
+	return 1
+}
+
 // The snapshot policy. A snapshot costs in proportion to the works the
 // state holds (built on the master's goroutine, which blocks every caller
 // while it runs, then written off it in one journal transaction that the
@@ -114,7 +125,8 @@ func (a *masterActor) Replay(ev persistence.Event) error { return a.state.Apply(
 // its p99 (BENCHMARKS.md, "Issue 17 on a faster machine").
 // Once idle for a fence-check interval (persistence.IdleSnapshotter), it
 // takes one already at a sixteenth: after a burst of submissions, the master
-// has the time, and a restart then replays next to nothing.
+// has the time, and a restart then replays next to nothing. Each work of a
+// WorksAccepted counts as an event (EventWeight).
 const (
 	busySnapshotDivisor = 1
 	idleSnapshotDivisor = 16

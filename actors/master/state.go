@@ -158,7 +158,11 @@ func NewWorkState() *WorkState {
 func (s *WorkState) Apply(ev proto.Message) error {
 	switch ev := ev.(type) {
 	case *messages.WorkAccepted:
-		s.applyAccepted(ev)
+		s.accept(ev.GetWork(), ev.GetAtUnixNano(), false)
+	case *messages.WorksAccepted:
+		for _, w := range ev.GetWorks() {
+			s.accept(w, ev.GetAtUnixNano(), false)
+		}
 	case *messages.WorkStarted:
 		s.applyStarted(ev.GetWorkId(), ev.GetWorkerId(), ev.GetAtUnixNano())
 	case *messages.WorksStarted:
@@ -201,7 +205,12 @@ func (s *WorkState) Apply(ev proto.Message) error {
 // twice) but NextReady does not hand it out until Release, which the master
 // calls once the event is durable. It keeps its place in the FIFO order.
 // Replay applies WorkAccepted with Apply, which releases at once.
-func (s *WorkState) AcceptHeld(ev *messages.WorkAccepted) { s.accept(ev, true) }
+func (s *WorkState) AcceptHeld(ev *messages.WorkAccepted) {
+	s.accept(ev.GetWork(), ev.GetAtUnixNano(), true)
+}
+
+// acceptHeld is AcceptHeld of one work of a WorksAccepted at at.
+func (s *WorkState) acceptHeld(w *messages.Work, at int64) { s.accept(w, at, true) }
 
 // Release makes held work id available to NextReady (see AcceptHeld). It does
 // nothing for work that is not held.
@@ -217,10 +226,9 @@ func (s *WorkState) Release(id string) {
 	}
 }
 
-func (s *WorkState) applyAccepted(ev *messages.WorkAccepted) { s.accept(ev, false) }
-
-func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
-	w := ev.GetWork()
+// accept applies the acceptance of w at at (a WorkAccepted, or one work of
+// a WorksAccepted); held: see AcceptHeld.
+func (s *WorkState) accept(w *messages.Work, at int64, held bool) {
 	if w.GetWorkId() == "" {
 		return
 	}
@@ -234,13 +242,13 @@ func (s *WorkState) accept(ev *messages.WorkAccepted, held bool) {
 		old.gone = true // replaced: its ref in the finished FIFO is stale
 		old.unplain()
 		e.setHistory(old.history()) // a re-submission continues its history
-		e.record(histEvent{kind: histAccepted, at: ev.GetAtUnixNano()})
+		e.record(histEvent{kind: histAccepted, at: at})
 	} else {
 		e.plain = true // accepted at readyAt
 	}
 	s.entries[e.id] = e
 	s.acceptedTotal++
-	e.readyAt = ev.GetAtUnixNano()
+	e.readyAt = at
 	e.order = s.nextOrder
 	s.nextOrder++
 	if held {

@@ -31,9 +31,15 @@ func genEvents(data []byte) []proto.Message {
 		id := fmt.Sprintf("w%d", arg%12)
 		worker := fmt.Sprintf("k%d", arg%3)
 		switch op {
-		case 0, 1:
+		case 0:
 			w := &messages.Work{WorkId: id, JobType: types[arg%2], Payload: []byte{byte(arg)}}
 			emit(&messages.WorkAccepted{Work: w, AtUnixNano: now.UnixNano()})
+		case 1: // a batch: one WorksAccepted, an id in it maybe twice
+			g := &messages.WorksAccepted{AtUnixNano: now.UnixNano()}
+			for k := range 1 + arg%4 {
+				g.Works = append(g.Works, &messages.Work{WorkId: fmt.Sprintf("w%d", (arg+k*5)%12), JobType: types[(arg+k)%2], Payload: []byte{byte(k)}})
+			}
+			emit(g)
 		case 2:
 			if w := s.NextReady(now, nil); w != nil {
 				emit(&messages.WorkStarted{WorkId: w.GetWorkId(), WorkerId: worker, AtUnixNano: now.UnixNano()})

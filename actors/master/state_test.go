@@ -426,14 +426,21 @@ func TestDispatchJournalsOneWorksStarted(t *testing.T) {
 	require.Equal(t, messages.WorkStatus_WORK_STATUS_DEAD, replayed.Status("x").GetStatus())
 }
 
-// An observer is told one WorkStarted per work, whatever the record.
-func TestExpandStartsForTheObserver(t *testing.T) {
+// An observer is told one WorkStarted and one WorkAccepted per work,
+// whatever the record.
+func TestExpandGroupsForTheObserver(t *testing.T) {
 	t.Parallel()
 	plain := []proto.Message{started("a", "k", 0), completed("a", "k", "r", time.Second)}
-	require.Equal(t, plain, expandStarts(plain), "nothing to expand: the same events")
-	got := expandStarts([]proto.Message{
+	require.Equal(t, plain, expandGroups(plain), "nothing to expand: the same events")
+	w1 := &messages.Work{WorkId: "w1", JobType: "sq", Payload: []byte("1")}
+	w2 := &messages.Work{WorkId: "w2", JobType: "sq", Payload: []byte("2")}
+	got := expandGroups([]proto.Message{
+		&messages.WorksAccepted{Works: []*messages.Work{w1, w2}, AtUnixNano: at(0)},
 		&messages.WorksStarted{WorkIds: []string{"b", "c"}, WorkerId: "k", AtUnixNano: at(0)},
 		completed("a", "k", "r", time.Second),
 	})
-	require.Equal(t, []proto.Message{started("b", "k", 0), started("c", "k", 0), completed("a", "k", "r", time.Second)}, got)
+	require.Equal(t, []proto.Message{
+		&messages.WorkAccepted{Work: w1, AtUnixNano: at(0)}, &messages.WorkAccepted{Work: w2, AtUnixNano: at(0)},
+		started("b", "k", 0), started("c", "k", 0), completed("a", "k", "r", time.Second),
+	}, got)
 }

@@ -43,6 +43,17 @@ type IdleSnapshotter interface {
 	IdleSnapshot(since int) (msg proto.Message, ok bool)
 }
 
+// Weigher is implemented by a Handler whose events differ in what they cost
+// to replay: an event that records several facts at once (the acceptance of
+// a batch of works, say) counts as that many toward WithSnapshotEvery and
+// the since given to Snapshot and IdleSnapshot, so that grouping events does
+// not let recovery replay more than the snapshot interval promises. Without
+// it every event counts one.
+type Weigher interface {
+	// EventWeight returns how many events msg counts as (at least 1).
+	EventWeight(msg proto.Message) int
+}
+
 // RecoveryMarker is implemented by a Handler whose every activation journals
 // an event when it has recovered. The event is replayed to the Handler like
 // any other. With WithFenceCheck, an older activation that sees an event it
@@ -133,6 +144,7 @@ type Runtime struct {
 	// Set by Start.
 	h           Handler
 	marker      RecoveryMarker
+	weigher     Weigher
 	after       AfterDurable
 	onRecovered func(c actor.Context)
 	log         *slog.Logger
@@ -291,6 +303,7 @@ func New(j Journal, stream string, opts ...Option) (*Runtime, error) {
 func (r *Runtime) Start(c actor.Context, h Handler, onRecovered func(c actor.Context)) {
 	r.h, r.onRecovered = h, onRecovered
 	r.marker, _ = h.(RecoveryMarker)
+	r.weigher, _ = h.(Weigher)
 	r.after, _ = h.(AfterDurable)
 	r.root, r.self = c.ActorSystem().Root, c.Self()
 	r.log = r.cfg.logger
@@ -573,12 +586,13 @@ func (r *Runtime) load() error {
 	if err := r.h.Reset(from); err != nil {
 		return fmt.Errorf("%w: stream %q: snapshot at seq %d: %w", ErrRecovery, r.stream, seq, err)
 	}
-	snapSeq := seq
+	snapSeq, extra := seq, 0 // extra: the replayed events' weight beyond one each
 	err = r.j.Load(ctx, r.stream, seq+1, func(ev Event) error {
 		if ev.Seq != seq+1 {
 			return fmt.Errorf("%w: stream %q: event %d follows %d (a gap)", ErrRecovery, r.stream, ev.Seq, seq)
 		}
 		seq = ev.Seq
+		extra += r.weightOf(ev.Msg) - 1
 		return r.h.Replay(ev)
 	})
 	if err != nil {
@@ -600,8 +614,17 @@ func (r *Runtime) load() error {
 	r.epoch = epoch
 	r.durableSeq = seq
 	r.nextSeq = seq + 1
-	r.sinceSnap = int(seq - snapSeq)
+	r.sinceSnap = int(seq-snapSeq) + extra
 	return nil
+}
+
+// weightOf returns how many events msg counts as toward a snapshot (see
+// Weigher).
+func (r *Runtime) weightOf(msg proto.Message) int {
+	if r.weigher == nil {
+		return 1
+	}
+	return max(r.weigher.EventWeight(msg), 1)
 }
 
 // fenced stops the actor at once, without writing the open batch: another
@@ -660,7 +683,13 @@ func (r *Runtime) flush() {
 		}
 		r.root.Send(r.self, &appendDone{rt: r, gen: gen, lastSeq: last, err: err})
 	})
-	r.sinceSnap += len(b.events)
+	if r.weigher == nil {
+		r.sinceSnap += len(b.events)
+	} else {
+		for _, ev := range b.events {
+			r.sinceSnap += r.weightOf(ev.Msg)
+		}
+	}
 	r.flushedSinceTick = true
 	if r.cfg.snapshotEvery > 0 && r.sinceSnap >= r.cfg.snapshotEvery && r.pendingSnap == nil && !r.snapInFlight {
 		if msg, ok := r.h.Snapshot(r.sinceSnap); ok {
