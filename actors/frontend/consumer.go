@@ -106,7 +106,11 @@ func (r *consumer) consume(m *messages.WorkResult) {
 		return
 	}
 	r.stats.Consumed++
-	r.log.Info("Consumed result", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "result", string(m.GetResult()))
+	if r.log.Enabled(context.Background(), slog.LevelInfo) {
+		// Checked first: the arguments (a copy of the result, boxed
+		// values) cost an allocation each for every result otherwise.
+		r.log.Info("Consumed result", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "result", string(m.GetResult()))
+	}
 	if r.cfg.onResult != nil {
 		r.cfg.onResult(m)
 	}
