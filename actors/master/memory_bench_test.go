@@ -62,3 +62,29 @@ func BenchmarkWorkStateMemory(b *testing.B) {
 	b.ReportMetric(done, "B/done-work")
 	b.ReportMetric(restored, "B/restored-done-work")
 }
+
+// BenchmarkHandOutDeepQueue: handing out a backlog, per work: the head of a
+// queue of 200,000 pending works is found and started (the heap's pop).
+func BenchmarkHandOutDeepQueue(b *testing.B) {
+	const n = 200_000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "w-" + strconv.Itoa(i)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		s := NewWorkState()
+		for i, id := range ids {
+			_ = s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: id, JobType: "sq"}, AtUnixNano: now.UnixNano() + int64(i)})
+		}
+		b.StartTimer()
+		later := now.Add(time.Hour)
+		for range n {
+			e := s.nextReady(later, nil)
+			s.applyStarted(e.id, "k", later.UnixNano())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/work")
+}

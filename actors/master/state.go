@@ -2,7 +2,6 @@ package master
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,35 +32,6 @@ func (e *entry) finished() bool {
 
 // rerunnable: a Work with this id submitted again runs again.
 func (e *entry) rerunnable() bool { return e.status == statusDead || e.status == statusCancelled }
-
-// queue is a min-heap of pending entries by (readyAt, order).
-type queue []*entry
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].readyAt != q[j].readyAt {
-		return q[i].readyAt < q[j].readyAt
-	}
-	return q[i].order < q[j].order
-}
-func (q queue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].heapIdx = int32(i)
-	q[j].heapIdx = int32(j)
-}
-func (q *queue) Push(x any) {
-	e := x.(*entry)
-	e.heapIdx = int32(len(*q))
-	*q = append(*q, e)
-}
-func (q *queue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	e.heapIdx = -1
-	return e
-}
 
 // finishedRef is a finished entry in the retention FIFO. A ref whose entry
 // was re-submitted or forgotten is stale and skipped (live). It points to
@@ -271,14 +241,14 @@ func (s *WorkState) push(e *entry) {
 		q = &queue{}
 		s.queues[e.jobType] = q
 	}
-	heap.Push(q, e)
+	q.push(e)
 	s.counts.Pending++
 }
 
 func (s *WorkState) unqueue(e *entry) {
 	q := s.queues[e.jobType]
-	heap.Remove(q, int(e.heapIdx))
-	if q.Len() == 0 {
+	q.remove(int(e.heapIdx))
+	if len(*q) == 0 {
 		delete(s.queues, e.jobType)
 	}
 	s.counts.Pending--
@@ -568,14 +538,14 @@ func (s *WorkState) WorkerOf(id string) (workerID string, running bool) {
 // PendingIDs returns the pending work ids in hand-out order (ready time, then
 // arrival), across job types.
 func (s *WorkState) PendingIDs() []string {
-	all := make(queue, 0, s.counts.Pending)
+	all := make([]qitem, 0, s.counts.Pending)
 	for _, q := range s.queues {
 		all = append(all, *q...)
 	}
-	sort.Slice(all, func(i, j int) bool { return queue.Less(all, i, j) })
+	sort.Slice(all, func(i, j int) bool { return all[i].before(all[j]) })
 	ids := make([]string, len(all))
-	for i, e := range all {
-		ids[i] = e.id
+	for i, it := range all {
+		ids[i] = it.e.id
 	}
 	return ids
 }
@@ -636,17 +606,17 @@ func (s *WorkState) NextReady(now time.Time, accept func(jobType string) bool) *
 // nextReady is NextReady's entry.
 func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *entry {
 	limit := now.UnixNano()
-	var best *entry
+	var best qitem
 	for jt, q := range s.queues {
 		head := (*q)[0]
 		if head.readyAt > limit || (accept != nil && !accept(jt)) {
 			continue
 		}
-		if best == nil || head.readyAt < best.readyAt || (head.readyAt == best.readyAt && head.order < best.order) {
+		if best.e == nil || head.before(best) {
 			best = head
 		}
 	}
-	return best
+	return best.e
 }
 
 // NextReadyAt returns the earliest ready time after now among the heads of
