@@ -1,0 +1,31 @@
+package frontend
+
+import (
+	"strconv"
+	"testing"
+)
+
+// BenchmarkSeenSetAdd: adding new ids to a full window of 65,536 (the
+// consumer's default), as a result feed does: every add evicts the oldest.
+func BenchmarkSeenSetAdd(b *testing.B) {
+	const window = 1 << 16
+	ids := make([]string, 4*window)
+	for i := range ids {
+		ids[i] = "bench-1764200000-" + strconv.Itoa(i)
+	}
+	s := newSeenSet(window)
+	for _, id := range ids[:window] {
+		s.add(id)
+	}
+	b.ReportAllocs()
+	i := window
+	for b.Loop() {
+		if !s.add(ids[i%len(ids)]) {
+			b.Fatal("a new id was taken for a duplicate")
+		}
+		i++
+		if i%len(ids) == 0 {
+			i += window // skip the ids still in the window
+		}
+	}
+}
