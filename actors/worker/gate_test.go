@@ -153,7 +153,7 @@ func TestWorkerAsksTheCallersWaiter(t *testing.T) {
 		cancel() // the Interest tells the worker it told yes
 		select {
 		case err := <-b.ctxErrs:
-			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, err, worker.ErrCallerGone, "the job learns why")
 		case <-time.After(testkit.Timeout()):
 			t.Fatal("the running job's ctx was not cancelled")
 		}

@@ -30,7 +30,7 @@ type testBundle struct {
 	// release unblocks "block" jobs; started receives their work ids.
 	release chan struct{}
 	started chan string
-	// ctxErrs receives the ctx error a "block" job saw when cancelled.
+	// ctxErrs receives the cause a "block" job's ctx was cancelled with.
 	ctxErrs chan error
 	// stop stops the worker and waits until it has stopped; idempotent.
 	stop func()
@@ -53,7 +53,7 @@ func testRegistry(t *testing.T, b *testBundle) *worker.Registry {
 		case <-b.release:
 			return p, nil
 		case <-ctx.Done():
-			b.ctxErrs <- ctx.Err()
+			b.ctxErrs <- context.Cause(ctx)
 			return nil, ctx.Err()
 		}
 	}))
@@ -388,7 +388,7 @@ func TestWorker(t *testing.T) {
 		require.Equal(t, "r", f.GetWorkId())
 		require.Equal(t, worker.ErrWorkerStopping.Error(), f.GetError())
 		b.master.ExpectMsg(&messages.DeregisterWorker{WorkerId: "w1"}, testkit.Timeout())
-		require.ErrorIs(t, <-b.ctxErrs, context.Canceled)
+		require.ErrorIs(t, <-b.ctxErrs, worker.ErrWorkerStopping, "the job learns why")
 	})
 
 	t.Run("DrainFinishesRunningWorkThenStops", func(t *testing.T) {
