@@ -184,13 +184,10 @@ func (w *workerActor) afterPermit(slot int, m *messages.Work) {
 }
 
 // run hands the work to the slot's executor with a ctx the worker can cancel.
-// The ctx is not a child of the worker's: registering and removing a child
-// per job under the parent's lock was about a twentieth of a worker node's
-// CPU for short jobs. shutdown cancels each running job's ctx itself.
 func (w *workerActor) run(slot int, m *messages.Work) {
 	g := &w.gates[slot]
 	g.phase = phaseRunning
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(w.ctx)
 	g.cancel = cancel
 	w.sys.Root.Send(w.execs[slot], &doWork{work: m, ctx: ctx})
 }

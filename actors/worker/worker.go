@@ -636,11 +636,6 @@ func (w *workerActor) shutdown() {
 	}
 	w.stopped = true
 	w.cancel(ErrWorkerStopping)
-	for i := range w.gates {
-		if g := &w.gates[i]; g.cancel != nil {
-			g.cancel(ErrWorkerStopping) // before endGate's: the first cause counts
-		}
-	}
 	if w.registerTimer != nil {
 		w.registerTimer.Stop()
 	}
