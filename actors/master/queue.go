@@ -18,6 +18,21 @@ func (a qitem) before(b qitem) bool {
 	return a.readyAt < b.readyAt || a.readyAt == b.readyAt && a.order < b.order
 }
 
+// heapOf returns the queue of es, built bottom-up: a restore adds a
+// snapshot's pending works in no useful order, and sifting each one in as it
+// comes cost more than the rest of decoding them.
+func heapOf(es []*entry) *queue {
+	q := make(queue, len(es))
+	for i, e := range es {
+		q[i] = qitem{readyAt: e.readyAt, order: e.order, e: e}
+		e.heapIdx = int32(i)
+	}
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		q.down(i, q[i])
+	}
+	return &q
+}
+
 // push adds e.
 func (q *queue) push(e *entry) {
 	*q = append(*q, qitem{readyAt: e.readyAt, order: e.order, e: e})

@@ -88,6 +88,9 @@ type WorkState struct {
 	counts        Counts
 	// shared holds one copy of each worker id (see share).
 	shared map[string]string
+	// restoring gathers the pending entries of a snapshot by job type while
+	// RestoreWorkState runs; their queues are built at the end (heapOf).
+	restoring map[string][]*entry
 }
 
 // maxShared bounds WorkState.shared; past it the table starts over.
@@ -704,6 +707,8 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 	if len(snap.GetChunks()) > 0 && len(snap.GetEntries()) > 0 {
 		return nil, fmt.Errorf("%w: both entries and chunks", ErrBadSnapshot)
 	}
+	s.restoring = make(map[string][]*entry)
+	defer func() { s.restoring = nil }()
 	if err := s.restoreChunks(snap.GetChunks()); err != nil {
 		return nil, err
 	}
@@ -723,6 +728,9 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 			return nil, err
 		}
 	}
+	for jt, es := range s.restoring {
+		s.queues[jt] = heapOf(es)
+	}
 	return s, nil
 }
 
@@ -736,6 +744,9 @@ func (s *WorkState) restoreEntry(i int, e *entry) error {
 		return fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
 	}
 	switch {
+	case e.pending() && s.restoring != nil:
+		s.restoring[e.jobType] = append(s.restoring[e.jobType], e)
+		s.counts.Pending++
 	case e.pending():
 		s.push(e)
 	case e.status == statusRunning:
