@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
@@ -244,7 +245,7 @@ func ReadFeed(ctx context.Context, j persistence.Journal, stream string, afterSe
 	}
 	page := &messages.ResultsPage{NextSeq: afterSeq}
 	scanned, first := 0, true
-	err := j.Load(ctx, stream, afterSeq+1, func(ev persistence.Event) error {
+	err := loadFinishing(ctx, j, stream, afterSeq+1, func(ev persistence.Event) error {
 		if ev.Seq > upTo {
 			return errFeedStop
 		}
@@ -280,6 +281,26 @@ func ReadFeed(ctx context.Context, j persistence.Journal, stream string, afterSe
 		return page, fmt.Errorf("%w: cursor %d, oldest available %d", ErrFeedGone, afterSeq, page.OldestSeq)
 	}
 	return page, nil
+}
+
+// finishingTypes are the events that may finish a work (finishingID): the
+// only ones a feed read decodes when the journal can leave the others be.
+var finishingTypes = []protoreflect.FullName{
+	(*messages.WorkCompleted)(nil).ProtoReflect().Descriptor().FullName(),
+	(*messages.WorkerFailed)(nil).ProtoReflect().Descriptor().FullName(),
+	(*messages.WorkerTimedOut)(nil).ProtoReflect().Descriptor().FullName(),
+	(*messages.WorkExpired)(nil).ProtoReflect().Descriptor().FullName(),
+}
+
+// loadFinishing loads the events of stream from fromSeq, decoding only the
+// finishing ones when j is a persistence.TypedLoader (the others come with
+// a nil Msg): a reader catching up skips the acceptances, with their
+// payloads, and the hand-outs, two thirds of the events.
+func loadFinishing(ctx context.Context, j persistence.Journal, stream string, fromSeq int64, fn func(persistence.Event) error) error {
+	if tl, ok := j.(persistence.TypedLoader); ok {
+		return tl.LoadTypes(ctx, stream, fromSeq, finishingTypes, fn)
+	}
+	return j.Load(ctx, stream, fromSeq, fn)
 }
 
 // feedEntry returns the feed entry of a finishing event, nil for others.

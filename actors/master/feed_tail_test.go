@@ -106,10 +106,17 @@ func TestFeedTailTrims(t *testing.T) {
 	require.Equal(t, first+3, p.GetNextSeq())
 }
 
-// TestReadFeedCountsGroupedWorks: a read scanning past WorksAccepted records
-// counts their works toward its scan bound, so it stops after about as many
-// works as it would scan one record each, with an advanced cursor.
-func TestReadFeedCountsGroupedWorks(t *testing.T) {
+// plainJournal hides the journal's persistence.TypedLoader: a read decodes
+// every event.
+type plainJournal struct{ persistence.Journal }
+
+// TestReadFeedSkipsOrCountsGroupedWorks: a read from a journal that leaves
+// other events undecoded passes a stretch of WorksAccepted records cheaply
+// and finds the result after them; from one that decodes everything, the
+// records count as their works toward the scan bound, so the read stops
+// after about as many works as it would scan one record each, with an
+// advanced cursor.
+func TestReadFeedSkipsOrCountsGroupedWorks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	mem := journal.NewMemory()
@@ -129,9 +136,15 @@ func TestReadFeedCountsGroupedWorks(t *testing.T) {
 
 	page, err := ReadFeed(ctx, mem, "s", 0, 6, 1)
 	require.NoError(t, err)
-	require.Empty(t, page.GetEntries(), "4 x 1024 works scanned reach the bound (feedMinScan) before the result")
+	require.Len(t, page.GetEntries(), 1, "the records are not decoded: the result is found at once")
+	require.Equal(t, int64(6), page.GetNextSeq())
+
+	plain := plainJournal{mem}
+	page, err = ReadFeed(ctx, plain, "s", 0, 6, 1)
+	require.NoError(t, err)
+	require.Empty(t, page.GetEntries(), "4 x 1024 works decoded reach the bound (feedMinScan) before the result")
 	require.Equal(t, int64(4), page.GetNextSeq())
-	page, err = ReadFeed(ctx, mem, "s", page.GetNextSeq(), 6, 1)
+	page, err = ReadFeed(ctx, plain, "s", page.GetNextSeq(), 6, 1)
 	require.NoError(t, err)
 	require.Len(t, page.GetEntries(), 1, "the next read goes on from there")
 	require.Equal(t, int64(6), page.GetNextSeq())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Sentinel errors callers branch on.
@@ -59,6 +60,15 @@ type LeaseState struct {
 	// journal's clock: the ttl asked for when granted, the other holder's
 	// time left when refused.
 	Remaining time.Duration
+}
+
+// TypedLoader is implemented by a Journal that can leave events of other
+// types undecoded: LoadTypes is Load, except that an event whose message type
+// is not among types reaches fn with a nil Msg (its Seq still shows it is
+// there). A reader that wants a few kinds of event from a long stretch, such
+// as a result feed, skips decoding the rest.
+type TypedLoader interface {
+	LoadTypes(ctx context.Context, stream string, fromSeq int64, types []protoreflect.FullName, fn func(Event) error) error
 }
 
 // Journal stores event streams. Implementations are safe for concurrent use.

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -60,6 +61,16 @@ func encodeEvents(stream string, events []persistence.Event) ([]record, error) {
 
 // decode turns a stored record back into a message through the global
 // protobuf registry.
+// decodeEvent returns the event of r: decoded, or with a nil Msg when types
+// is not nil and r's type is not among them (persistence.TypedLoader).
+func decodeEvent(stream string, r record, types []protoreflect.FullName) (persistence.Event, error) {
+	if types != nil && !slices.Contains(types, protoreflect.FullName(r.name)) {
+		return persistence.Event{Seq: r.seq}, nil
+	}
+	msg, err := decode(stream, r.seq, r.name, r.data)
+	return persistence.Event{Seq: r.seq, Msg: msg}, err
+}
+
 func decode(stream string, seq int64, name string, data []byte) (proto.Message, error) {
 	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(name))
 	if err != nil {

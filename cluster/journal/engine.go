@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
 
@@ -417,6 +419,18 @@ func (e *engine) AppendAsync(stream string, epoch int64, events []persistence.Ev
 
 // Load implements persistence.Journal.
 func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func(persistence.Event) error) error {
+	return e.load(ctx, stream, fromSeq, nil, fn)
+}
+
+var _ persistence.TypedLoader = (*engine)(nil)
+
+// LoadTypes implements persistence.TypedLoader.
+func (e *engine) LoadTypes(ctx context.Context, stream string, fromSeq int64, types []protoreflect.FullName, fn func(persistence.Event) error) error {
+	return e.load(ctx, stream, fromSeq, types, fn)
+}
+
+// load is Load, decoding only the events of types when types is not nil.
+func (e *engine) load(ctx context.Context, stream string, fromSeq int64, types []protoreflect.FullName, fn func(persistence.Event) error) error {
 	if err := checkStream(stream); err != nil {
 		return err
 	}
@@ -425,11 +439,11 @@ func (e *engine) Load(ctx context.Context, stream string, fromSeq int64, fn func
 	}
 	defer e.reads.Done()
 	return loadAll(ctx, e.be, stream, fromSeq, func(r record) error {
-		msg, err := decode(stream, r.seq, r.name, r.data)
+		ev, err := decodeEvent(stream, r, types)
 		if err != nil {
 			return err
 		}
-		return fn(persistence.Event{Seq: r.seq, Msg: msg})
+		return fn(ev)
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
 )
@@ -129,6 +131,18 @@ func (m *Memory) AppendAsync(stream string, epoch int64, events []persistence.Ev
 
 // Load implements persistence.Journal.
 func (m *Memory) Load(ctx context.Context, stream string, fromSeq int64, fn func(persistence.Event) error) error {
+	return m.load(ctx, stream, fromSeq, nil, fn)
+}
+
+var _ persistence.TypedLoader = (*Memory)(nil)
+
+// LoadTypes implements persistence.TypedLoader.
+func (m *Memory) LoadTypes(ctx context.Context, stream string, fromSeq int64, types []protoreflect.FullName, fn func(persistence.Event) error) error {
+	return m.load(ctx, stream, fromSeq, types, fn)
+}
+
+// load is Load, decoding only the events of types when types is not nil.
+func (m *Memory) load(ctx context.Context, stream string, fromSeq int64, types []protoreflect.FullName, fn func(persistence.Event) error) error {
 	if err := checkStream(stream); err != nil {
 		return err
 	}
@@ -153,11 +167,11 @@ func (m *Memory) Load(ctx context.Context, stream string, fromSeq int64, fn func
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msg, err := decode(stream, r.seq, r.name, r.data)
+		ev, err := decodeEvent(stream, r, types)
 		if err != nil {
 			return err
 		}
-		if err := fn(persistence.Event{Seq: r.seq, Msg: msg}); err != nil {
+		if err := fn(ev); err != nil {
 			return err
 		}
 	}

@@ -36,6 +36,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/foreman-actors/foreman/actors/persistence"
@@ -66,6 +67,7 @@ func Run(t *testing.T, open Factory) {
 		{"AppendAndLoad", testAppendLoad},
 		{"LoadFromSeq", testLoadFrom},
 		{"LoadStopsOnCallbackError", testLoadStops},
+		{"LoadTypesLeavesOthersUndecoded", testLoadTypes},
 		{"StreamsAreIndependent", testStreamsIndependent},
 		{"ContiguityFirstAppend", testContiguityFirst},
 		{"ContiguityDuplicateAndGap", testContiguityDupGap},
@@ -214,6 +216,38 @@ func testAppendLoad(t *testing.T, j persistence.Journal) {
 	require.NoError(t, j.Append(ctx(t), s, e, Evs(4, 5)))
 	requireEvents(t, loadAll(t, j, s, 1), 1, 5)
 	require.Empty(t, loadAll(t, j, Stream(t, "other"), 1), "unknown stream loads nothing")
+}
+
+func testLoadTypes(t *testing.T, j persistence.Journal) {
+	tl, ok := j.(persistence.TypedLoader)
+	if !ok {
+		t.Skipf("%T does not implement persistence.TypedLoader", j)
+	}
+	s := Stream(t, "s")
+	e, _ := acquire(t, j, s)
+	evs := []persistence.Event{
+		{Seq: 1, Msg: wrapperspb.String("a")}, {Seq: 2, Msg: wrapperspb.Int64(2)},
+		{Seq: 3, Msg: wrapperspb.String("c")}, {Seq: 4, Msg: wrapperspb.Int64(4)},
+	}
+	require.NoError(t, j.Append(ctx(t), s, e, evs))
+	wanted := []protoreflect.FullName{(&wrapperspb.Int64Value{}).ProtoReflect().Descriptor().FullName()}
+	var got []persistence.Event
+	require.NoError(t, tl.LoadTypes(ctx(t), s, 2, wanted, func(ev persistence.Event) error {
+		got = append(got, ev)
+		return nil
+	}))
+	require.Len(t, got, 3, "every event from seq 2 is passed, decoded or not")
+	for i, ev := range got {
+		require.Equal(t, int64(i+2), ev.Seq)
+		if ev.Seq%2 == 0 {
+			require.True(t, proto.Equal(evs[ev.Seq-1].Msg, ev.Msg), "seq %d decoded", ev.Seq)
+		} else {
+			require.Nil(t, ev.Msg, "seq %d is of another type: not decoded", ev.Seq)
+		}
+	}
+	all := loadAll(t, j, s, 1)
+	require.Len(t, all, 4)
+	require.True(t, proto.Equal(evs[2].Msg, all[2].Msg), "Load still decodes every event")
 }
 
 func testLoadFrom(t *testing.T, j persistence.Journal) {
