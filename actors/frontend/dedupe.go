@@ -57,11 +57,19 @@ func (s *seenSet) add(id string) bool {
 		s.ring[ref] = seenID{id: id, hash: h}
 		s.next = (s.next + 1) % len(s.ring)
 		// The removal may have shifted the probe run that ended at i.
-		for i = h & s.mask; s.slots[i].ref != 0; i = (i + 1) & s.mask {
-		}
+		i = s.freeSlot(h)
 	}
 	s.slots[i] = seenSlot{hash: h, ref: int32(ref + 1)}
 	return true
+}
+
+// freeSlot returns the first empty slot of the probe run from h's home.
+func (s *seenSet) freeSlot(h uint64) uint64 {
+	i := h & s.mask
+	for s.slots[i].ref != 0 {
+		i = (i + 1) & s.mask
+	}
+	return i
 }
 
 // remove takes ring entry ref out of the table, moving back the entries

@@ -91,7 +91,7 @@ func appendPlain(dst []byte, s string) ([]byte, bool) {
 
 // htmlSafe reports whether b has none of the bytes Marshal escapes in a
 // json.RawMessage (<, > and &).
-func htmlSafe(b []byte) bool { return bytes.IndexAny(b, "<>&") < 0 }
+func htmlSafe(b []byte) bool { return !bytes.ContainsAny(b, "<>&") }
 
 // resultLineKeys are the keys of a line in the order appendResultLine writes
 // them; the scanner takes no other order.
