@@ -61,8 +61,8 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 
 // Bounds of one WorksAccepted: far below the persistence runtime's group
 // commit (persistence.DefaultMaxBatchBytes) and a journal row's size, and
-// small enough that a feed read scanning past one decodes little it does
-// not need.
+// small enough that a feed read from a journal that decodes every event (no
+// persistence.TypedLoader) decodes little it does not need past one.
 const (
 	groupMaxWorks = 1024
 	groupMaxBytes = 256 << 10
