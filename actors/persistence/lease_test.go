@@ -272,6 +272,11 @@ func TestRuntimeLease(t *testing.T) {
 		// The second takes it; the first's last-chance renewal fails too.
 		second.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
 		require.Equal(t, []string{"a"}, b.keys(t, second.pid))
+		// A question behind the first's expiry in its mailbox: once it is
+		// answered, the last chance's deadline (T0+400) is armed. Without
+		// it a loaded machine advanced the clock on other timers first, and
+		// that deadline fell at T0+500, which never came.
+		require.Equal(t, "running", b.phase(t, first.pid), "on its last chance")
 		b.advance(t, 4, step) // T0+400: the last chance is over
 		b.client.ExpectTerminated(first.pid, testkit.Timeout())
 	})
