@@ -13,6 +13,16 @@ import (
 	"github.com/foreman-actors/foreman/messages"
 )
 
+// streamS returns an in-memory journal and the epoch of its stream "s".
+func streamS(t *testing.T) (*journal.Memory, int64) {
+	t.Helper()
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	epoch, _, err := mem.AcquireEpoch(context.Background(), "s")
+	require.NoError(t, err)
+	return mem, epoch
+}
+
 // TestFeedTail: a read the tail answers is answered exactly as the journal
 // answers it (entries and next cursor), for every cursor and limit; reads
 // it cannot answer (older than the tail, or old enough that the journal may
@@ -20,10 +30,7 @@ import (
 func TestFeedTail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem := journal.NewMemory()
-	t.Cleanup(func() { _ = mem.Close() })
-	epoch, _, err := mem.AcquireEpoch(ctx, "s")
-	require.NoError(t, err)
+	mem, epoch := streamS(t)
 
 	// 40 works: accepted, started, then completed or (every 7th) dead; a
 	// few commits without finishing events in between.
@@ -119,10 +126,7 @@ type plainJournal struct{ persistence.Journal }
 func TestReadFeedSkipsOrCountsGroupedWorks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	mem := journal.NewMemory()
-	t.Cleanup(func() { _ = mem.Close() })
-	epoch, _, err := mem.AcquireEpoch(ctx, "s")
-	require.NoError(t, err)
+	mem, epoch := streamS(t)
 	var stored []persistence.Event
 	for g := range 5 {
 		ws := &messages.WorksAccepted{}
