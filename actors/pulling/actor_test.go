@@ -21,7 +21,11 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(memberEnv); spec != "" {
 		os.Exit(runMemberB(spec))
 	}
-	testkit.VerifyTestMain(m)
+	// TestWorkersOnTwoMembersOneStops kills member B: member A's gRPC
+	// connections to it re-dial until the process ends (see
+	// testkit.CrashLeakIgnores). A clean-clone CI run failed the package
+	// on them once.
+	testkit.VerifyTestMain(m, testkit.CrashLeakIgnores...)
 }
 
 func spawnMaster[T any](t *testing.T, sys *actor.ActorSystem, opts ...pulling.Option) *actor.PID {
