@@ -220,30 +220,29 @@ const feedWriteChunk = 32 << 10
 
 // writeResultLines writes one JSON line per entry (GET /results).
 func writeResultLines(w io.Writer, entries []frontend.FeedEntry) {
-	buf := make([]byte, 0, min(len(entries)*160, feedWriteChunk+1024))
-	for _, e := range entries {
-		buf = append(appendResultLine(buf, e), '\n')
-		if len(buf) >= feedWriteChunk {
-			if _, err := w.Write(buf); err != nil {
-				return // the client left
-			}
-			buf = buf[:0]
-		}
-	}
-	if len(buf) > 0 {
-		_, _ = w.Write(buf)
-	}
+	writeChunked(w, entries, func(buf []byte, e frontend.FeedEntry) []byte {
+		return append(appendResultLine(buf, e), '\n')
+	})
 }
 
 // writeResultEvents writes one Server-Sent Event per entry (GET
 // /results/stream); false when the client left.
 func writeResultEvents(w io.Writer, entries []frontend.FeedEntry) bool {
-	buf := make([]byte, 0, min(len(entries)*200, feedWriteChunk+1024))
-	for _, e := range entries {
+	return writeChunked(w, entries, func(buf []byte, e frontend.FeedEntry) []byte {
 		buf = append(buf, "id: "...)
 		buf, _ = e.Cursor.AppendText(buf)
 		buf = append(buf, "\nevent: result\ndata: "...)
-		buf = append(appendResultLine(buf, e), "\n\n"...)
+		return append(appendResultLine(buf, e), "\n\n"...)
+	})
+}
+
+// writeChunked appends each entry's text (one) and writes whole entries in
+// writes of about feedWriteChunk bytes; false when a write failed (the
+// client left).
+func writeChunked(w io.Writer, entries []frontend.FeedEntry, one func([]byte, frontend.FeedEntry) []byte) bool {
+	buf := make([]byte, 0, min(len(entries)*200, feedWriteChunk+1024))
+	for _, e := range entries {
+		buf = one(buf, e)
 		if len(buf) >= feedWriteChunk {
 			if _, err := w.Write(buf); err != nil {
 				return false
