@@ -18,6 +18,7 @@
 //	worker -> master  RegisterWorker       at start and every register interval (10 s)
 //	master -> worker  WorkIsReady          the worker asks for work if it has a free slot
 //	worker -> master  WorkerRequestsWork   capacity = free slots of its window
+//	                                       and of its read-ahead (WithPrefetch)
 //	master -> worker  Work                 run in a WorkExecutor child
 //	master -> worker  WorkBundle           the works of one request, when more than one
 //	                                       (the request says the worker takes bundles)
@@ -39,6 +40,20 @@
 // it reads one by sending a WorkBundle) and then one request for the freed
 // slots. A busy worker so sends a message or two per batch of jobs
 // instead of two per job, and an idle one waits for no timer.
+//
+// # Read-ahead
+//
+// A worker whose jobs are short against the round trip of a request would
+// idle between finishing its window and receiving the next works. So it
+// times both (how long a slot is taken per job, how long a request takes to
+// bring work) and holds up to window*roundTrip/jobTime works beyond its
+// window in its local queue, at most WithPrefetch (default: the window). It
+// then asks again once that depth's worth of room has freed up, so that each
+// request brings many works. Jobs longer than the round trip get no
+// read-ahead: work then goes only to free slots, as in the sample, and
+// never waits behind a busy worker while another is idle. With no-op jobs at
+// window 16 this raised a 3-process cluster from about 50,000 to about
+// 65,000 jobs/s (BENCHMARKS.md).
 //
 // # States
 //

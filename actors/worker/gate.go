@@ -50,6 +50,7 @@ type gate struct {
 	watcher  *actor.PID              // interest watcher child; nil without a waiter
 	askTimer clock.Timer             // fires askTimeout while phaseAsking
 	cancel   context.CancelCauseFunc // cancels the running job's ctx
+	began    int64                   // when the work took the slot (Unix ns)
 }
 
 // Messages of the gates (all local, to the worker itself).
@@ -144,7 +145,7 @@ func (w *workerActor) begin(slot int, m *messages.Work) {
 	}
 	g := &w.gates[slot]
 	w.gateSeq++
-	*g = gate{workID: m.GetWorkId(), seq: w.gateSeq}
+	*g = gate{workID: m.GetWorkId(), seq: w.gateSeq, began: w.cfg.clock.Now().UnixNano()}
 	if w.debugOn() {
 		w.log.Debug("Got work", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "attempt", m.GetAttempt())
 	}
@@ -239,6 +240,9 @@ func (w *workerActor) gateOf(slot int, seq uint64, workID string) *gate {
 // the watcher stops.
 func (w *workerActor) endGate(slot int, ran bool) {
 	g := &w.gates[slot]
+	if g.began != 0 {
+		w.ra.jobDone(w.cfg.clock.Now().UnixNano() - g.began)
+	}
 	if g.askTimer != nil {
 		g.askTimer.Stop()
 	}

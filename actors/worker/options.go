@@ -52,6 +52,7 @@ type config struct {
 	resendInterval   time.Duration
 	resolveTimeout   time.Duration
 	window           int
+	prefetch         int // -1: the window (see WithPrefetch)
 	maxUnacked       int
 	interestTimeout  time.Duration
 	interestRetry    time.Duration
@@ -72,6 +73,7 @@ func defaultConfig() config {
 		interestRetry:    DefaultInterestRetry,
 		permitIdle:       DefaultPermitIdle,
 		window:           DefaultWindow,
+		prefetch:         -1,
 	}
 }
 
@@ -91,6 +93,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: permit idle %v: must be positive (default %v)", ErrInvalidOption, c.permitIdle, DefaultPermitIdle)
 	case c.window < 1 || c.window > 4096:
 		return fmt.Errorf("%w: window %d: must be 1..4096", ErrInvalidOption, c.window)
+	case c.prefetch < -1 || c.prefetch > 4096:
+		return fmt.Errorf("%w: prefetch %d: must be 0..4096 (0 = never read ahead)", ErrInvalidOption, c.prefetch)
 	case c.maxUnacked < 0:
 		return fmt.Errorf("%w: max unacked %d: must be positive (0 = default)", ErrInvalidOption, c.maxUnacked)
 	}
@@ -170,10 +174,27 @@ func WithPermitIdle(d time.Duration) Option { return func(c *config) { c.permitI
 // slots. Default DefaultWindow (1, as in the sample).
 func WithWindow(n int) Option { return func(c *config) { c.window = n } }
 
+// WithPrefetch lets the worker hold up to n works beyond its window, queued
+// locally, while its jobs are short against the round trip of a request to
+// the master (default: as many as the window; 0 turns read-ahead off).
+//
+// The worker times how long a slot is taken per job and how long a request
+// takes to bring work, and holds window*roundTrip/jobTime works ahead, at
+// most n: enough that its executors do not idle while the next request is
+// answered. Jobs that take longer than the round trip get no read-ahead, so
+// work never waits behind a busy worker while another is free, as in the
+// sample; with no-op jobs a worker reads a full n ahead. Works held ahead
+// count as started at the master (their work timeout runs), pass the
+// caller's interest gate only when they start, and are handed back at once
+// when the worker stops or drains. With WithLimiter the permits decide how
+// much the worker asks for and n has no effect.
+func WithPrefetch(n int) Option { return func(c *config) { c.prefetch = n } }
+
 // WithMaxUnacked bounds the completed results awaiting the master's Ack
 // together with its running and queued work (0 = default: the larger of
-// DefaultMaxUnacked and twice the window). The worker keeps pulling work while earlier
-// completions are being made durable, up to this bound.
+// DefaultMaxUnacked and twice the window plus the prefetch). The worker
+// keeps pulling work while earlier completions are being made durable, up
+// to this bound.
 func WithMaxUnacked(n int) Option { return func(c *config) { c.maxUnacked = n } }
 
 // WithClock sets the clock for the register and re-send timers and for

@@ -15,6 +15,9 @@ type slots struct {
 	queue      []*messages.Work  // accepted beyond the free slots, FIFO
 	unacked    map[string][]byte // work id -> result, WorkIsDone sent, no Ack yet
 	maxUnacked int
+	// ahead is how many works the worker asks for beyond its free slots,
+	// to be queued (its read-ahead depth, set by the shell).
+	ahead int
 }
 
 // offerResult says what the shell does with an offered Work.
@@ -50,10 +53,11 @@ func (s *slots) busy() int {
 	return n
 }
 
-// capacity is how many more jobs the worker can take now: free slots minus
-// local queue, limited by the room left for unacknowledged results.
+// capacity is how many more jobs the worker can take now: free slots and
+// read-ahead minus local queue, limited by the room left for
+// unacknowledged results.
 func (s *slots) capacity() int {
-	c := len(s.run) - s.busy() - len(s.queue)
+	c := len(s.run) + s.ahead - s.busy() - len(s.queue)
 	if room := s.maxUnacked - len(s.unacked) - s.busy() - len(s.queue); room < c {
 		c = room
 	}

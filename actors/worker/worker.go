@@ -39,8 +39,14 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.prefetch < 0 {
+		cfg.prefetch = cfg.window
+	}
+	if cfg.limiter != nil {
+		cfg.prefetch = 0 // the permits decide (see WithPrefetch)
+	}
 	if cfg.maxUnacked == 0 {
-		cfg.maxUnacked = max(DefaultMaxUnacked, 2*cfg.window)
+		cfg.maxUnacked = max(DefaultMaxUnacked, 2*(cfg.window+cfg.prefetch))
 	}
 	cfg.clock = clock.OrReal(cfg.clock)
 	return actor.PropsFromProducer(func() actor.Actor {
@@ -97,6 +103,7 @@ type workerActor struct {
 	execDispatch *execDispatcher
 	slotOf       map[string]int // executor PID id -> slot
 	st           *slots
+	ra           readAhead // how far ahead of its window the worker asks
 	seq          int
 
 	registerTimer clock.Timer
@@ -186,6 +193,7 @@ func (w *workerActor) Receive(c actor.Context) {
 				}
 			}
 		}
+		w.ra.nothingReady()
 		w.maybeRequest()
 	case *Drain:
 		w.onDrain(c)
@@ -194,6 +202,7 @@ func (w *workerActor) Receive(c actor.Context) {
 	case *messages.Work:
 		// The shard that sent work may have more: ask it again.
 		w.conns[route.ShardOf(m.GetWorkId(), len(w.conns))].ready = true
+		w.ra.delivered(w.cfg.clock.Now().UnixNano())
 		w.onWork(m)
 	case *execResult:
 		w.onResult(m)
@@ -211,6 +220,7 @@ func (w *workerActor) Receive(c actor.Context) {
 			mc := w.conns[w.shardOf(ws[0].GetWorkId())]
 			mc.ready = true // see Work
 			mc.batches = true
+			w.ra.delivered(w.cfg.clock.Now().UnixNano())
 		}
 		for _, m := range m.GetWorks() {
 			w.onWork(m)
@@ -258,6 +268,7 @@ func (w *workerActor) start(c actor.Context) {
 	w.log = w.log.With("component", "worker", "worker_id", w.id)
 	w.ctx, w.cancel = context.WithCancelCause(context.Background())
 	w.st = newSlots(w.cfg.window, w.cfg.maxUnacked)
+	w.ra = readAhead{max: w.cfg.prefetch, window: w.cfg.window}
 	w.resendTimers = make(map[string]clock.Timer)
 	w.slotOf = make(map[string]int, w.cfg.window)
 	w.execs = make([]*actor.PID, w.cfg.window)
@@ -408,6 +419,7 @@ func (w *workerActor) tellTo(k int, msg any) {
 // window waits in the worker's queue.
 func (w *workerActor) requestWork(n int) {
 	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n), Bundles: true}
+	w.ra.requested(w.cfg.clock.Now().UnixNano())
 	if len(w.conns) == 1 {
 		w.tellTo(0, req)
 		return
@@ -558,7 +570,15 @@ func (w *workerActor) maybeRequest() {
 		return
 	}
 	if w.cfg.limiter == nil {
-		if n := w.st.capacity(); n > 0 {
+		// With read-ahead the worker asks once a depth's worth of room
+		// has freed up, so that each request brings many works, and
+		// whenever all its executors are idle. Asking for every slot as
+		// it freed (or on every Ack) sent requests of 9 works on average
+		// instead of 23 at window 16 and cost a tenth of the throughput.
+		w.st.ahead = w.ra.depth()
+		n := w.st.capacity()
+		busy := w.st.busy()
+		if n > 0 && (n >= w.ra.threshold() || busy == 0) {
 			w.requestWork(n)
 		}
 		return
@@ -576,6 +596,7 @@ func (w *workerActor) armResend(id string) {
 }
 
 func (w *workerActor) onAck(id string) {
+	w.st.ahead = w.ra.depth()
 	before := w.st.capacity()
 	if !w.st.ack(id) {
 		return

@@ -499,6 +499,9 @@ func TestProps(t *testing.T) {
 		{name: "ResendInterval", master: ok, reg: reg, opts: []worker.Option{worker.WithResendInterval(-1)}, want: "resend interval"},
 		{name: "ResolveTimeout", master: ok, reg: reg, opts: []worker.Option{worker.WithResolveTimeout(0)}, want: "resolve timeout"},
 		{name: "MaxUnacked", master: ok, reg: reg, opts: []worker.Option{worker.WithMaxUnacked(-1)}, want: "max unacked"},
+		{name: "PrefetchNegative", master: ok, reg: reg, opts: []worker.Option{worker.WithPrefetch(-2)}, want: "prefetch -2: must be 0..4096"},
+		{name: "PrefetchTooLarge", master: ok, reg: reg, opts: []worker.Option{worker.WithPrefetch(4097)}, want: "prefetch 4097"},
+		{name: "PrefetchOff", master: ok, reg: reg, opts: []worker.Option{worker.WithPrefetch(0)}},
 		{name: "Valid", master: ok, reg: reg, opts: []worker.Option{worker.WithWindow(8), worker.WithMaxUnacked(4), worker.WithLogger(nil)}},
 	}
 	for _, tt := range tests {
@@ -514,4 +517,71 @@ func TestProps(t *testing.T) {
 			require.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// TestWorkerReadAhead checks how far ahead a worker with a window of two
+// asks: run delivers two jobs 1 ms (manual clock) after the worker asked
+// and returns the largest capacity it asked for while it reported them;
+// "block" jobs take a second of the manual clock, "echo" ones none.
+func TestWorkerReadAhead(t *testing.T) {
+	t.Parallel()
+	run := func(t *testing.T, jobType string, opts ...worker.Option) int32 {
+		t.Helper()
+		opts = append([]worker.Option{worker.WithWindow(2), worker.WithRegisterInterval(time.Hour), worker.WithResendInterval(time.Hour)}, opts...)
+		pid, b := setup(t, opts...) // setup took the first request, asked at the epoch
+		b.clk.Advance(time.Millisecond)
+		b.master.Send(pid, &messages.WorkBundle{Works: []*messages.Work{work("a", jobType, "a"), work("b", jobType, "b")}})
+		if jobType == "block" {
+			for range 2 {
+				require.NotEmpty(t, startedWithin(b, testkit.Timeout()), "jobs did not start")
+			}
+			b.clk.Advance(time.Second)
+			close(b.release)
+		}
+		var most int32
+		done := map[string]bool{}
+		// A flush sends its results, then its request: the last request
+		// comes after both results.
+		for asked := false; !asked; {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkIsDone:
+				done[m.GetWorkId()] = true
+				b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
+			case *messages.WorkIsDoneBatch:
+				var ids []string
+				for _, d := range m.GetDone() {
+					done[d.GetWorkId()] = true
+					ids = append(ids, d.GetWorkId())
+				}
+				b.master.Reply(&messages.AckBatch{WorkIds: ids})
+			case *messages.WorkerRequestsWork:
+				most = max(most, m.GetCapacity())
+				asked = len(done) == 2
+			default:
+				t.Fatalf("unexpected %T", m)
+			}
+		}
+		return most
+	}
+
+	t.Run("ShortJobsAskForAWindowAhead", func(t *testing.T) {
+		t.Parallel()
+		// Jobs take no time, a request 1 ms: the worker holds a whole
+		// window (the default prefetch) beyond its two free slots.
+		require.Equal(t, int32(4), run(t, "echo"))
+	})
+	t.Run("PrefetchCapsTheDepth", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, int32(3), run(t, "echo", worker.WithPrefetch(1)))
+	})
+	t.Run("PrefetchZeroAsksForFreeSlots", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, int32(2), run(t, "echo", worker.WithPrefetch(0)))
+	})
+	t.Run("LongJobsAskForFreeSlots", func(t *testing.T) {
+		t.Parallel()
+		// A job of a second against a round trip of 1 ms: work goes only
+		// to free slots, as in the sample.
+		require.Equal(t, int32(2), run(t, "block", worker.WithPrefetch(64)))
+	})
 }

@@ -46,7 +46,9 @@ type nodeArgs struct {
 	rate       string
 	adaptive   string
 	window     int
-	sec        securityArgs
+	// prefetch is --prefetch; -1 (unset): as many as the window.
+	prefetch int
+	sec      securityArgs
 	// metrics is --metrics ADDR (empty: off); actorMetrics adds
 	// protoactor's own actor metrics.
 	metrics string
@@ -110,6 +112,15 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the masters hand work out, across the cluster, e.g. square=10/s,factorize=100/m:strict (backend and all-in-one nodes; give every backend the same)")
 	fs.StringVar(&a.adaptive, "adaptive", "off", "size the node's worker pool itself: default, seed, vegas or off (worker and all-in-one nodes)")
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
+	a.prefetch = -1
+	fs.Func("prefetch", "most works each worker holds beyond its window while its jobs are short against a request's round trip to the master, so that its executors do not idle; 0 = never (worker and all-in-one nodes; default: as many as --window)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 4096 {
+			return errors.New("must be a whole number from 0 to 4096")
+		}
+		a.prefetch = n
+		return nil
+	})
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
 	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
 	fs.StringVar(&a.pprof, "pprof", "", "serve Go's runtime profiles (CPU, heap, allocs, goroutines, trace) at http://ADDR/debug/pprof/ on any node, e.g. 6060 (loopback); another host needs --insecure (default off)")

@@ -75,6 +75,8 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "BadRate", args: []string{"--rate", "square=fast"}, want: "--rate:"},
 		{name: "BadAdaptive", args: []string{"--adaptive", "wild"}, want: `unknown policy: "wild"`},
 		{name: "BadWindow", args: []string{"--window", "0"}, want: "--window 0: must be 1 or more"},
+		{name: "NegativePrefetch", args: []string{"--prefetch", "-1"}, want: "-prefetch: must be a whole number from 0 to 4096"},
+		{name: "BadPrefetch", args: []string{"--prefetch", "lots"}, want: "-prefetch: must be a whole number from 0 to 4096"},
 		{name: "BadMetricsAddr", args: []string{"--metrics", "host:port"}, want: "--metrics: address \"host:port\""},
 		{name: "MetricsPortTooLarge", args: []string{"--metrics", "99999"}, want: "not a number in 0..65535"},
 		{name: "BadPprofAddr", args: []string{"--pprof", "host:port"}, want: "--pprof: address \"host:port\""},

@@ -33,6 +33,9 @@ func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Op
 	}
 	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit))
 	wopts = []worker.Option{worker.WithWindow(a.window)}
+	if a.prefetch >= 0 {
+		wopts = append(wopts, worker.WithPrefetch(a.prefetch))
+	}
 	done = func() {}
 	lim, err := node.NewAdaptivePool(a.adaptive, max(a.workers, 1)*a.window)
 	if err != nil {
