@@ -96,21 +96,23 @@ func TestSlots(t *testing.T) {
 // FuzzSlots drives slots with random operations and checks them against a
 // dumb model: every offered id is in exactly one place (running, queued,
 // unacked, acked or failed), nothing runs twice, the queue is used only when
-// every slot is busy, and capacity never goes negative or past the window.
+// every slot is busy, the index finds each id where it is, and capacity
+// never goes negative or past the window and the read-ahead.
 func FuzzSlots(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 2, 3, 0, 4, 1, 1, 5})
 	f.Add([]byte{3, 3, 3, 3, 0, 1, 0, 1, 0, 1, 2, 2})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		window := 1 + len(ops)%4
-		s := newSlots(window, window+2)
+		s := newSlots(window, 2*window+2)
+		s.ahead = len(ops) % 3
 		where := map[string]string{} // id -> "run" | "queue" | "unacked" | "acked" | "failed"
 		next := 0
 		for i, op := range ops {
 			slot := int(op>>3) % window
-			switch op % 6 {
+			switch op % 7 {
 			case 0, 5: // offer a new id (5: re-offer an old one)
 				id := fmt.Sprint(next)
-				if op%6 == 5 && next > 0 {
+				if op%7 == 5 && next > 0 {
 					id = fmt.Sprint(int(op) % next)
 				}
 				if _, known := where[id]; !known {
@@ -159,6 +161,11 @@ func FuzzSlots(f *testing.F) {
 				for _, d := range s.drain() {
 					where[d.GetWorkId()] = "failed"
 				}
+			case 6: // hand back the queue (a drain)
+				for _, d := range s.takeQueue() {
+					require.Equal(t, "queue", where[d.GetWorkId()])
+					where[d.GetWorkId()] = "failed"
+				}
 			}
 			// Invariants against the model.
 			counts := map[string]int{}
@@ -166,6 +173,25 @@ func FuzzSlots(f *testing.F) {
 				counts[st]++
 			}
 			require.Equal(t, counts["run"], s.busy())
+			running := 0
+			for _, r := range s.run {
+				if r != nil {
+					running++
+				}
+			}
+			require.Equal(t, running, s.busy(), "the busy count drifted")
+			for id, st := range where {
+				at := s.find(id)
+				switch st {
+				case "run":
+					require.GreaterOrEqual(t, at, 0, "id %s", id)
+					require.Equal(t, id, s.running(at).GetWorkId())
+				case "queue":
+					require.Equal(t, -1, at, "id %s", id)
+				default:
+					require.Equal(t, -2, at, "id %s is %s", id, st)
+				}
+			}
 			require.Equal(t, counts["queue"], len(s.queue))
 			require.Equal(t, counts["unacked"], len(s.unacked))
 			if len(s.queue) > 0 {
@@ -173,7 +199,7 @@ func FuzzSlots(f *testing.F) {
 			}
 			c := s.capacity()
 			require.GreaterOrEqual(t, c, 0)
-			require.LessOrEqual(t, c, window)
+			require.LessOrEqual(t, c, window+s.ahead)
 		}
 	})
 }
