@@ -11,9 +11,9 @@ import "github.com/foreman-actors/foreman/messages"
 // running, queue and unacked; len(queue) > 0 only while every slot is busy;
 // capacity() >= 0.
 type slots struct {
-	run        []*messages.Work  // run[i] is the work executor i runs; nil = free
-	queue      []*messages.Work  // accepted beyond the free slots, FIFO
-	unacked    map[string][]byte // work id -> result, WorkIsDone sent, no Ack yet
+	run     []*messages.Work  // run[i] is the work executor i runs; nil = free
+	queue   []*messages.Work  // accepted beyond the free slots, FIFO
+	unacked map[string][]byte // work id -> result, WorkIsDone sent, no Ack yet
 	// at indexes run and queue: work id -> its slot, or -1 while queued.
 	// Scanning them instead was half of a worker's CPU with a window and
 	// a read-ahead of 64.
