@@ -419,14 +419,15 @@ func (w *workerActor) tellTo(k int, msg any) {
 // window waits in the worker's queue.
 func (w *workerActor) requestWork(n int) {
 	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n), Bundles: true}
-	w.ra.requested(w.cfg.clock.Now().UnixNano())
 	if len(w.conns) == 1 {
+		w.ra.requested(w.cfg.clock.Now().UnixNano())
 		w.tellTo(0, req)
 		return
 	}
 	for k, mc := range w.conns {
 		if mc.ready && mc.pid != nil {
 			mc.ready = false
+			w.ra.requested(w.cfg.clock.Now().UnixNano())
 			w.tellTo(k, req)
 		}
 	}
