@@ -181,9 +181,10 @@ func WithWindow(n int) Option { return func(c *config) { c.window = n } }
 // The worker times how long a slot is taken per job and how long a request
 // takes to bring work, and holds window*roundTrip/jobTime works ahead, at
 // most n: enough that its executors do not idle while the next request is
-// answered. Jobs that take longer than the round trip get no read-ahead, so
-// work never waits behind a busy worker while another is free, as in the
-// sample; with no-op jobs a worker reads a full n ahead. Works held ahead
+// answered. Jobs that take longer than window round trips get none (the
+// window alone keeps the executors busy), so work never waits behind a busy
+// worker while another is free, as in the sample; with no-op jobs a worker
+// reads a full n ahead. Works held ahead
 // count as started at the master (their work timeout runs), pass the
 // caller's interest gate only when they start, and are handed back at once
 // when the worker stops or drains. With WithLimiter the permits decide how

@@ -9,10 +9,10 @@ import "time"
 //
 // A slot that turns a job over every job seconds needs rtt/job more works
 // to stay busy while a request is answered in rtt seconds, and the window's
-// slots together need window*rtt/job. So jobs that are long against the
-// round trip get none, which keeps the sample's pull (work goes to a free
-// slot, never waits behind a busy worker while another one is idle), and
-// jobs far shorter than the round trip get up to max. Until both times have
+// slots together need window*rtt/job. So jobs longer than window round
+// trips get none, which keeps the sample's pull (work goes to a free slot,
+// never waits behind a busy worker while another one is idle), and jobs
+// far shorter than the round trip get up to max. Until both times have
 // been seen the depth is 0: the worker pulls as the sample does.
 type readAhead struct {
 	max    int // upper bound on the depth; 0 = never read ahead
