@@ -22,10 +22,15 @@ type readAhead struct {
 	asked  int64 // when the oldest unanswered request left (Unix ns); 0 = none
 }
 
-// maxSample bounds one sample: a request answered after a master's
-// failover, or a job that ran for minutes, says little about the next one
-// and would take many samples to forget.
-const maxSample = int64(time.Second)
+// Bounds of one sample. A request answered after a master's failover says
+// little about the next one and would take many samples to forget; a
+// job's time is kept as measured up to an hour, because a long job taken
+// for a short one would park works behind it (and the average forgets it
+// within a few dozen short jobs).
+const (
+	maxRTTSample = int64(time.Second)
+	maxJobSample = int64(time.Hour)
+)
 
 // ewma is an exponentially weighted moving average of durations in ns, a
 // new sample weighing 1/8.
@@ -34,8 +39,8 @@ type ewma struct {
 	ok bool
 }
 
-func (e *ewma) add(d int64) {
-	d = min(max(d, 0), maxSample)
+func (e *ewma) add(d, limit int64) {
+	d = min(max(d, 0), limit)
 	if !e.ok {
 		e.v, e.ok = d, true
 		return
@@ -65,7 +70,7 @@ func (r *readAhead) depth() int {
 func (r *readAhead) threshold() int { return max(r.depth(), 1) }
 
 // jobDone records that a slot was taken for d ns by one job.
-func (r *readAhead) jobDone(d int64) { r.job.add(d) }
+func (r *readAhead) jobDone(d int64) { r.job.add(d, maxJobSample) }
 
 // requested records a request sent at now. Only the oldest unanswered one
 // is timed: a later one is answered no sooner.
@@ -79,7 +84,7 @@ func (r *readAhead) requested(now int64) {
 // unanswered request.
 func (r *readAhead) delivered(now int64) {
 	if r.asked != 0 {
-		r.rtt.add(now - r.asked)
+		r.rtt.add(now-r.asked, maxRTTSample)
 		r.asked = 0
 	}
 }

@@ -25,10 +25,11 @@ func TestReadAheadDepth(t *testing.T) {
 		{name: "JobTwiceTheRoundTrip", window: 16, max: 16, rtt: []int64{ms}, job: []int64{2 * ms}, want: 8, wantThr: 8},
 		{name: "CappedByMax", window: 16, max: 4, rtt: []int64{ms}, job: []int64{ms / 2}, want: 4, wantThr: 4},
 		{name: "LongJobsNone", window: 16, max: 16, rtt: []int64{ms}, job: []int64{20 * ms}, want: 0, wantThr: 1},
-		// One sample is bounded (maxSample), so a minutes-long job does
-		// not hide the short ones after it for long.
-		{name: "JobSampleIsBounded", window: 4096, max: 4096, rtt: []int64{ms}, job: []int64{int64(90 * time.Second)}, want: 4, wantThr: 4},
+		// A job's time is kept as measured (to an hour): minutes-long
+		// jobs park nothing even behind a huge window.
+		{name: "MinutesLongJobsNone", window: 4096, max: 4096, rtt: []int64{ms}, job: []int64{int64(90 * time.Second)}, want: 0, wantThr: 1},
 		{name: "SlowRoundTripNoOverflow", window: 4096, max: 4096, rtt: []int64{int64(time.Hour)}, job: []int64{1}, want: 4096, wantThr: 4096},
+		{name: "HourLongJobNoOverflow", window: 4096, max: 4096, rtt: []int64{int64(time.Hour)}, job: []int64{int64(1000 * time.Hour)}, want: 1, wantThr: 1},
 		// The average moves an eighth of the way to each new sample.
 		{name: "AverageFollowsSlowly", window: 16, max: 16, rtt: []int64{ms}, job: []int64{ms / 4, 9 * ms / 4}, want: 16, wantThr: 16},
 		{name: "AverageFollows", window: 8, max: 16, rtt: []int64{ms, 9 * ms}, job: []int64{4 * ms}, want: 4, wantThr: 4},
@@ -76,9 +77,25 @@ func TestReadAheadSamples(t *testing.T) {
 	t.Run("SamplesAreBounded", func(t *testing.T) {
 		t.Parallel()
 		r := readAhead{max: 16, window: 16}
-		r.jobDone(int64(time.Hour))
-		require.Equal(t, maxSample, r.job.v)
+		r.jobDone(int64(1000 * time.Hour))
+		require.Equal(t, maxJobSample, r.job.v)
 		r.jobDone(-5) // a clock that stepped back
-		require.Equal(t, maxSample-maxSample/8, r.job.v)
+		require.Equal(t, maxJobSample-maxJobSample/8, r.job.v)
+		r.requested(ms)
+		r.delivered(ms + int64(time.Minute)) // a failover
+		require.Equal(t, maxRTTSample, r.rtt.v)
+	})
+	t.Run("ALongJobIsForgottenWithinDozensOfShortOnes", func(t *testing.T) {
+		t.Parallel()
+		r := readAhead{max: 16, window: 16}
+		r.requested(ms)
+		r.delivered(2 * ms)
+		r.jobDone(int64(10 * time.Minute))
+		require.Equal(t, 0, r.depth())
+		n := 0
+		for ; n < 1000 && r.depth() < 16; n++ {
+			r.jobDone(0)
+		}
+		require.Less(t, n, 150, "short jobs after a long one")
 	})
 }
