@@ -115,7 +115,9 @@ func NewSystem(t TB, opts ...SystemOption) *actor.ActorSystem {
 	sys := actor.NewActorSystem(actorOpts...)
 	t.Cleanup(func() {
 		StopAll(sys)
-		sys.Shutdown()
+		if !sys.IsStopped() { // a test may shut it down itself, as a node exiting does
+			sys.Shutdown()
+		}
 	})
 	return sys
 }

@@ -140,7 +140,11 @@ type spare struct {
 // begin starts the work w given slot: through the limiter, then the waiter,
 // then the executor.
 func (w *workerActor) begin(slot int, m *messages.Work) {
-	if w.stopped {
+	// An actor system shut down under a worker that was not stopped (a
+	// node that exits) starts nothing more: its results would reach no
+	// master, and the work read ahead would keep executors running after
+	// the system is gone. The master hands the work out again.
+	if w.stopped || w.sys.IsStopped() {
 		return
 	}
 	g := &w.gates[slot]

@@ -585,3 +585,17 @@ func TestWorkerReadAhead(t *testing.T) {
 		require.Equal(t, int32(2), run(t, "block", worker.WithPrefetch(64)))
 	})
 }
+
+// TestWorkerStartsNothingOnceItsSystemShutDown: an actor system shut down
+// under a worker that was not stopped (a node that exits) does not go on
+// running the work the worker had queued.
+func TestWorkerStartsNothingOnceItsSystemShutDown(t *testing.T) {
+	t.Parallel()
+	pid, b := setup(t, worker.WithWindow(1))
+	b.master.Send(pid, work("a", "block", "a"))
+	require.Equal(t, "a", startedWithin(b, testkit.Timeout()))
+	b.master.Send(pid, work("b", "block", "b")) // beyond the window: queued
+	b.sys.Shutdown()
+	close(b.release)
+	require.Empty(t, startedWithin(b, 200*time.Millisecond), "queued work started after the shutdown")
+}
