@@ -113,6 +113,27 @@ func waitTimers(t *testing.T, clk *clock.Manual, n int) {
 	require.True(t, clk.WaitForPending(done, n), "timeout waiting for %d armed timers (have %d)", n, clk.Pending())
 }
 
+// ackResults acknowledges m, a WorkIsDone or a WorkIsDoneBatch (results
+// that finished together), as the master would, and records its ids in
+// done; any other message fails the test.
+func ackResults(t *testing.T, b *testBundle, m any, done map[string]bool) {
+	t.Helper()
+	switch m := m.(type) {
+	case *messages.WorkIsDone:
+		done[m.GetWorkId()] = true
+		b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
+	case *messages.WorkIsDoneBatch:
+		var ids []string
+		for _, d := range m.GetDone() {
+			done[d.GetWorkId()] = true
+			ids = append(ids, d.GetWorkId())
+		}
+		b.master.Reply(&messages.AckBatch{WorkIds: ids})
+	default:
+		t.Fatalf("unexpected %T", m)
+	}
+}
+
 func work(id, jobType, payload string) *messages.Work {
 	return &messages.Work{WorkId: id, JobType: jobType, Payload: []byte(payload), Attempt: 1}
 }
@@ -242,20 +263,10 @@ func TestWorker(t *testing.T) {
 		done := map[string]bool{}
 		for len(done) < 4 {
 			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
-			case *messages.WorkIsDone:
-				done[m.GetWorkId()] = true
-				b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
-			case *messages.WorkIsDoneBatch: // results that finished together
-				var ids []string
-				for _, d := range m.GetDone() {
-					done[d.GetWorkId()] = true
-					ids = append(ids, d.GetWorkId())
-				}
-				b.master.Reply(&messages.AckBatch{WorkIds: ids})
 			case *messages.WorkerRequestsWork:
 				require.LessOrEqual(t, m.GetCapacity(), int32(3))
 			default:
-				t.Fatalf("unexpected %T", m)
+				ackResults(t, b, m, done)
 			}
 		}
 	})
@@ -544,21 +555,11 @@ func TestWorkerReadAhead(t *testing.T) {
 		// comes after both results.
 		for asked := false; !asked; {
 			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
-			case *messages.WorkIsDone:
-				done[m.GetWorkId()] = true
-				b.master.Reply(&messages.Ack{WorkId: m.GetWorkId()})
-			case *messages.WorkIsDoneBatch:
-				var ids []string
-				for _, d := range m.GetDone() {
-					done[d.GetWorkId()] = true
-					ids = append(ids, d.GetWorkId())
-				}
-				b.master.Reply(&messages.AckBatch{WorkIds: ids})
 			case *messages.WorkerRequestsWork:
 				most = max(most, m.GetCapacity())
 				asked = len(done) == 2
 			default:
-				t.Fatalf("unexpected %T", m)
+				ackResults(t, b, m, done)
 			}
 		}
 		return most
