@@ -285,7 +285,7 @@ func removeInt(s []int, v int) []int {
 func (w *workerActor) wantPermits() int {
 	n := len(w.permitQueue)
 	if w.hungry && !w.draining {
-		n += max(0, w.st.capacity()-len(w.spare))
+		n += max(0, w.st.capacity(0)-len(w.spare))
 	}
 	return n
 }
@@ -331,7 +331,7 @@ func (w *workerActor) onPermit(m *permitGranted) {
 		w.permitQueue = w.permitQueue[1:]
 		w.gates[slot].permit = m.permit
 		w.afterPermit(slot, w.st.running(slot))
-	case w.hungry && !w.draining && len(w.spare) < w.st.capacity():
+	case w.hungry && !w.draining && len(w.spare) < w.st.capacity(0):
 		w.pushSpare(m.permit)
 		w.tell(&messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: 1})
 	default:

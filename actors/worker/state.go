@@ -9,7 +9,7 @@ import "github.com/foreman-actors/foreman/messages"
 //
 // Invariants (checked by the property test): a work id is in at most one of
 // running, queue and unacked; len(queue) > 0 only while every slot is busy;
-// capacity() >= 0.
+// capacity(ahead) >= 0.
 type slots struct {
 	run     []*messages.Work  // run[i] is the work executor i runs; nil = free
 	queue   []*messages.Work  // accepted beyond the free slots, FIFO
@@ -20,9 +20,6 @@ type slots struct {
 	at         map[string]int
 	nbusy      int // slots that run work
 	maxUnacked int
-	// ahead is how many works the worker asks for beyond its free slots,
-	// to be queued (its read-ahead depth, set by the shell).
-	ahead int
 }
 
 // offerResult says what the shell does with an offered Work.
@@ -52,10 +49,10 @@ func newSlots(window, maxUnacked int) *slots {
 func (s *slots) busy() int { return s.nbusy }
 
 // capacity is how many more jobs the worker can take now: free slots and
-// read-ahead minus local queue, limited by the room left for
-// unacknowledged results.
-func (s *slots) capacity() int {
-	c := len(s.run) + s.ahead - s.nbusy - len(s.queue)
+// ahead (the read-ahead depth: works to queue beyond the window) minus the
+// local queue, limited by the room left for unacknowledged results.
+func (s *slots) capacity(ahead int) int {
+	c := len(s.run) + ahead - s.nbusy - len(s.queue)
 	if room := s.maxUnacked - len(s.unacked) - s.nbusy - len(s.queue); room < c {
 		c = room
 	}

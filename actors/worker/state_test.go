@@ -24,7 +24,7 @@ func TestSlots(t *testing.T) {
 			r, i = s.offer(w("b"))
 			require.Equal(t, offerStart, r)
 			require.Equal(t, 1, i)
-			require.Equal(t, 0, s.capacity())
+			require.Equal(t, 0, s.capacity(0))
 			r, _ = s.offer(w("c"))
 			require.Equal(t, offerQueued, r)
 		}},
@@ -59,7 +59,7 @@ func TestSlots(t *testing.T) {
 			failed, next := s.fail(0, "")
 			require.Equal(t, "a", failed.GetWorkId())
 			require.Nil(t, next)
-			require.Equal(t, 2, s.capacity())
+			require.Equal(t, 2, s.capacity(0))
 			failed, _ = s.fail(0, "")
 			require.Nil(t, failed, "a free slot has nothing to fail")
 		}},
@@ -70,10 +70,10 @@ func TestSlots(t *testing.T) {
 				_, ok := s.complete(0, id, nil)
 				require.True(t, ok)
 			}
-			require.Equal(t, 0, s.capacity(), "maxUnacked 3 reached")
+			require.Equal(t, 0, s.capacity(0), "maxUnacked 3 reached")
 			require.True(t, s.ack("1"))
 			require.False(t, s.ack("1"))
-			require.Equal(t, 1, s.capacity())
+			require.Equal(t, 1, s.capacity(0))
 		}},
 		{name: "DrainReturnsRunningAndQueued", run: func(t *testing.T, s *slots) {
 			s.offer(w("a"))
@@ -104,7 +104,7 @@ func FuzzSlots(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		window := 1 + len(ops)%4
 		s := newSlots(window, 2*window+2)
-		s.ahead = len(ops) % 3
+		ahead := len(ops) % 3
 		where := map[string]string{} // id -> "run" | "queue" | "unacked" | "acked" | "failed"
 		next := 0
 		for i, op := range ops {
@@ -197,9 +197,9 @@ func FuzzSlots(f *testing.F) {
 			if len(s.queue) > 0 {
 				require.Equal(t, window, s.busy(), "queue used while a slot is free")
 			}
-			c := s.capacity()
+			c := s.capacity(ahead)
 			require.GreaterOrEqual(t, c, 0)
-			require.LessOrEqual(t, c, window+s.ahead)
+			require.LessOrEqual(t, c, window+ahead)
 		}
 	})
 }

@@ -576,8 +576,7 @@ func (w *workerActor) maybeRequest() {
 		// whenever all its executors are idle. Asking for every slot as
 		// it freed (or on every Ack) sent requests of 9 works on average
 		// instead of 23 at window 16 and cost a tenth of the throughput.
-		w.st.ahead = w.ra.depth()
-		n := w.st.capacity()
+		n := w.st.capacity(w.ra.depth())
 		busy := w.st.busy()
 		if n > 0 && (n >= w.ra.threshold() || busy == 0) {
 			w.requestWork(n)
@@ -585,7 +584,7 @@ func (w *workerActor) maybeRequest() {
 		return
 	}
 	w.hungry = true
-	if n := min(len(w.spare), w.st.capacity()); n > 0 {
+	if n := min(len(w.spare), w.st.capacity(0)); n > 0 { // no read-ahead with a limiter
 		w.requestWork(n)
 	}
 	w.ensureAcquire()
@@ -597,8 +596,7 @@ func (w *workerActor) armResend(id string) {
 }
 
 func (w *workerActor) onAck(id string) {
-	w.st.ahead = w.ra.depth()
-	before := w.st.capacity()
+	before := w.st.capacity(w.ra.depth())
 	if !w.st.ack(id) {
 		return
 	}
