@@ -24,7 +24,7 @@ const (
 	// DefaultMaxUnacked bounds the completed results a worker keeps while it
 	// waits for their Acks (together with its running and queued work); while
 	// the bound is reached it asks for no work. The default is the larger of
-	// this and twice the window.
+	// this and four times the window plus the prefetch.
 	DefaultMaxUnacked = 32
 	// DefaultResolveTimeout bounds one call of a route.Resolver.
 	DefaultResolveTimeout = 5 * time.Second
@@ -191,11 +191,21 @@ func WithWindow(n int) Option { return func(c *config) { c.window = n } }
 // much the worker asks for and n has no effect.
 func WithPrefetch(n int) Option { return func(c *config) { c.prefetch = n } }
 
+// unackedPerSlot sizes the default bound on unacknowledged results: per
+// work the worker may hold (window plus prefetch), this many running,
+// queued or awaiting their Ack. Under a batch load a result's Ack takes
+// several journal commits to come back, and with two per slot the bound,
+// not the executors, limited how much a worker asked for: four gave 5%
+// more end-to-end throughput (BENCHMARKS.md, 2026-11-27, fifth session).
+// Results are small next to the memory this allows; WithMaxUnacked bounds
+// large ones.
+const unackedPerSlot = 4
+
 // WithMaxUnacked bounds the completed results awaiting the master's Ack
 // together with its running and queued work (0 = default: the larger of
-// DefaultMaxUnacked and twice the window plus the prefetch). The worker
-// keeps pulling work while earlier completions are being made durable, up
-// to this bound.
+// DefaultMaxUnacked and four times the window plus the prefetch). The
+// worker keeps pulling work while earlier completions are being made
+// durable, up to this bound.
 func WithMaxUnacked(n int) Option { return func(c *config) { c.maxUnacked = n } }
 
 // WithClock sets the clock for the register and re-send timers and for

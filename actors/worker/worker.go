@@ -46,7 +46,7 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 		cfg.prefetch = 0 // the permits decide (see WithPrefetch)
 	}
 	if cfg.maxUnacked == 0 {
-		cfg.maxUnacked = max(DefaultMaxUnacked, 2*(cfg.window+cfg.prefetch))
+		cfg.maxUnacked = max(DefaultMaxUnacked, unackedPerSlot*(cfg.window+cfg.prefetch))
 	}
 	cfg.clock = clock.OrReal(cfg.clock)
 	return actor.PropsFromProducer(func() actor.Actor {
