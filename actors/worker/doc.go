@@ -38,8 +38,16 @@
 // message behind those already in the mailbox, and the flush sends what has
 // gathered (one WorkIsDone, or a WorkIsDoneBatch once the master has shown
 // it reads one by sending a WorkBundle) and then one request for the freed
-// slots. A busy worker so sends a message or two per batch of jobs
-// instead of two per job, and an idle one waits for no timer.
+// slots.
+//
+// That alone gathered little: under load the executors finish one by one,
+// each after the worker handled the last, and 1.04 results left per flush.
+// So while other executors still run, a result waits up to WithResultHold
+// (default 500 µs) for company, and the gathered results leave as soon as
+// they number the window or the last running job ends; the request for the
+// freed slots goes at once, not held with them. A busy worker so sends one
+// message per several jobs instead of one and an Ack each, and a lone job's
+// result waits for no timer.
 //
 // # Read-ahead
 //

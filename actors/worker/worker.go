@@ -110,11 +110,15 @@ type workerActor struct {
 	resendTimers  map[string]clock.Timer
 
 	// doneOut holds the results completed since the last flush, by
-	// shard; flushing says whether a flushTick is queued, and askAfter
-	// whether the flush also asks for work.
-	doneOut  [][]*messages.WorkIsDone
-	flushing bool
-	askAfter bool
+	// shard, gathered of them in all; flushing says whether a flushTick
+	// is queued, and askAfter whether the flush also asks for work.
+	// holdTimer, while results wait for company (holdResults), sends the
+	// flushTick that ends the wait.
+	doneOut   [][]*messages.WorkIsDone
+	gathered  int
+	flushing  bool
+	askAfter  bool
+	holdTimer clock.Timer
 
 	// The gates (gate.go): gates[i] is where slot i's work is.
 	gates         []gate
@@ -507,6 +511,7 @@ func (w *workerActor) onResult(m *execResult) {
 	}
 	k := w.shardOf(m.workID)
 	w.doneOut[k] = append(w.doneOut[k], &messages.WorkIsDone{WorkId: m.workID, Result: m.result})
+	w.gathered++
 	w.armResend(m.workID)
 	w.startNext(m.slot, next)
 	w.requestAfterFlush()
@@ -522,7 +527,14 @@ func (w *workerActor) debugOn() bool { return w.log.Enabled(context.Background()
 // finished together leave in one WorkIsDoneBatch with one request for
 // their slots, instead of a WorkIsDone and a request each; when the worker
 // is not busy the flush follows at once.
+//
+// While results wait for company (holdResults) the worker asks for work at
+// once instead: a request held back with them left executors idle.
 func (w *workerActor) requestAfterFlush() {
+	if w.holdResults() {
+		w.maybeRequest()
+		return
+	}
 	w.askAfter = true
 	if !w.flushing {
 		w.flushing = true
@@ -530,10 +542,33 @@ func (w *workerActor) requestAfterFlush() {
 	}
 }
 
+// holdResults reports whether the gathered results wait a little for more
+// to share their message, and starts the wait (WithResultHold). Under load
+// a worker's executors finish one by one, each after the worker handled the
+// last, so without a wait nearly every result left alone: a WorkIsDone and
+// an Ack per job, where one WorkIsDoneBatch and one journal write can carry
+// many. Results wait only while other executors still run (a lone job's
+// result goes at once), at most the hold, and go as soon as there are as
+// many as the window (at least two).
+func (w *workerActor) holdResults() bool {
+	switch {
+	case w.cfg.resultHold <= 0 || w.stopped || w.draining || w.flushing:
+		return false // off; a stopping worker sends at once; a flush is on its way
+	case w.gathered == 0 || w.gathered >= max(w.cfg.window, 2) || w.st.busy() == 0:
+		return false
+	}
+	if w.holdTimer == nil {
+		sys, self := w.sys, w.self
+		w.holdTimer = w.cfg.clock.AfterFunc(w.cfg.resultHold, func() { sys.Root.Send(self, &flushTick{}) })
+	}
+	return true
+}
+
 // flush sends each shard's gathered results (a WorkIsDone for one, a
 // WorkIsDoneBatch for more) and asks for work if a result freed a slot.
 func (w *workerActor) flush() {
 	w.flushing = false
+	w.stopHold()
 	if w.stopped {
 		return // shutdown re-sent every unacknowledged result
 	}
@@ -551,9 +586,19 @@ func (w *workerActor) flush() {
 		}
 		w.doneOut[k] = nil
 	}
+	w.gathered = 0
 	if w.askAfter {
 		w.askAfter = false
 		w.maybeRequest()
+	}
+}
+
+// stopHold ends a wait of holdResults: the flush under way carries the
+// results. (A tick of a timer stopped too late flushes nothing.)
+func (w *workerActor) stopHold() {
+	if w.holdTimer != nil {
+		w.holdTimer.Stop()
+		w.holdTimer = nil
 	}
 }
 
@@ -662,6 +707,7 @@ func (w *workerActor) shutdown() {
 	for _, t := range w.resendTimers {
 		t.Stop()
 	}
+	w.stopHold()
 	for i := range w.gates {
 		w.endGate(i, false)
 	}

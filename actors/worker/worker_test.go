@@ -513,6 +513,9 @@ func TestProps(t *testing.T) {
 		{name: "PrefetchNegative", master: ok, reg: reg, opts: []worker.Option{worker.WithPrefetch(-2)}, want: "prefetch -2: must be 0..4096"},
 		{name: "PrefetchTooLarge", master: ok, reg: reg, opts: []worker.Option{worker.WithPrefetch(4097)}, want: "prefetch 4097"},
 		{name: "PrefetchOff", master: ok, reg: reg, opts: []worker.Option{worker.WithPrefetch(0)}},
+		{name: "ResultHoldNegative", master: ok, reg: reg, opts: []worker.Option{worker.WithResultHold(-time.Millisecond)}, want: "result hold -1ms: must be 0..1s"},
+		{name: "ResultHoldTooLong", master: ok, reg: reg, opts: []worker.Option{worker.WithResultHold(2 * time.Second)}, want: "result hold 2s"},
+		{name: "ResultHoldOff", master: ok, reg: reg, opts: []worker.Option{worker.WithResultHold(0)}},
 		{name: "Valid", master: ok, reg: reg, opts: []worker.Option{worker.WithWindow(8), worker.WithMaxUnacked(4), worker.WithLogger(nil)}},
 	}
 	for _, tt := range tests {
@@ -586,6 +589,140 @@ func TestWorkerReadAhead(t *testing.T) {
 		require.Equal(t, int32(2), run(t, "block", worker.WithPrefetch(64)))
 	})
 }
+
+// TestWorkerHoldsResults: a result waits, at most the hold, for the results
+// of the jobs still running, so that they reach the master together.
+func TestWorkerHoldsResults(t *testing.T) {
+	t.Parallel()
+	// start runs a bundle of "block" jobs (a bundle: the master takes
+	// WorkIsDoneBatch) and waits until they all run.
+	start := func(t *testing.T, b *testBundle, pid *actor.PID, running int, ids ...string) {
+		t.Helper()
+		var works []*messages.Work
+		for _, id := range ids {
+			works = append(works, work(id, "block", id))
+		}
+		b.master.Send(pid, &messages.WorkBundle{Works: works})
+		for range running {
+			require.NotEmpty(t, startedWithin(b, testkit.Timeout()), "jobs did not start")
+		}
+	}
+	// finishOne lets one job end and waits until the worker armed the
+	// result's resend timer and, when hold, the hold's.
+	finishOne := func(t *testing.T, b *testBundle, hold bool) {
+		t.Helper()
+		n := b.clk.Pending() + 1
+		if hold {
+			n++
+		}
+		b.release <- struct{}{}
+		waitTimers(t, b.clk, n)
+	}
+	// ids returns the work ids that m reports, in order.
+	ids := func(m any) []string {
+		switch m := m.(type) {
+		case *messages.WorkIsDone:
+			return []string{m.GetWorkId()}
+		case *messages.WorkIsDoneBatch:
+			var out []string
+			for _, d := range m.GetDone() {
+				out = append(out, d.GetWorkId())
+			}
+			return out
+		}
+		t.Fatalf("want results, got %T", m)
+		return nil
+	}
+	// Three slots, no read-ahead: a request for the freed slot goes at
+	// once, results only when the hold says so.
+	opts := []worker.Option{worker.WithWindow(3), worker.WithPrefetch(0),
+		worker.WithRegisterInterval(time.Hour), worker.WithResendInterval(time.Hour)}
+
+	t.Run("AResultWaitsWhileOtherJobsRun", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, opts...)
+		start(t, b, pid, 3, "a", "b", "c")
+		finishOne(t, b, true)
+		// Work is asked for at once; the result stays.
+		testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
+		b.master.ExpectNoMsg(50 * time.Millisecond)
+		b.clk.Advance(worker.DefaultResultHold - time.Microsecond)
+		b.master.ExpectNoMsg(50 * time.Millisecond)
+		b.clk.Advance(time.Microsecond)
+		require.Len(t, ids(b.master.ReceiveN(1, testkit.Timeout())[0]), 1)
+	})
+
+	t.Run("ResultsLeaveTogetherWhenTheLastJobEnds", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, opts...)
+		start(t, b, pid, 3, "a", "b", "c")
+		finishOne(t, b, true)
+		finishOne(t, b, false)  // the hold armed for the first covers it
+		b.release <- struct{}{} // nothing runs now: all three go, unheld
+		var got []string
+		for len(got) < 3 {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkerRequestsWork:
+			default:
+				require.Empty(t, got, "results in more than one message")
+				got = ids(m)
+			}
+		}
+		require.ElementsMatch(t, []string{"a", "b", "c"}, got)
+	})
+
+	t.Run("AWindowOfResultsLeavesAtOnce", func(t *testing.T) {
+		t.Parallel()
+		// Two slots and four works: as the first two end, the queued two
+		// start, so jobs still run when two results (the window) wait.
+		pid, b := setup(t, worker.WithWindow(2), worker.WithPrefetch(2),
+			worker.WithRegisterInterval(time.Hour), worker.WithResendInterval(time.Hour))
+		start(t, b, pid, 2, "a", "b", "c", "d")
+		finishOne(t, b, true)
+		require.NotEmpty(t, startedWithin(b, testkit.Timeout()), "the queued job did not start")
+		b.release <- struct{}{}
+		for {
+			if m := b.master.ReceiveN(1, testkit.Timeout())[0]; !isRequest(m) {
+				require.Len(t, ids(m), 2)
+				return
+			}
+		}
+	})
+
+	t.Run("HoldZeroSendsEachResultAtOnce", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, append(opts, worker.WithResultHold(0))...)
+		start(t, b, pid, 3, "a", "b", "c")
+		b.release <- struct{}{}
+		for {
+			if m := b.master.ReceiveN(1, testkit.Timeout())[0]; !isRequest(m) {
+				require.Len(t, ids(m), 1)
+				return
+			}
+		}
+	})
+
+	t.Run("StoppingSendsAHeldResult", func(t *testing.T) {
+		t.Parallel()
+		pid, b := setup(t, opts...)
+		start(t, b, pid, 3, "a", "b", "c")
+		finishOne(t, b, true)
+		go b.stop()
+		var results, handedBack int
+		for results == 0 || handedBack < 2 {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkIsDone:
+				results++
+			case *messages.WorkFailed:
+				require.ErrorContains(t, errors.New(m.GetError()), worker.ErrWorkerStopping.Error())
+				handedBack++
+			}
+		}
+		require.Equal(t, 1, results)
+	})
+}
+
+func isRequest(m any) bool { _, ok := m.(*messages.WorkerRequestsWork); return ok }
 
 // TestWorkerStartsNothingOnceItsSystemShutDown: an actor system shut down
 // under a worker that was not stopped (a node that exits) does not go on

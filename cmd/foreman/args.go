@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
@@ -48,7 +49,9 @@ type nodeArgs struct {
 	window     int
 	// prefetch is --prefetch; -1 (unset): as many as the window.
 	prefetch int
-	sec      securityArgs
+	// resultHold is --result-hold.
+	resultHold time.Duration
+	sec        securityArgs
 	// metrics is --metrics ADDR (empty: off); actorMetrics adds
 	// protoactor's own actor metrics.
 	metrics string
@@ -119,6 +122,18 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 			return errors.New("must be a whole number from 0 to 4096")
 		}
 		a.prefetch = n
+		return nil
+	})
+	a.resultHold = worker.DefaultResultHold
+	fs.Func("result-hold", fmt.Sprintf("how long a finished job's result may wait, while the worker's other jobs still run, for more results to reach the master in one message and one journal write; 0 = each at once (worker and all-in-one nodes; at most 1s; default %v)", worker.DefaultResultHold), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration (examples: 500us, 2ms, 0): %w", err)
+		}
+		if d < 0 || d > time.Second {
+			return errors.New("must be from 0 to 1s")
+		}
+		a.resultHold = d
 		return nil
 	})
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")

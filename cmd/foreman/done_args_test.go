@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/route"
+	"github.com/foreman-actors/foreman/actors/worker"
 )
 
 func TestDoneRetentionAndLimitFlags(t *testing.T) {
@@ -84,5 +87,32 @@ func TestMetricsReadable(t *testing.T) {
 		a, err := parseNodeArgs(tc.args, noEnv, io.Discard)
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, metricsReadable(a), "%v", tc.args)
+	}
+}
+
+func TestResultHoldFlag(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{name: "Default", want: worker.DefaultResultHold},
+		{name: "Set", args: []string{"--result-hold", "2ms"}, want: 2 * time.Millisecond},
+		{name: "Off", args: []string{"--result-hold", "0"}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, err := parseNodeArgs(append([]string{"0"}, tt.args...), noEnv, io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, a.resultHold)
+			_, wopts, done, err := tuning(a, nil, false)
+			require.NoError(t, err)
+			t.Cleanup(done)
+			_, err = worker.Props(route.Fixed(actor.NewPID("nonhost", "master")), worker.NewRegistry(), wopts...)
+			require.NoError(t, err, "the worker takes the node's options")
+		})
 	}
 }

@@ -32,7 +32,7 @@ func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Op
 		}
 	}
 	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit))
-	wopts = []worker.Option{worker.WithWindow(a.window)}
+	wopts = []worker.Option{worker.WithWindow(a.window), worker.WithResultHold(a.resultHold)}
 	if a.prefetch >= 0 {
 		wopts = append(wopts, worker.WithPrefetch(a.prefetch))
 	}
