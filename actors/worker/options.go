@@ -207,7 +207,7 @@ func WithPrefetch(n int) Option { return func(c *config) { c.prefetch = n } }
 // longer than d; the results leave together as soon as there are as many
 // as the window. The wait adds at most d to the time from submission to
 // result; requests for work are not held. Under batch load on 2 cores the
-// default carried about 10% more jobs end to end (BENCHMARKS.md).
+// default carried about 17% more jobs end to end (BENCHMARKS.md).
 func WithResultHold(d time.Duration) Option { return func(c *config) { c.resultHold = d } }
 
 // unackedPerSlot sizes the default bound on unacknowledged results: per
