@@ -618,20 +618,25 @@ func TestWorkerHoldsResults(t *testing.T) {
 		b.release <- struct{}{}
 		waitTimers(t, b.clk, n)
 	}
-	// ids returns the work ids that m reports, in order.
-	ids := func(m any) []string {
-		switch m := m.(type) {
-		case *messages.WorkIsDone:
-			return []string{m.GetWorkId()}
-		case *messages.WorkIsDoneBatch:
-			var out []string
-			for _, d := range m.GetDone() {
-				out = append(out, d.GetWorkId())
+	// nextResults returns the work ids of the next results message (a
+	// WorkIsDone or a WorkIsDoneBatch), skipping requests for work.
+	nextResults := func(t *testing.T, b *testBundle) []string {
+		t.Helper()
+		for {
+			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
+			case *messages.WorkerRequestsWork:
+			case *messages.WorkIsDone:
+				return []string{m.GetWorkId()}
+			case *messages.WorkIsDoneBatch:
+				var out []string
+				for _, d := range m.GetDone() {
+					out = append(out, d.GetWorkId())
+				}
+				return out
+			default:
+				t.Fatalf("want results, got %T", m)
 			}
-			return out
 		}
-		t.Fatalf("want results, got %T", m)
-		return nil
 	}
 	// Three slots, no read-ahead: a request for the freed slot goes at
 	// once, results only when the hold says so.
@@ -649,7 +654,7 @@ func TestWorkerHoldsResults(t *testing.T) {
 		b.clk.Advance(worker.DefaultResultHold - time.Microsecond)
 		b.master.ExpectNoMsg(50 * time.Millisecond)
 		b.clk.Advance(time.Microsecond)
-		require.Len(t, ids(b.master.ReceiveN(1, testkit.Timeout())[0]), 1)
+		require.Len(t, nextResults(t, b), 1)
 	})
 
 	t.Run("ResultsLeaveTogetherWhenTheLastJobEnds", func(t *testing.T) {
@@ -659,16 +664,7 @@ func TestWorkerHoldsResults(t *testing.T) {
 		finishOne(t, b, true)
 		finishOne(t, b, false)  // the hold armed for the first covers it
 		b.release <- struct{}{} // nothing runs now: all three go, unheld
-		var got []string
-		for len(got) < 3 {
-			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
-			case *messages.WorkerRequestsWork:
-			default:
-				require.Empty(t, got, "results in more than one message")
-				got = ids(m)
-			}
-		}
-		require.ElementsMatch(t, []string{"a", "b", "c"}, got)
+		require.ElementsMatch(t, []string{"a", "b", "c"}, nextResults(t, b), "the results in one message")
 	})
 
 	t.Run("AWindowOfResultsLeavesAtOnce", func(t *testing.T) {
@@ -681,12 +677,7 @@ func TestWorkerHoldsResults(t *testing.T) {
 		finishOne(t, b, true)
 		require.NotEmpty(t, startedWithin(b, testkit.Timeout()), "the queued job did not start")
 		b.release <- struct{}{}
-		for {
-			if m := b.master.ReceiveN(1, testkit.Timeout())[0]; !isRequest(m) {
-				require.Len(t, ids(m), 2)
-				return
-			}
-		}
+		require.Len(t, nextResults(t, b), 2)
 	})
 
 	t.Run("HoldZeroSendsEachResultAtOnce", func(t *testing.T) {
@@ -694,12 +685,7 @@ func TestWorkerHoldsResults(t *testing.T) {
 		pid, b := setup(t, append(opts, worker.WithResultHold(0))...)
 		start(t, b, pid, 3, "a", "b", "c")
 		b.release <- struct{}{}
-		for {
-			if m := b.master.ReceiveN(1, testkit.Timeout())[0]; !isRequest(m) {
-				require.Len(t, ids(m), 1)
-				return
-			}
-		}
+		require.Len(t, nextResults(t, b), 1)
 	})
 
 	t.Run("StoppingSendsAHeldResult", func(t *testing.T) {
@@ -721,8 +707,6 @@ func TestWorkerHoldsResults(t *testing.T) {
 		require.Equal(t, 1, results)
 	})
 }
-
-func isRequest(m any) bool { _, ok := m.(*messages.WorkerRequestsWork); return ok }
 
 // TestWorkerStartsNothingOnceItsSystemShutDown: an actor system shut down
 // under a worker that was not stopped (a node that exits) does not go on
