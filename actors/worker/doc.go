@@ -42,10 +42,11 @@
 //
 // That alone gathered little: under load the executors finish one by one,
 // each after the worker handled the last, and 1.04 results left per flush.
-// So while other executors still run, a result waits up to WithResultHold
-// (default 500 µs) for company, and the gathered results leave as soon as
-// they number the window or the last running job ends; the request for the
-// freed slots goes at once, not held with them. A busy worker so sends one
+// So while the worker still runs other jobs (a queued one it just started
+// counts), a result waits up to WithResultHold (default 500 µs) for
+// company, and the gathered results leave as soon as they number the window
+// or the last running job ends; the request for the freed slots goes at
+// once, not held with them. A busy worker so sends one
 // message per several jobs instead of one and an Ack each, and a lone job's
 // result waits for no timer.
 //

@@ -27,7 +27,7 @@ const (
 	// this and four times the window plus the prefetch.
 	DefaultMaxUnacked = 32
 	// DefaultResultHold is how long a finished job's result may wait for
-	// others to leave with it while the worker's other executors still run
+	// others to leave with it while the worker still runs other jobs
 	// (see WithResultHold).
 	DefaultResultHold = 500 * time.Microsecond
 	// DefaultResolveTimeout bounds one call of a route.Resolver.
@@ -203,7 +203,8 @@ func WithPrefetch(n int) Option { return func(c *config) { c.prefetch = n } }
 // results of other jobs, so that they reach the master in one
 // WorkIsDoneBatch and one journal write instead of a message and an Ack
 // each (default DefaultResultHold; 0: every result leaves at once). A
-// result waits only while other executors of the worker still run, and no
+// result waits only while the worker still runs other jobs (a queued one
+// it started in the freed slot counts), and no
 // longer than d; the results leave together as soon as there are as many
 // as the window. The wait adds at most d to the time from submission to
 // result; requests for work are not held. Under batch load on 2 cores the

@@ -547,9 +547,9 @@ func (w *workerActor) requestAfterFlush() {
 // a worker's executors finish one by one, each after the worker handled the
 // last, so without a wait nearly every result left alone: a WorkIsDone and
 // an Ack per job, where one WorkIsDoneBatch and one journal write can carry
-// many. Results wait only while other executors still run (a lone job's
-// result goes at once), at most the hold, and go as soon as there are as
-// many as the window (at least two).
+// many. Results wait only while jobs still run, a queued one started in the
+// freed slot included (a lone job's result goes at once), at most the hold,
+// and go as soon as there are as many as the window (at least two).
 func (w *workerActor) holdResults() bool {
 	switch {
 	case w.cfg.resultHold <= 0 || w.stopped || w.draining || w.flushing:
