@@ -110,12 +110,11 @@ type workerActor struct {
 	resendTimers  map[string]clock.Timer
 
 	// doneOut holds the results completed since the last flush, by
-	// shard, gathered of them in all; flushing says whether a flushTick
-	// is queued, and askAfter whether the flush also asks for work.
+	// shard; flushing says whether a flushTick is queued, and askAfter
+	// whether the flush also asks for work.
 	// holdTimer, while results wait for company (holdResults), sends the
 	// flushTick that ends the wait.
 	doneOut   [][]*messages.WorkIsDone
-	gathered  int
 	flushing  bool
 	askAfter  bool
 	holdTimer clock.Timer
@@ -511,7 +510,6 @@ func (w *workerActor) onResult(m *execResult) {
 	}
 	k := w.shardOf(m.workID)
 	w.doneOut[k] = append(w.doneOut[k], &messages.WorkIsDone{WorkId: m.workID, Result: m.result})
-	w.gathered++
 	w.armResend(m.workID)
 	w.startNext(m.slot, next)
 	w.requestAfterFlush()
@@ -554,7 +552,10 @@ func (w *workerActor) holdResults() bool {
 	switch {
 	case w.cfg.resultHold <= 0 || w.stopped || w.draining || w.flushing:
 		return false // off; a stopping worker sends at once; a flush is on its way
-	case w.gathered == 0 || w.gathered >= max(w.cfg.window, 2) || w.st.busy() == 0:
+	case w.st.busy() == 0:
+		return false
+	}
+	if n := w.gathered(); n == 0 || n >= max(w.cfg.window, 2) {
 		return false
 	}
 	if w.holdTimer == nil {
@@ -586,11 +587,19 @@ func (w *workerActor) flush() {
 		}
 		w.doneOut[k] = nil
 	}
-	w.gathered = 0
 	if w.askAfter {
 		w.askAfter = false
 		w.maybeRequest()
 	}
+}
+
+// gathered counts the results waiting in doneOut.
+func (w *workerActor) gathered() int {
+	n := 0
+	for _, done := range w.doneOut {
+		n += len(done)
+	}
+	return n
 }
 
 // stopHold ends a wait of holdResults: the flush under way carries the
