@@ -693,7 +693,7 @@ func TestWorkerHoldsResults(t *testing.T) {
 		pid, b := setup(t, opts...)
 		start(t, b, pid, 3, "a", "b", "c")
 		finishOne(t, b, true)
-		go b.stop()
+		b.stop() // shutdown sends what it holds; the probe keeps it
 		var results, handedBack int
 		for results == 0 || handedBack < 2 {
 			switch m := b.master.ReceiveN(1, testkit.Timeout())[0].(type) {
