@@ -48,12 +48,15 @@ if [ "$(id -u)" = 0 ] && ! id -u postgres >/dev/null 2>&1; then
 	useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
 fi
 
-# A free TCP port on loopback: the first one nothing answers on.
-port=
-for p in $(seq 54320 54420); do
-	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
-done
-[ -n "$port" ] || die "no free port in 54320-54420 on 127.0.0.1"
+# free_port FROM: the first TCP port on loopback from FROM up to 54420 that
+# nothing answers on.
+free_port() {
+	local p
+	for p in $(seq "$1" 54420); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+	done
+	return 1
+}
 
 dir=$(mktemp -d /tmp/foreman-pg.XXXXXX)
 chmod 0755 "$dir"
@@ -61,10 +64,25 @@ if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
 
 log "initdb in $dir/data ($bin)"
 as_owner "$bin/initdb" -D "$dir/data" -U foreman --auth=trust -E UTF8 --no-instructions >&2
-log "starting on 127.0.0.1:$port"
-as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=on -c synchronous_commit=on -c max_connections=200" \
-	start >&2 || { cat "$dir/server.log" >&2; die "server did not start (log above)"; }
+# Another server started at the same time (two test packages, or two runs)
+# can take the port between the probe and the bind: then the next free port
+# is tried, a few times.
+port=54319
+for attempt in 1 2 3 4 5; do
+	port=$(free_port $((port + 1))) || die "no free port in 54320-54420 on 127.0.0.1"
+	log "starting on 127.0.0.1:$port"
+	rm -f "$dir/server.log" # pg_ctl (as the owner) creates it anew
+	if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+		-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=on -c synchronous_commit=on -c max_connections=200" \
+		start >&2; then
+		break
+	fi
+	cat "$dir/server.log" >&2
+	if [ "$attempt" = 5 ] || ! grep -q "Address already in use" "$dir/server.log"; then
+		die "server did not start (log above)"
+	fi
+	log "port $port was taken meanwhile; trying another"
+done
 as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U foreman foreman_test >&2
 pid=$(head -n 1 "$dir/data/postmaster.pid")
 log "ready: server PID $pid; stop it with: bash $0 stop $dir"
