@@ -69,7 +69,7 @@ as_owner "$bin/initdb" -D "$dir/data" -U foreman --auth=trust -E UTF8 --no-instr
 # is tried, a few times.
 port=54319
 for attempt in 1 2 3 4 5; do
-	port=$(free_port $((port + 1))) || die "no free port in 54320-54420 on 127.0.0.1"
+	port=$(free_port $((port + 1))) || { rm -rf "$dir"; die "no free port in 54320-54420 on 127.0.0.1"; }
 	log "starting on 127.0.0.1:$port"
 	rm -f "$dir/server.log" # pg_ctl (as the owner) creates it anew
 	if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
@@ -79,6 +79,7 @@ for attempt in 1 2 3 4 5; do
 	fi
 	cat "$dir/server.log" >&2
 	if [ "$attempt" = 5 ] || ! grep -q "Address already in use" "$dir/server.log"; then
+		rm -rf "$dir" # nothing runs from it: a failed start leaves no directory behind
 		die "server did not start (log above)"
 	fi
 	log "port $port was taken meanwhile; trying another"
