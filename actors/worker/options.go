@@ -30,6 +30,9 @@ const (
 	// others to leave with it while the worker still runs other jobs
 	// (see WithResultHold).
 	DefaultResultHold = 500 * time.Microsecond
+	// MaxResultHold is the longest hold WithResultHold accepts: a result
+	// that could wait longer would hold its caller up for no gain.
+	MaxResultHold = time.Second
 	// DefaultResolveTimeout bounds one call of a route.Resolver.
 	DefaultResolveTimeout = 5 * time.Second
 	// DefaultInterestTimeout bounds the wait for the answer of a Work's
@@ -101,8 +104,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: window %d: must be 1..4096", ErrInvalidOption, c.window)
 	case c.prefetch < -1 || c.prefetch > 4096:
 		return fmt.Errorf("%w: prefetch %d: must be 0..4096 (0 = never read ahead)", ErrInvalidOption, c.prefetch)
-	case c.resultHold < 0 || c.resultHold > time.Second:
-		return fmt.Errorf("%w: result hold %v: must be 0..1s (0 = every result leaves at once)", ErrInvalidOption, c.resultHold)
+	case c.resultHold < 0 || c.resultHold > MaxResultHold:
+		return fmt.Errorf("%w: result hold %v: must be 0..%v (0 = every result leaves at once)", ErrInvalidOption, c.resultHold, MaxResultHold)
 	case c.maxUnacked < 0:
 		return fmt.Errorf("%w: max unacked %d: must be positive (0 = default)", ErrInvalidOption, c.maxUnacked)
 	}

@@ -125,13 +125,13 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		return nil
 	})
 	a.resultHold = worker.DefaultResultHold
-	fs.Func("result-hold", fmt.Sprintf("how long a finished job's result may wait, while the worker's other jobs still run, for more results to reach the master in one message and one journal write; 0 = each at once (worker and all-in-one nodes; at most 1s; default %v)", worker.DefaultResultHold), func(s string) error {
+	fs.Func("result-hold", fmt.Sprintf("how long a finished job's result may wait, while the worker's other jobs still run, for more results to reach the master in one message and one journal write; 0 = each at once (worker and all-in-one nodes; at most %v; default %v)", worker.MaxResultHold, worker.DefaultResultHold), func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return fmt.Errorf("not a duration (examples: 500us, 2ms, 0): %w", err)
 		}
-		if d < 0 || d > time.Second {
-			return errors.New("must be from 0 to 1s")
+		if d < 0 || d > worker.MaxResultHold {
+			return fmt.Errorf("must be from 0 to %v", worker.MaxResultHold)
 		}
 		a.resultHold = d
 		return nil
