@@ -129,6 +129,11 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var wait time.Duration
 		if wait, err = parseWait("wait", q.Get("wait"), 0); err == nil {
+			release, ok := s.takeFeedShare(w, r)
+			if !ok {
+				return
+			}
+			defer release()
 			holdFor(w, wait)
 			var page *frontend.FeedPage
 			if page, err = fb.ReadFeed(r.Context(), cur, limit, wait); err == nil {
@@ -160,6 +165,11 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 		s.feedErr(w, r, err)
 		return
 	}
+	release, ok := s.takeFeedShare(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream has no end
 	ctx := r.Context()
