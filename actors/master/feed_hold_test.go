@@ -88,3 +88,40 @@ func TestMasterStopJoinsItsFeedReads(t *testing.T) {
 	require.NoError(t, sys.Root.StopFuture(m).Wait())
 	require.Empty(t, stacksIn("(*loadGate).Load"), "a feed read outlived its master")
 }
+
+// Issue 34 item 4: the master watches the reader of a held read that asks
+// for it (watch_reader) and drops its reads, unanswered, once it
+// terminates: its slots are free at once, not when the reads' waits end.
+func TestHeldFeedReadsEndWithTheirReader(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // a manual clock: no read ends by its wait
+	reader := testkit.NewProbe(t, b.sys)
+	// More held reads than the master has slots (256): the reads beyond
+	// them are turned away at once, the others held.
+	const reads, slots = 300, 256
+	for range reads {
+		reader.Request(b.master, &messages.ReadResults{WaitMs: time.Hour.Milliseconds(), WatchReader: true})
+	}
+	for _, m := range reader.ReceiveN(reads-slots, testkit.Timeout()) {
+		require.Contains(t, m.(*messages.ResultsPage).GetError(), "result-feed reads in flight", "a held read was answered")
+	}
+	other := testkit.NewProbe(t, b.sys)
+	other.Request(b.master, &messages.ReadResults{})
+	require.Contains(t, testkit.ExpectMsgType[*messages.ResultsPage](other, testkit.Timeout()).GetError(), "in flight")
+
+	require.NoError(t, b.sys.Root.StopFuture(reader.PID()).Wait())
+	require.Eventually(t, func() bool {
+		other.Request(b.master, &messages.ReadResults{})
+		return testkit.ExpectMsgType[*messages.ResultsPage](other, testkit.Timeout()).GetError() == ""
+	}, testkit.Timeout(), 10*time.Millisecond, "the reads of a reader that stopped still hold the master's slots")
+
+	// A read whose reader stays is answered as before.
+	other.Request(b.master, &messages.ReadResults{WaitMs: time.Hour.Milliseconds(), WatchReader: true})
+	b.submit(t, "a")
+	b.register(t, b.worker, "w1")
+	require.Len(t, b.take(t, 1), 1)
+	b.worker.Send(b.master, &messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("4")})
+	page := testkit.ExpectMsgType[*messages.ResultsPage](other, testkit.Timeout())
+	require.Len(t, page.GetEntries(), 1)
+	require.Equal(t, "a", page.GetEntries()[0].GetWorkId())
+}
