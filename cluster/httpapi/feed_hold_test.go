@@ -195,3 +195,50 @@ func TestFeedReadsPerClientAreBounded(t *testing.T) {
 		return code == http.StatusOK
 	}, testkit.Timeout(), 10*time.Millisecond)
 }
+
+// Issue 34 item 4: long polls whose clients went away free the master's
+// reader slots at once: the request's context ends the master's held read.
+// (One client may take them all here: its share is raised past them.)
+func TestAbandonedLongPollsFreeTheMastersSlots(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, withWorkers(0))
+	tokens, err := httpapi.NewTokens(goodToken)
+	require.NoError(t, err)
+	base, _ := holdServer(t, s, tokens, httpapi.WithFeedReadsPerClient(1000))
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(hc.CloseIdleConnections)
+	get := func(ctx context.Context, path string) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+goodToken)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Body.Close()
+	}
+
+	// More long polls than the master has slots (256): the last ones find
+	// them all taken (503).
+	ctx, leave := context.WithCancel(context.Background())
+	t.Cleanup(leave)
+	const polls = 280
+	done := make(chan heldCall, polls)
+	for i := range polls {
+		open(ctx, hc, done, strconv.Itoa(i), http.MethodGet, base+"/results?wait=5m", goodToken, "")
+	}
+	select {
+	case c := <-done:
+		require.NoError(t, c.err)
+		require.Equal(t, http.StatusServiceUnavailable, c.code, "a long poll ended otherwise than turned away")
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("%d long polls held, none turned away: the master has more slots than the test expects", polls)
+	}
+	// Every client leaves; the master serves reads again.
+	leave()
+	require.Eventually(t, func() bool {
+		code, err := get(context.Background(), "/results")
+		return err == nil && code == http.StatusOK
+	}, testkit.Timeout(), 20*time.Millisecond, "the long polls of clients that left still hold the master's slots")
+}
