@@ -306,6 +306,11 @@ func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 		if page.GetError() == "" && !page.GetGone() && !page.GetAhead() && page.GetNextSeq() < after {
 			page.NextSeq = after
 		}
+		select {
+		case <-gone: // the reader left during a journal read
+			return
+		default:
+		}
 		root.RequestWithCustomSender(sender, page, self)
 	}()
 }

@@ -148,7 +148,8 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Context().Err() != nil {
-		return // the client left
+		s.leftOrRevoked(w, r) // the client left, or its token was revoked
+		return
 	}
 	s.feedErr(w, r, err)
 }
@@ -178,6 +179,9 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 		page, err := fb.ReadFeed(ctx, cur, limit, streamWait)
 		if err != nil {
 			if ctx.Err() != nil {
+				if !started {
+					s.leftOrRevoked(w, r)
+				}
 				return
 			}
 			if !started {

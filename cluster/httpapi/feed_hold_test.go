@@ -175,7 +175,7 @@ func TestFeedReadsPerClientAreBounded(t *testing.T) {
 	case c := <-done:
 		require.NoError(t, c.err)
 		require.Equal(t, http.StatusTooManyRequests, c.code, "a read ended otherwise than turned away")
-	case <-time.After(testkit.Timeout()):
+	case <-time.After(4 * testkit.Timeout()):
 		t.Fatalf("%d held reads of one token, none turned away", reads)
 	}
 	code, h := get(goodToken, "/results")
@@ -232,7 +232,7 @@ func TestAbandonedLongPollsFreeTheMastersSlots(t *testing.T) {
 	case c := <-done:
 		require.NoError(t, c.err)
 		require.Equal(t, http.StatusServiceUnavailable, c.code, "a long poll ended otherwise than turned away")
-	case <-time.After(testkit.Timeout()):
+	case <-time.After(4 * testkit.Timeout()): // 280 connections on a loaded machine
 		t.Fatalf("%d long polls held, none turned away: the master has more slots than the test expects", polls)
 	}
 	// Every client leaves; the master serves reads again.
@@ -240,5 +240,5 @@ func TestAbandonedLongPollsFreeTheMastersSlots(t *testing.T) {
 	require.Eventually(t, func() bool {
 		code, err := get(context.Background(), "/results")
 		return err == nil && code == http.StatusOK
-	}, testkit.Timeout(), 20*time.Millisecond, "the long polls of clients that left still hold the master's slots")
+	}, 4*testkit.Timeout(), 20*time.Millisecond, "the long polls of clients that left still hold the master's slots")
 }

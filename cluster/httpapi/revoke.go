@@ -94,46 +94,38 @@ func holdsOpen(r *http.Request) bool {
 }
 
 // serveRevocable serves a held request of the valid token tok with a
-// context that ends when tok is revoked; if it ends so before next wrote
-// an answer, the answer is 401.
+// context that ends, with cause errTokenRevoked, when tok is revoked. The
+// handlers answer such a request as one whose client left, except that
+// one that has not answered yet answers 401 (unauthorized).
 func (s *Server) serveRevocable(next http.Handler, w http.ResponseWriter, r *http.Request, tokens *Tokens, tok string) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	remove := tokens.revoked.add(sha256.Sum256([]byte(tok)), func() { cancel(errTokenRevoked) })
 	defer remove()
+	r = r.WithContext(ctx)
 	if !tokens.Valid(tok) { // revoked between the check and add
 		cancel(errTokenRevoked)
+		s.leftOrRevoked(w, r)
+		return
 	}
-	rw := &answerWriter{ResponseWriter: w}
-	if ctx.Err() == nil {
-		next.ServeHTTP(rw, r.WithContext(ctx))
-	}
-	if errors.Is(context.Cause(ctx), errTokenRevoked) {
-		s.log.Info("request ended: its bearer token was revoked", "method", r.Method, "path", r.URL.Path, "answered", rw.wrote)
-		if !rw.wrote {
-			h := w.Header()
-			h.Set("WWW-Authenticate", `Bearer realm="foreman", error="invalid_token"`)
-			h.Set("Connection", "close")
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "the bearer token was revoked while the request was held: ask the operator for a token in the server's --api-token-file"})
-		}
+	next.ServeHTTP(w, r)
+	if revoked(r) {
+		s.log.Info("held request ended: its bearer token was revoked", "method", r.Method, "path", r.URL.Path)
 	}
 }
 
-// answerWriter notes whether an answer was started. Unwrap lets
-// http.ResponseController reach the connection (flushes, deadlines).
-type answerWriter struct {
-	http.ResponseWriter
-	wrote bool
-}
+// revoked reports whether r's context ended because its token was revoked.
+func revoked(r *http.Request) bool { return errors.Is(context.Cause(r.Context()), errTokenRevoked) }
 
-func (w *answerWriter) WriteHeader(code int) {
-	w.wrote = true
-	w.ResponseWriter.WriteHeader(code)
+// leftOrRevoked answers a held request whose context ended before it
+// answered: nothing when its client left (no one reads it), 401 when its
+// token was revoked.
+func (s *Server) leftOrRevoked(w http.ResponseWriter, r *http.Request) {
+	if !revoked(r) {
+		return
+	}
+	h := w.Header()
+	h.Set("WWW-Authenticate", `Bearer realm="foreman", error="invalid_token"`)
+	h.Set("Connection", "close")
+	writeJSON(w, http.StatusUnauthorized, errorBody{Error: "the bearer token was revoked while the request was held: ask the operator for a token in the server's --api-token-file"})
 }
-
-func (w *answerWriter) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
