@@ -71,7 +71,7 @@ var (
 // exactly as the journal would answer it.
 //
 // It also knows the reads in flight: each runs on a goroutine of its own,
-// which the master joins when it stops (join), and a held read whose reader
+// which the master joins when it stops (close), and a held read whose reader
 // asked to be watched (ReadResults.watch_reader) ends, unanswered, when
 // that reader terminates (readerGone), so that it frees its slot at once.
 type feedHub struct {
