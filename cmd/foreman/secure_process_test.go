@@ -214,11 +214,11 @@ func TestSecureClusterProcesses(t *testing.T) {
 	sreq.Header.Set("Authorization", "Bearer "+token)
 	sresp, err := hc.Do(sreq) // the feed has results: the stream starts at once
 	require.NoError(t, err)
+	defer func() { _ = sresp.Body.Close() }()
 	require.Equal(t, http.StatusOK, sresp.StatusCode)
 	streamEnded := make(chan time.Time, 1)
 	go func() {
-		_, _ = io.Copy(io.Discard, sresp.Body)
-		_ = sresp.Body.Close()
+		_, _ = io.Copy(io.Discard, sresp.Body) // until the server ends the stream
 		streamEnded <- time.Now()
 	}()
 	require.NoError(t, os.WriteFile(tokenFile, []byte("# rotated\n"+newToken+"\n"), 0o600))
