@@ -136,7 +136,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		a.resultHold = d
 		return nil
 	})
-	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
+	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes; --produce=false: only the HTTP API submits work)")
 	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
 	fs.StringVar(&a.pprof, "pprof", "", "serve Go's runtime profiles (CPU, heap, allocs, goroutines, trace) at http://ADDR/debug/pprof/ on any node, e.g. 6060 (loopback); another host needs --insecure (default off)")
 	fs.Func("memory-limit", "soft limit of the node's Go memory, e.g. 900MiB or 1GiB: the collector runs sooner near it and returns freed memory to the OS at once (see the README's \"Memory of a backend\"; default off, or GOMEMLIMIT from the environment)", func(s string) error {
@@ -225,6 +225,11 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if a.jobs < 0 {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)
+	}
+	if a.jobs > 0 && !a.produce {
+		// --jobs N is carried out by the simulated clients: without them
+		// the node would wait forever for N results nobody submits.
+		return a, fmt.Errorf("%w: --jobs %d submits its jobs through the simulated clients, which --produce=false turns off; drop one of the two", errUsage, a.jobs)
 	}
 	if _, err := parseLevel(a.logLevel); err != nil {
 		return a, fmt.Errorf("%w: --log-level: %w", errUsage, err)
