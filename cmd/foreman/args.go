@@ -45,6 +45,9 @@ type nodeArgs struct {
 	logLevel   string
 	produce    bool
 	rate       string
+	// changeRate is --change-rate: a backend records its --rate in the
+	// journal even when the journal records other limits.
+	changeRate bool
 	adaptive   string
 	window     int
 	// prefetch is --prefetch; -1 (unset): as many as the window.
@@ -112,7 +115,8 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		a.delay, a.delaySet = d, true
 		return nil
 	})
-	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the masters hand work out, across the cluster, e.g. square=10/s,factorize=100/m:strict (backend and all-in-one nodes; give every backend the same)")
+	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the masters hand work out, across the cluster, e.g. square=10/s,factorize=100/m:strict (backend and all-in-one nodes; the journal records the first backend's, and a backend given others refuses to start: see --change-rate)")
+	fs.BoolVar(&a.changeRate, "change-rate", false, "record this backend's --rate in the journal as the cluster's rate limits, replacing the ones it records (without it a backend whose --rate differs from the journal's refuses to start); then restart every other backend with the same --rate (backend nodes)")
 	fs.StringVar(&a.adaptive, "adaptive", "off", "size the node's worker pool itself: default, seed, vegas or off (worker and all-in-one nodes)")
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	a.prefetch = -1
@@ -225,6 +229,9 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if a.jobs < 0 {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)
+	}
+	if a.changeRate && a.role != node.RoleBackend {
+		return a, fmt.Errorf("%w: --change-rate: only backend nodes (2000-2999) record rate limits in a journal; pass it to a backend", errUsage)
 	}
 	if a.jobs > 0 && !a.produce {
 		// --jobs N is carried out by the simulated clients: without them
