@@ -13,7 +13,7 @@
 // a fixed interval (the seed's producer).
 //
 // The evaluation lives here too (eval.go): the suite of services (Suite),
-// sweeps of fixed levels per stage of a moving service (Sweep) and the
+// a held-out service the default policy was not tuned on (HeldOut), sweeps of fixed levels per stage of a moving service (Sweep) and the
 // score, the fraction of the gap between the worst and the best fixed level
 // that a policy recovers (Bounds.GapRecovered).
 package sim
