@@ -203,7 +203,9 @@ const (
 	// per extra level, stale estimates forgotten, jittered windows, and a
 	// fresh start (halving on a drop) when the service changes. It is the
 	// default because it wins or ties on four of the five services of the
-	// evaluation (examples/santa/eval, actors/adaptive/BENCH.md).
+	// evaluation (examples/santa/eval, actors/adaptive/BENCH.md); that
+	// evaluation also says where it loses to a fixed level (the flat CPU
+	// service, the held-out one).
 	PolicyDefault PolicyKind = iota + 1
 	// PolicySeed is the seed's rule exactly: per completion, an EMA of
 	// in-flight/elapsed for the current level, a move to a better neighbour,

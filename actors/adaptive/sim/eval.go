@@ -46,6 +46,31 @@ func Suite() []Case {
 	}
 }
 
+// HeldOut is the evaluation's held-out service: a shape and a move that the
+// default policy's parameters (Penalty, changeFraction, stepFraction,
+// StaleAfter, SampleInterval, MinSamples) were not tuned on, so that a score
+// on it says something the suite cannot. Keep it out of tuning: a policy
+// change must be judged on Suite, then checked here.
+//
+// "usl-rise" is a Scalable (Universal Scalability Law) resource with 5%
+// contention whose coherency cost falls at 140 s (the resource is scaled
+// up), so its optimum rises from 8 to 24. Every suite service has a cliff or
+// a wall at its optimum (Thrashing, Congested) or a flat plateau (CPUBound);
+// this one has a broad, rounded top, on which the throughput gained per
+// extra job shrinks gradually. The suite's moving services move their
+// optimum down first (16 to 6; 12 to 6 and back); this one moves it up, by a
+// factor of 3, at an instant no suite service changes. Its jobs are 200 ms,
+// not 50 or 100 ms, so a sample window holds fewer completions.
+func HeldOut() []Case {
+	const sigma = 0.05
+	return []Case{
+		{Name: "usl-rise", Service: Stages{
+			{Until: 140 * time.Second, Service: ScalablePeak(sigma, 8)},
+			{Service: ScalablePeak(sigma, 24)},
+		}, Work: 200 * time.Millisecond, Sweep: 48, Moves: true},
+	}
+}
+
 // Saturated is the case under a permanent backlog of 200 jobs for d.
 func (c Case) Saturated(d time.Duration, seed uint64, useCPU bool) Scenario {
 	return Scenario{Service: c.Service, Load: Backlog{Depth: 200}, Work: c.Work, WorkJitter: 0.3,

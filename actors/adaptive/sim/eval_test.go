@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 func suiteCase(t *testing.T, name string) sim.Case {
 	t.Helper()
-	for _, c := range sim.Suite() {
+	for _, c := range append(sim.Suite(), sim.HeldOut()...) {
 		if c.Name == name {
 			return c
 		}
@@ -97,22 +98,69 @@ func TestTheEvaluationTellsPoliciesApart(t *testing.T) {
 // at least 90% in every stage of the moving ones (it must follow the move),
 // for several seeds. Before the default forgot its estimates on a change
 // (and halved on a drop), it recovered 76% on shift and 84% on halve.
+//
+// usl-rise (sim.HeldOut, issue 34 item 12) is held out: the default's
+// parameters were tuned on the suite, not on it, so it tells whether that
+// tuning generalises, here to a broad, rounded optimum that moves up. It is
+// judged by the same bar. The default falls short there (knownShort): the
+// subtest then skips with its figures instead of failing, so the shortfall
+// is on record and visible in -v output, and it fails as soon as the default
+// meets the bar, so that the entry is removed. Do not tune the policy on
+// usl-rise: it would stop being held out.
 func TestDefaultPolicyFollowsASharpMovingOptimum(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"thrash", "shift", "halve"} {
+	knownShort := map[string]string{
+		"usl-rise": "issue 34 item 12, actors/adaptive/BENCH.md: the default settles near 6 before the rise (best 8) " +
+			"and crawls from 8 to 10 in the 160 s after it (best 23); its Penalty of 0.3 alone would stop it at 15 (92.5% of the stage's gap)",
+	}
+	for _, name := range []string{"thrash", "shift", "halve", "usl-rise"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := suiteCase(t, name)
 			b := sim.Sweep(c.Saturated(300*time.Second, 1, false), c.Sweep, c.Windows(30, 300))
+			var short []string
 			for _, seed := range []uint64{1, 2, 3} {
 				p, err := adaptive.NewHillClimb(adaptive.Config{Seed: seed})
 				require.NoError(t, err)
 				r := sim.Run(c.Saturated(300*time.Second, seed, false), p)
-				require.GreaterOrEqual(t, b.GapRecovered(r.Throughput(30, 300)), 0.95, "seed %d", seed)
-				for i, g := range b.WindowGaps(r) {
-					require.GreaterOrEqual(t, g, 0.9, "seed %d, window %d", seed, i)
+				if g := b.GapRecovered(r.Throughput(30, 300)); g < 0.95 {
+					short = append(short, fmt.Sprintf("seed %d: %.1f%% of the gap, below 95%%", seed, 100*g))
 				}
+				for i, g := range b.WindowGaps(r) {
+					if g < 0.9 {
+						short = append(short, fmt.Sprintf("seed %d, window %d: %.1f%% of the gap, below 90%%", seed, i, 100*g))
+					}
+				}
+			}
+			why, known := knownShort[name]
+			switch {
+			case len(short) > 0 && known:
+				t.Skipf("KNOWN SHORTFALL on %s (%s): %s", name, why, strings.Join(short, "; "))
+			case len(short) > 0:
+				t.Errorf("the default does not follow the optimum of %s: %s", name, strings.Join(short, "; "))
+			case known:
+				t.Errorf("the default now meets the bar on %s: remove it from knownShort (and its note in BENCH.md)", name)
 			}
 		})
 	}
+}
+
+// The held-out service peaks where it says, before and after its rise, and
+// its top is broad: a level a third away from the peak loses under 10%.
+func TestHeldOutServicePeaksWhereItSays(t *testing.T) {
+	t.Parallel()
+	c := suiteCase(t, "usl-rise")
+	require.Equal(t, []sim.Window{{From: 30, To: 140}, {From: 140, To: 300}}, c.Windows(30, 300))
+	b := sim.Sweep(c.Saturated(300*time.Second, 1, false), c.Sweep, c.Windows(30, 300))
+	require.InDelta(t, 8, b.Windows[0].BestLevel, 1)
+	require.InDelta(t, 24, b.Windows[1].BestLevel, 1)
+	for _, w := range b.Windows {
+		require.Equal(t, 1, w.WorstLevel)
+	}
+	svc := sim.ScalablePeak(0.05, 24)
+	x := func(n int) float64 { return float64(n) * svc.Rate(n) }
+	require.Greater(t, x(24), x(23))
+	require.Greater(t, x(24), x(25))
+	require.Greater(t, x(16), 0.9*x(24))
+	require.Less(t, x(16), 0.97*x(24))
 }

@@ -6,13 +6,14 @@
 // A Service says how fast each job progresses with n jobs in it (processor
 // sharing): CPUBound shares Cores among the jobs, Congested slows every job
 // once more than K are in it, Thrashing collapses past K (its optimum is
-// sharp), and Stages changes the service over time (the optimum moves). A
+// sharp), Scalable follows the Universal Scalability Law (a broad,
+// retrograde top), and Stages changes the service over time (the optimum moves). A
 // Load says when jobs arrive: Backlog keeps a fixed number of jobs in the
 // system, most of them waiting (saturation), Bursts sends random batches at
 // a fixed interval (the seed's producer).
 //
 // The evaluation lives here too (eval.go): the suite of services (Suite),
-// sweeps of fixed levels per stage of a moving service (Sweep) and the
+// a held-out service the default policy was not tuned on (HeldOut), sweeps of fixed levels per stage of a moving service (Sweep) and the
 // score, the fraction of the gap between the worst and the best fixed level
 // that a policy recovers (Bounds.GapRecovered).
 package sim
@@ -98,6 +99,36 @@ func (c Thrashing) Rate(n int) float64 {
 
 // CPU implements Service.
 func (Thrashing) CPU(int) float64 { return -1 }
+
+// Scalable is a resource that follows the Universal Scalability Law
+// (Gunther): with n jobs in it each progresses at 1/(1+Sigma(n-1)+Kappa n(n-1)),
+// so the whole resource does n/(1+Sigma(n-1)+Kappa n(n-1)) jobs' worth of work
+// per second. Sigma is contention (the serial fraction), Kappa coherency
+// (the cost of keeping n jobs consistent with one another). Unlike Thrashing's
+// cliff, its throughput rises, rounds over a broad top at
+// sqrt((1-Sigma)/Kappa), and falls slowly: the shape measured on real
+// databases and caches, and one the default policy was not tuned on.
+type Scalable struct {
+	Sigma, Kappa float64
+}
+
+// ScalablePeak returns the Scalable service with contention sigma whose
+// throughput peaks at level peak (Kappa = (1-sigma)/peak^2).
+func ScalablePeak(sigma float64, peak int) Scalable {
+	return Scalable{Sigma: sigma, Kappa: (1 - sigma) / float64(peak*peak)}
+}
+
+// Rate implements Service.
+func (c Scalable) Rate(n int) float64 {
+	if n <= 1 {
+		return 1
+	}
+	f := float64(n)
+	return 1 / (1 + c.Sigma*(f-1) + c.Kappa*f*(f-1))
+}
+
+// CPU implements Service.
+func (Scalable) CPU(int) float64 { return -1 }
 
 // Stage is a service that holds until Until.
 type Stage struct {
