@@ -435,10 +435,13 @@ func (w *workerActor) dropPermits() {
 // gave up while the job runs.
 //
 // Until the first answer it asks again every retry (the worker's ask timer
-// bounds the whole wait); a dead letter from a waiter on another node is
-// taken as gone only once gone says its node is, since protoactor also
-// reports a message to a node whose connection is being re-made as a dead
-// letter. Once the job runs, the same tick checks gone, so a job whose
+// bounds the whole wait). A dead letter comes two ways, told apart by its
+// Target (see deadLetterGone): the waiter's node, reached, says it has no
+// such actor (the caller's Interest stopped after its linger): gone at
+// once, so work whose caller left long ago costs one round trip, not the
+// interest timeout; or this node's endpoint could not reach that node (a
+// connection being re-made): asked again, gone only once gone says the
+// node is. Once the job runs, the same tick checks gone, so a job whose
 // caller's node left is cancelled.
 type interestWatch struct {
 	slot     int
@@ -477,15 +480,35 @@ func (a *interestWatch) Receive(c actor.Context) {
 	case *messages.IAmNoLongerInterested:
 		a.callerGone(c, m.GetReason(), fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
 	case *actor.DeadLetterResponse:
-		if a.waiter.GetAddress() == c.Self().GetAddress() || a.nodeGone() {
+		switch {
+		case deadLetterGone(m, a.waiter, c.Self()):
 			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
-				fmt.Errorf("%w: waiter %s is gone (dead letter)", ErrCallerGone, a.waiter))
+				fmt.Errorf("%w: waiter %s is gone (dead letter from its node)", ErrCallerGone, a.waiter))
+		case a.nodeGone():
+			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
+				fmt.Errorf("%w: waiter %s is unreachable and its node has gone", ErrCallerGone, a.waiter))
 		}
+		// Otherwise this node could not reach the waiter's: the next tick
+		// asks again.
 	case *actor.Stopping:
 		if a.tick != nil {
 			a.tick.Stop()
 		}
 	}
+}
+
+// deadLetterGone reports whether the dead letter m, answering a question
+// self sent to waiter, says the waiter is gone, as opposed to unreachable.
+// protoactor answers a request that found no actor with a
+// DeadLetterResponse without Target, from the dead-letter process of the
+// node that looked the actor up: the waiter's own node when it lives on
+// another, reached over the network (or this node when there is no remote
+// to reach it by). The endpoint writer of this node answers a request it
+// could not deliver, because the connection to the waiter's node is not
+// made, with a DeadLetterResponse naming the Target: that says nothing
+// about the waiter.
+func deadLetterGone(m *actor.DeadLetterResponse, waiter, self *actor.PID) bool {
+	return waiter.GetAddress() == self.GetAddress() || m.GetTarget() == nil
 }
 
 func (a *interestWatch) nodeGone() bool { return a.gone != nil && a.gone(a.waiter.GetAddress()) }

@@ -431,3 +431,22 @@ func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
 		require.Empty(t, b.started)
 	})
 }
+
+// Issue 34 item 3: the waiter's node, reached, answers that it has no such
+// actor (a caller's Interest stops after its linger): the job is given up
+// at once, not after the interest timeout. protoactor's dead-letter process
+// answers such a request with a DeadLetterResponse without Target; here it
+// is this system's, which has no remote to reach the waiter's address by.
+func TestWorkerGivesUpAWaiterItsNodeDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	pid, b := setup(t, worker.WithInterestTimeout(time.Hour), worker.WithInterestRetry(time.Hour),
+		worker.WithRegisterInterval(time.Hour))
+	gone := actor.NewPID("127.0.0.1:1", "interest$gone")
+	b.master.Send(pid, withWaiter(work("x", "block", "x"), gone))
+	// No clock advance: neither the retry nor the timeout may fire.
+	f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+	require.Equal(t, "x", f.GetWorkId())
+	require.True(t, f.GetCancelled(), "a job given up for its caller ends cancelled")
+	require.Contains(t, f.GetError(), "dead letter from its node")
+	require.Empty(t, b.started)
+}
