@@ -395,8 +395,9 @@ func TestLimiterOptions(t *testing.T) {
 }
 
 // Issue 15: a waiter that does not answer is asked again within the
-// interest timeout; one whose node has gone (WithWaiterGone) is given up at
-// once; a job given up for its caller is reported cancelled.
+// interest timeout; one whose node has gone (WithWaiterGone) is given up
+// once that is confirmed (issue 34: goneConfirm), long before the timeout;
+// a job given up for its caller is reported cancelled.
 func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
 	t.Parallel()
 
@@ -414,7 +415,7 @@ func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("7")}, testkit.Timeout())
 	})
 
-	t.Run("WaiterOfAGoneNodeIsGivenUpOnConfirmed", func(t *testing.T) {
+	t.Run("WaiterOfAGoneNodeIsGivenUpOnceConfirmed", func(t *testing.T) {
 		t.Parallel()
 		var gone atomic.Bool
 		pid, b := setup(t, worker.WithInterestTimeout(time.Minute), worker.WithInterestRetry(time.Second),
