@@ -326,8 +326,12 @@ func (r *Runtime) Phase() Phase { return r.phase }
 // than hold them for a recovery that may take long.
 func (r *Runtime) RecoveryFailing() bool { return r.phase == PhaseRecovering && r.retryDelay > 0 }
 
-// Recovered reports whether the runtime is PhaseRunning.
-func (r *Runtime) Recovered() bool { return r.phase == PhaseRunning }
+// Recovered reports whether the runtime is PhaseRunning and, with
+// WithLease, may serve on its lease at this instant: it is false from the
+// lease's local deadline on, before the actor has even heard of it, so that
+// an actor that checks Recovered before each decision (a hand-out, a status
+// answer) never decides while another activation may hold the lease.
+func (r *Runtime) Recovered() bool { return r.phase == PhaseRunning && r.leaseLive() }
 
 // Epoch returns the epoch of the current activation.
 func (r *Runtime) Epoch() int64 { return r.epoch }

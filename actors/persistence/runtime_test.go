@@ -36,6 +36,9 @@ type (
 	keysMsg struct{ keys []string }
 	// phaseQuery is answered with the runtime's phase, as a StringValue.
 	phaseQuery struct{}
+	// servingQuery is answered with Recovered(), as a BoolValue: whether
+	// the actor would decide (hand out, answer) at this instant.
+	servingQuery struct{}
 )
 
 // tracking records the highest sequence number the journal has confirmed,
@@ -197,6 +200,8 @@ func (a *setActor) Receive(c actor.Context) {
 		<-m.until
 	case *phaseQuery:
 		c.Respond(wrapperspb.String(a.rt.Phase().String()))
+	case *servingQuery:
+		c.Respond(wrapperspb.Bool(a.rt.Recovered()))
 	}
 }
 
