@@ -288,7 +288,7 @@ func TestRuntimeLease(t *testing.T) {
 		require.Equal(t, "running", b.phase(t, first.pid), "on its last chance")
 		b.client.Request(first.pid, &add{key: "b"})
 		b.client.ExpectMsg(wrapperspb.String("unavailable"), testkit.Timeout()) // but not serving
-		b.advance(t, 4, step) // T0+400: the last chance is over
+		b.advance(t, 4, step)                                                   // T0+400: the last chance is over
 		b.client.ExpectTerminated(first.pid, testkit.Timeout())
 	})
 
