@@ -287,8 +287,9 @@ func TestRuntimeLease(t *testing.T) {
 		// that deadline fell at T0+500, which never came.
 		require.Equal(t, "running", b.phase(t, first.pid), "on its last chance")
 		b.client.Request(first.pid, &add{key: "b"})
-		b.client.ExpectMsg(wrapperspb.String("unavailable"), testkit.Timeout()) // but not serving
-		b.advance(t, 4, step)                                                   // T0+400: the last chance is over
+		// But it does not serve.
+		b.client.ExpectMsg(wrapperspb.String("unavailable"), testkit.Timeout())
+		b.advance(t, 4, step) // T0+400: the last chance is over
 		b.client.ExpectTerminated(first.pid, testkit.Timeout())
 	})
 

@@ -124,9 +124,13 @@ func WithMaxBatch(events, bytes int) Option {
 	return func(cfg *config) { cfg.maxBatchEvents, cfg.maxBatchBytes = events, bytes }
 }
 
-// WithRecoveryRetry sets the backoff between recovery attempts while the
-// journal is unavailable: min doubling up to max (defaults
-// DefaultMinRetryBackoff, DefaultMaxRetryBackoff).
+// WithRecoveryRetry sets the backoff between recovery attempts that fail
+// although the journal answers (what it holds cannot be replayed, or it
+// refuses writes): min doubling up to max (defaults DefaultMinRetryBackoff,
+// DefaultMaxRetryBackoff). While the journal does not answer at all, the
+// runtime instead probes it with one cheap read, from min up to 250 ms
+// apart (never longer, nor longer than max), and recovers at the first
+// probe it answers.
 func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 	return func(cfg *config) { cfg.retryMin, cfg.retryMax = minimum, maximum }
 }
