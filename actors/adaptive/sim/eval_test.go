@@ -108,14 +108,19 @@ func TestTheEvaluationTellsPoliciesApart(t *testing.T) {
 // instead of failing, so the shortfall is on record and visible in -v
 // output, and it fails as soon as the default meets the bar, so that the
 // entry is removed. Having been measured, usl-rise is now a tuning service
-// (sim.Suite); sim.HeldOut has a new one.
+// (sim.Suite); sim.HeldOut has a new one, cache-drift (an optimum that
+// drifts from 40 to 8 in small steps), committed before the policy change
+// that the second round of item 12 made and evaluated once after it: it met
+// the bar at once (97.5-98.6% over seeds 1-5, every 30 s window at least
+// 94.7%), as the default before that change did (97.1-97.4%). Do not tune
+// the policy on it: it would stop being held out.
 func TestDefaultPolicyFollowsASharpMovingOptimum(t *testing.T) {
 	t.Parallel()
 	knownShort := map[string]string{
 		"usl-rise": "issue 34 item 12, actors/adaptive/BENCH.md: 94.2-97.9% over seeds 1-5 since the second round (74.1% before); " +
 			"seed 1 wanders between 13 and 16 after the rise (best 23), where one step gains about 1%, under a window's noise",
 	}
-	for _, name := range []string{"thrash", "shift", "halve", "usl-rise"} {
+	for _, name := range []string{"thrash", "shift", "halve", "usl-rise", "cache-drift"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := suiteCase(t, name)
