@@ -2,6 +2,8 @@ package sim_test
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,21 +101,26 @@ func TestTheEvaluationTellsPoliciesApart(t *testing.T) {
 // for several seeds. Before the default forgot its estimates on a change
 // (and halved on a drop), it recovered 76% on shift and 84% on halve.
 //
-// usl-rise (sim.HeldOut, issue 34 item 12) is held out: the default's
-// parameters were tuned on the suite, not on it, so it tells whether that
-// tuning generalises, here to a broad, rounded optimum that moves up. It is
-// judged by the same bar. The default falls short there (knownShort): the
-// subtest then skips with its figures instead of failing, so the shortfall
-// is on record and visible in -v output, and it fails as soon as the default
-// meets the bar, so that the entry is removed. Do not tune the policy on
-// usl-rise: it would stop being held out.
+// usl-rise (issue 34 item 12) was held out when the default was first
+// measured on it: it tells whether the suite's tuning generalises to a broad,
+// rounded optimum that moves up. It is judged by the same bar. The default
+// fell short there (knownShort): the subtest then skips with its figures
+// instead of failing, so the shortfall is on record and visible in -v
+// output, and it fails as soon as the default meets the bar, so that the
+// entry is removed. Having been measured, usl-rise is now a tuning service
+// (sim.Suite); sim.HeldOut has a new one, cache-drift (an optimum that
+// drifts from 40 to 8 in small steps), committed before the policy change
+// that the second round of item 12 made and evaluated once after it: it met
+// the bar at once (97.5-98.6% over seeds 1-5, every 30 s window at least
+// 94.7%), as the default before that change did (97.1-97.4%). Do not tune
+// the policy on it: it would stop being held out.
 func TestDefaultPolicyFollowsASharpMovingOptimum(t *testing.T) {
 	t.Parallel()
 	knownShort := map[string]string{
-		"usl-rise": "issue 34 item 12, actors/adaptive/BENCH.md: the default settles near 6 before the rise (best 8) " +
-			"and crawls from 8 to 10 in the 160 s after it (best 23); its Penalty of 0.3 alone would stop it at 15 (92.5% of the stage's gap)",
+		"usl-rise": "issue 34 item 12, actors/adaptive/BENCH.md: 94.2-97.9% over seeds 1-5 since the second round (74.1% before); " +
+			"seed 1 wanders between 13 and 16 after the rise (best 23), where one step gains about 1%, under a window's noise",
 	}
-	for _, name := range []string{"thrash", "shift", "halve", "usl-rise"} {
+	for _, name := range []string{"thrash", "shift", "halve", "usl-rise", "cache-drift"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := suiteCase(t, name)
@@ -145,9 +152,10 @@ func TestDefaultPolicyFollowsASharpMovingOptimum(t *testing.T) {
 	}
 }
 
-// The held-out service peaks where it says, before and after its rise, and
-// its top is broad: a level a third away from the peak loses under 10%.
-func TestHeldOutServicePeaksWhereItSays(t *testing.T) {
+// usl-rise (a tuning service since issue 34 item 12 measured the default on
+// it) peaks where it says, before and after its rise, and its top is broad: a
+// level a third away from the peak loses under 10%.
+func TestUSLRisePeaksWhereItSays(t *testing.T) {
 	t.Parallel()
 	c := suiteCase(t, "usl-rise")
 	require.Equal(t, []sim.Window{{From: 30, To: 140}, {From: 140, To: 300}}, c.Windows(30, 300))
@@ -163,4 +171,47 @@ func TestHeldOutServicePeaksWhereItSays(t *testing.T) {
 	require.Greater(t, x(24), x(25))
 	require.Greater(t, x(16), 0.9*x(24))
 	require.Less(t, x(16), 0.97*x(24))
+}
+
+// The held-out service (sim.HeldOut, cache-drift) is what its doc says: its
+// best level drifts from 40 down to 8, window by window, never up; each step
+// of the drift changes the throughput at the optimum by far less than the
+// default's change rule (30%) sees; the top falls fast past K. Only fixed
+// levels run here: the default policy is evaluated on it once, after its
+// change (issue 34 item 12).
+func TestHeldOutServiceDriftsWhereItSays(t *testing.T) {
+	t.Parallel()
+	c := suiteCase(t, "cache-drift")
+	d, ok := c.Service.(sim.Drift)
+	require.True(t, ok)
+	k := func(at float64) float64 { s, _ := d.At(at); return s.(sim.Cached).K }
+	require.InDelta(t, 40, k(0), 1e-9)
+	require.InDelta(t, 40, k(64.9), 1e-9, "no step before Start+Every")
+	require.InDelta(t, 40*math.Pow(0.2, 1.0/36), k(65), 1e-9, "36 equal steps of 5 s")
+	require.InDelta(t, 8, k(240), 1e-9)
+	_, next := d.At(240)
+	require.True(t, math.IsInf(next, 1))
+	_, next = d.At(101)
+	require.InDelta(t, 105, next, 1e-9)
+
+	x := func(n, k float64) float64 { return n * sim.Cached{K: k}.Rate(int(n)) }
+	for step := 0.0; step < 36; step++ {
+		from, to := 40*math.Pow(0.2, step/36), 40*math.Pow(0.2, (step+1)/36)
+		n := math.Round(from)
+		require.Less(t, 1-x(n, to)/x(n, from), 0.1, "a step at the optimum moves its throughput by under 10%% (step %v)", step)
+	}
+	require.Less(t, x(80, 40), 0.5*x(40, 40), "falls fast past K")
+
+	wins := c.Windows(30, 300)
+	require.Len(t, wins, 9)
+	require.Equal(t, sim.Window{From: 270, To: 300}, wins[8])
+	b := sim.Sweep(c.Saturated(300*time.Second, 1, false), c.Sweep, wins)
+	levels := make([]int, len(b.Windows))
+	for i, w := range b.Windows {
+		levels[i] = w.BestLevel
+	}
+	require.InDelta(t, 40, levels[0], 1, "levels: %v", levels)
+	require.InDelta(t, 8, levels[8], 1, "levels: %v", levels)
+	require.True(t, slices.IsSortedFunc(levels, func(a, b int) int { return b - a }), "never up: %v", levels)
+	require.Greater(t, b.Best, 1.1*b.Static, "no single level follows it: the oracle beats the best by over 10%%")
 }

@@ -3,8 +3,9 @@
 // a flat CPU-bound service on 2 cores, a resource congested beyond K=20, and
 // three with a sharp optimum (throughput collapses past a contention point),
 // two of which move it (the contention point shifts mid-run; the capacity
-// halves for a minute), and sim.HeldOut's service, whose optimum rises on a
-// broad top. For each service it sweeps fixed levels, runs each
+// halves for a minute), and one whose optimum rises on a broad top
+// (usl-rise), then on sim.HeldOut's service, whose optimum drifts down
+// gradually by a factor of 5 (cache-drift). For each service it sweeps fixed levels, runs each
 // policy under saturation for 300 s, and scores it as the fraction of the gap
 // between the worst and the best fixed level (of each stage, for the moving
 // services) that it recovers. It prints a markdown report and writes one SVG

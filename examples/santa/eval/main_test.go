@@ -51,20 +51,29 @@ func suiteCase(t *testing.T, name string) sim.Case {
 	return sim.Case{}
 }
 
-// Issue 34 item 12: on the flat CPU service the default recovers 92.7% of
+// Issue 34 item 12: on the flat CPU service the default recovered 92.7% of
 // the gap where the best fixed level (2) recovers all of it and the seed's
-// queued mailbox (a fixed 4) 98.0% (5.4 points more, unrounded). The evaluation must say so, per service,
-// and fail.
-func TestEvalSaysTheDefaultLosesOnTheFlatCPUService(t *testing.T) {
+// queued mailbox (a fixed 4) 98.0%, and the evaluation did not say so. It
+// must say, per service, how far the default is from both, and fail when
+// that is beyond the tolerance. Since the default ends clearly losing probes
+// early and keeps a clearly worse lower level for longer (issue 34 item 12,
+// second round) it recovers 99.2% there: within the default tolerance of 1
+// point, beyond a tolerance of half a point.
+func TestEvalSaysWhetherTheDefaultLosesOnTheFlatCPUService(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	err := run(&out, options{seed: 1, tolerance: 1, cases: []sim.Case{suiteCase(t, "cpu")}})
-	require.Error(t, err, "the default lost on cpu, the evaluation must fail:\n%s", out.String())
+	require.NoError(t, err, "the default is within 1 point on cpu:\n%s", out.String())
+	require.Contains(t, out.String(), "cpu: the default holds: it recovers 99.2% of the gap (19.9 jobs/s)")
+	require.Contains(t, out.String(), "the best fixed level (2) recovers 100.0% (20.0 jobs/s): the default is 0.8 points behind, within the tolerance")
+	require.Contains(t, out.String(), "the seed's queued mailbox (fixed 4) recovers 98.0% (19.8 jobs/s): the default is 1.2 points ahead")
+
+	out.Reset()
+	err = run(&out, options{seed: 1, tolerance: 0.5, cases: []sim.Case{suiteCase(t, "cpu")}})
+	require.Error(t, err, "the default is 0.8 points behind a fixed 2, beyond 0.5:\n%s", out.String())
 	require.ErrorIs(t, err, errDefaultLost)
 	require.Contains(t, err.Error(), "cpu")
-	require.Contains(t, out.String(), "cpu: the default LOSES: it recovers 92.7% of the gap (19.2 jobs/s)")
-	require.Contains(t, out.String(), "the best fixed level (2) recovers 100.0% (20.0 jobs/s): the default is 7.3 points behind (3.7% less throughput)")
-	require.Contains(t, out.String(), "the seed's queued mailbox (fixed 4) recovers 98.0% (19.8 jobs/s): the default is 5.4 points behind")
+	require.Contains(t, out.String(), "cpu: the default LOSES: it recovers 99.2% of the gap (19.9 jobs/s)")
 	require.Equal(t, exitLost, exitCode(err))
 }
 
