@@ -85,5 +85,5 @@ func ExampleNewHillClimb() {
 	}, p)
 	fmt.Printf("level %d, %.0f jobs/s\n", p.Limit(), r.Throughput(30, 60))
 	// Output:
-	// level 20, 400 jobs/s
+	// level 20, 399 jobs/s
 }

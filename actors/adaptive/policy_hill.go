@@ -22,6 +22,23 @@ const changeFraction = 0.3
 // stepFraction sizes the hill climber's step relative to the level (at least 1).
 const stepFraction = 0.05
 
+// maxRun bounds the doublings of the step while probes keep paying: a step
+// grows to at most 16 times the base step (and never beyond a doubling or a
+// halving of the level).
+const maxRun = 4
+
+// keepLosers is how many times StaleAfter a lower level that lost clearly
+// (see forgetStale) is kept.
+const keepLosers = 4
+
+// windowServiceTimes is the shortest window in mean service times of its
+// jobs. The jobs started at a change of level start together and, under
+// processor sharing, finish together; a window shorter than a few of their
+// lifetimes measures that cohort, not the level (at 18 jobs of 200 ms, 20
+// completions take under one lifetime, and a doubling that paid 29% looked
+// like a loss).
+const windowServiceTimes = 3
+
 // HillClimb is the default policy: a hill climber on measured throughput that
 // does not drift upwards. It keeps the seed's ideas (a moving average per
 // level with learning rate alpha, moves to a better neighbour, exploration)
@@ -48,12 +65,29 @@ const stepFraction = 0.05
 //   - A change of the service resets the map: when a window's throughput
 //     differs from the current level's estimate by more than 30%, every
 //     estimate is dropped and the neighbours are measured again; if it fell,
-//     the level is also halved (multiplicative decrease), so a moving
-//     optimum is followed in seconds, not minutes.
+//     the level is also halved (multiplicative decrease), and if it rose the
+//     slow start runs again (doubling while the score improves), so a moving
+//     optimum is followed in seconds, not minutes, either way.
+//   - Measurements are scaled to the jobs: a window lasts at least three
+//     mean service times of its jobs (the jobs started at a change of level
+//     finish together; a shorter window measures that cohort), an estimate is
+//     the plain mean of its first windows before it becomes a moving average,
+//     and a neighbour that lost by less than twice the windows' observed noise
+//     is measured again after StaleAfter/8 instead of being trusted for
+//     StaleAfter.
+//   - Probes are cheap: a probe whose window already scores over 30% below
+//     the level it left, once in steady state, ends early; a lower level that
+//     lost by that much is kept four times StaleAfter (a lower optimum shows
+//     as a fall at the current level, which the change rule sees; a higher
+//     one need not, so higher levels are re-measured after StaleAfter).
 //
 // It starts with a slow start (doubling while the score improves), then
 // climbs one step (5% of the level, at least 1) at a time, probing an unknown
-// neighbour before trusting the current level.
+// neighbour before trusting the current level; each probe in a row that pays
+// doubles the next step in that direction (up to 16 times, never beyond a
+// doubling or a halving of the level), so that a far optimum on a broad top,
+// where one step gains less than a window's noise, is reached in a few
+// windows.
 type HillClimb struct {
 	cfg       Config
 	rng       *rand.Rand
@@ -62,13 +96,17 @@ type HillClimb struct {
 	win       window
 	changedAt time.Time
 	slowStart bool
-	ssPrev    int // level before the last doubling, 0 before the first
-	probeFrom int // level a probe (or a doubling) left, 0 when the current level is not a probe
+	ssPrev    int       // level before the last doubling, 0 before the first
+	probeFrom int       // level a probe (or a doubling) left, 0 when the current level is not a probe
+	run       int       // probes in a row that paid: > 0 upwards, < 0 downwards; each doubles the next step
+	noise     float64   // moving average of a window's relative departure from its level's estimate
+	now       time.Time // of the decision being taken
 }
 
 type estimate struct {
 	thr float64   // completions per second, moving average
 	at  time.Time // last refresh
+	n   int       // windows folded in
 }
 
 type window struct {
@@ -83,6 +121,7 @@ type window struct {
 	lastBusy    bool          // whether it found jobs waiting
 	cpuSum      float64
 	cpuN        int
+	serviceSum  time.Duration // of the window's completions
 }
 
 // NewHillClimb returns the default policy, starting at cfg.InitialLimit.
@@ -134,7 +173,24 @@ func (h *HillClimb) Observe(obs Observation, now time.Time) int {
 		w.cpuSum += obs.CPU
 		w.cpuN++
 	}
-	if now.Sub(w.start) < w.length || w.completions < h.cfg.MinSamples {
+	w.serviceSum += now.Sub(obs.Started)
+	if h.probeFrom != 0 && w.completions >= max(1, h.cfg.MinSamples/4) &&
+		now.Sub(w.start) >= windowServiceTimes*w.serviceSum/time.Duration(w.completions) {
+		if thr, worse := h.clearlyWorse(w); worse {
+			// A probe that is clearly losing ends early and goes back. Its
+			// short window is not judged by the change rule (it is noisier
+			// than a full one) nor counted in the noise.
+			h.win = window{}
+			h.now = now
+			h.forgetStale(now)
+			h.record(h.limit, thr, now, false)
+			h.limit, h.changedAt, h.probeFrom, h.run, h.slowStart = h.probeFrom, now, 0, 0, false
+			return h.limit
+		}
+	}
+	span := now.Sub(w.start)
+	if span < w.length || w.completions < h.cfg.MinSamples ||
+		span < windowServiceTimes*w.serviceSum/time.Duration(w.completions) {
 		return h.limit
 	}
 	return h.decide(now, obs.Queued > 0)
@@ -149,6 +205,7 @@ func (h *HillClimb) openWindow(now time.Time, busy bool) {
 func (h *HillClimb) decide(now time.Time, busy bool) int {
 	w := h.win
 	h.win = window{}
+	h.now = now
 	h.forgetStale(now)
 	if float64(w.busy) < busyFraction*float64(w.completions) {
 		// App-limited: learn nothing and never rise. A probe that found no
@@ -174,8 +231,8 @@ func (h *HillClimb) decide(now time.Time, busy bool) int {
 		// keep the old optimum for many windows (an optimum that moved down
 		// from 16 to 6 took the climber minutes to follow).
 		clear(h.est)
-		h.record(h.limit, thr, now)
-		h.probeFrom, h.slowStart = 0, false
+		h.record(h.limit, thr, now, true)
+		h.probeFrom, h.slowStart, h.run = 0, false, 0
 		if thr < e.thr && h.limit > h.cfg.MinLimit {
 			// Throughput fell at the same level: the resource shrank or its
 			// contention point moved down. Halve, as TCP does on loss, and
@@ -184,12 +241,35 @@ func (h *HillClimb) decide(now time.Time, busy bool) int {
 			h.limit, h.changedAt = max(h.cfg.MinLimit, h.limit/2), now
 			return h.limit
 		}
+		// Throughput rose at the same level: the resource grew, and the
+		// optimum may be far above. Search up multiplicatively again (the
+		// slow start doubles while the score improves and keeps the better
+		// level), as the halving searches down: climbing one step at a time
+		// took minutes on a broad top where each step gains less than a
+		// window's noise (usl-rise).
+		h.slowStart, h.ssPrev = true, 0
 		h.openWindow(now, busy)
 		return h.limit
 	}
-	h.record(h.limit, thr, now)
-	h.probeFrom = 0
+	h.record(h.limit, thr, now, true)
 	cpuSaturated := w.cpuN > 0 && w.cpuSum/float64(w.cpuN) >= h.cfg.CPUSaturation
+	from := h.probeFrom
+	h.probeFrom = 0
+	if from != 0 && !h.slowStart {
+		if !h.paid(from) {
+			// The probe lost to the level it left: back there, and the
+			// next step in this direction is a small one again.
+			h.run = 0
+			if from < h.limit || !cpuSaturated {
+				h.limit, h.changedAt = from, now
+				return h.limit
+			}
+		} else if h.limit > from {
+			h.run = max(h.run, 0) + 1
+		} else {
+			h.run = min(h.run, 0) - 1
+		}
+	}
 	next := min(max(h.choose(!cpuSaturated), h.cfg.MinLimit), h.cfg.MaxLimit)
 	if next != h.limit {
 		h.limit = next
@@ -200,19 +280,87 @@ func (h *HillClimb) decide(now time.Time, busy bool) int {
 	return h.limit
 }
 
-func (h *HillClimb) record(level int, thr float64, now time.Time) {
-	if e, ok := h.est[level]; ok {
-		thr = (1-h.cfg.LearningRate)*e.thr + h.cfg.LearningRate*thr
+// record folds a window's throughput into a level's estimate: the plain
+// mean of the first windows, then a moving average with weight LearningRate
+// (a first window alone would otherwise weigh 80% for many windows).
+func (h *HillClimb) record(level int, thr float64, now time.Time, full bool) {
+	e, ok := h.est[level]
+	if ok && e.thr > 0 {
+		if full {
+			h.noise = (1-h.cfg.LearningRate)*h.noise + h.cfg.LearningRate*math.Abs(thr-e.thr)/e.thr
+		}
+		a := max(h.cfg.LearningRate, 1/float64(e.n+1))
+		thr = (1-a)*e.thr + a*thr
 	}
-	h.est[level] = estimate{thr: thr, at: now}
+	h.est[level] = estimate{thr: thr, at: now, n: e.n + 1}
 }
 
+// forgetStale drops the estimates older than StaleAfter, but keeps a lower
+// level that lost to the current one by more than changeFraction for
+// keepLosers times as long. Re-measuring such a level costs a window at a
+// fraction of the throughput (level 1 on the flat cpu service, every 30 s:
+// 7 points of its gap), and a lower level cannot silently become the better
+// one: if the optimum falls below the current level, the current level's own
+// throughput falls, which the change rule sees. A higher level can (a
+// level under a knee runs as fast wherever the knee is), so higher levels
+// are re-measured after StaleAfter whatever they scored.
 func (h *HillClimb) forgetStale(now time.Time) {
+	cur, curOK := h.score(h.limit)
 	for l, e := range h.est {
-		if now.Sub(e.at) > h.cfg.StaleAfter {
-			delete(h.est, l)
+		age := now.Sub(e.at)
+		if age <= h.cfg.StaleAfter {
+			continue
 		}
+		if sc, _ := h.score(l); curOK && l < h.limit && sc < (1-changeFraction)*cur && age <= keepLosers*h.cfg.StaleAfter {
+			continue
+		}
+		delete(h.est, l)
 	}
+}
+
+// doubtful reports whether a known neighbour's estimate should be measured
+// again before it is trusted: it lost to the current level by less than
+// twice the windows' noise, and was last measured more than StaleAfter/8
+// ago. On a broad top one step gains less than a window's noise, and a
+// neighbour that lost one window by chance was otherwise trusted for
+// StaleAfter (usl-rise: one level per 30-70 s); measuring it again averages
+// the noise out.
+func (h *HillClimb) doubtful(level int, cur float64) bool {
+	e, ok := h.est[level]
+	if !ok {
+		return false
+	}
+	sc, _ := h.score(level)
+	return sc < cur && cur-sc < 2*h.noise*cur && h.now.Sub(e.at) > h.cfg.StaleAfter/8
+}
+
+// clearlyWorse reports whether the open window of a probe already scores
+// below the level it left by more than changeFraction. A quarter of
+// MinSamples completions vary by about 8% (jobs of ±30%), so a 30% loss is
+// not noise, and the rest of the window would only cost throughput (a probe
+// of level 1 on the flat cpu service lasted 2 s at half its throughput).
+func (h *HillClimb) clearlyWorse(w *window) (float64, bool) {
+	prev, ok := h.score(h.probeFrom)
+	if !ok || w.busyDone == 0 || w.busyTime <= 0 || float64(w.busy) < busyFraction*float64(w.completions) {
+		return 0, false
+	}
+	thr := float64(w.busyDone) / w.busyTime.Seconds()
+	return thr, thr/math.Pow(float64(h.limit), h.cfg.Penalty) < (1-changeFraction)*prev
+}
+
+// paid reports whether the current level, reached by a probe from level
+// from, scores better than from (at least as well, for a probe downwards:
+// ties go to the lower level).
+func (h *HillClimb) paid(from int) bool {
+	cur, _ := h.score(h.limit)
+	prev, ok := h.score(from)
+	if !ok {
+		return true // nothing to compare with: the probe stands
+	}
+	if h.limit < from {
+		return cur >= prev
+	}
+	return cur > prev
 }
 
 func (h *HillClimb) score(level int) (float64, bool) {
@@ -247,7 +395,13 @@ func (h *HillClimb) choose(mayGrow bool) int {
 	}
 
 	step := max(1, int(math.Round(float64(l)*stepFraction)))
-	up, down := l+step, max(l-step, h.cfg.MinLimit)
+	upStep, downStep := step, step
+	if h.run > 0 {
+		upStep = min(step<<min(h.run, maxRun), l)
+	} else if h.run < 0 {
+		downStep = min(step<<min(-h.run, maxRun), max(1, l/2))
+	}
+	up, down := min(l+upStep, h.cfg.MaxLimit), max(l-downStep, h.cfg.MinLimit)
 
 	best, bestScore := l, cur
 	downScore, downKnown := h.score(down)
@@ -263,11 +417,11 @@ func (h *HillClimb) choose(mayGrow bool) int {
 	}
 	// The current level beats every known neighbour: probe an unknown one,
 	// upwards first (only when growth is allowed), so both sides stay measured.
-	if mayGrow && !upKnown {
+	if mayGrow && (!upKnown || h.doubtful(up, cur)) {
 		h.probeFrom = l
 		return up
 	}
-	if down < l && !downKnown {
+	if down < l && (!downKnown || h.doubtful(down, cur)) {
 		h.probeFrom = l
 		return down
 	}

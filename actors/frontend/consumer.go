@@ -15,17 +15,22 @@ type GetStats struct{}
 
 // Stats are a WorkResultConsumer's counters.
 type Stats struct {
-	// Consumed counts results consumed (first of each id while deduplicating).
+	// Consumed counts results consumed (the first of each outcome while
+	// deduplicating: a work id that ended, was re-submitted and ended
+	// again has two outcomes).
 	Consumed int64
-	// Duplicates counts results whose work id was already consumed.
+	// Duplicates counts results whose outcome was already consumed.
 	Duplicates int64
 }
 
 // ConsumerProps returns the props of the WorkResultConsumer: it subscribes
 // to *messages.WorkResult on the actor system's EventStream (unless
 // WithoutEventStream) and also consumes results sent to its PID, logs
-// "Consumed result" for each, calls WithOnResult, and counts duplicates by
-// work id (WithDedupe). It answers GetStats with Stats. With WithFeed it
+// "Consumed result" for each, calls WithOnResult, and counts duplicates
+// (WithDedupe): a result is a duplicate when the same outcome of its work
+// id was consumed, where an outcome is the final status and, on the feed,
+// the position of the finishing event, so that a work that died, was
+// re-submitted and completed is consumed twice, once per end. It answers GetStats with Stats. With WithFeed it
 // reads the durable result feed (every completed, dead or cancelled work,
 // at least once across restarts and failovers) instead of relying on
 // pub-sub, which may lose results.
@@ -77,7 +82,7 @@ func (r *consumer) Receive(c actor.Context) {
 			})
 		}
 	case *messages.WorkResult:
-		r.consume(m)
+		r.consume(m, 0)
 	case *feedBatch:
 		r.consumeBatch(m)
 	case *GetStats:
@@ -96,8 +101,10 @@ func (r *consumer) Receive(c actor.Context) {
 	}
 }
 
-func (r *consumer) consume(m *messages.WorkResult) {
-	if r.seen != nil && !r.seen.add(m.GetWorkId()) {
+// consume consumes a result; seq is the position of its finishing event in
+// the result feed (0: not from the feed).
+func (r *consumer) consume(m *messages.WorkResult, seq int64) {
+	if r.seen != nil && !r.seen.add(m.GetWorkId(), outcomeTag(m.GetStatus(), seq)) {
 		r.stats.Duplicates++
 		r.log.Info("Duplicate result", "work_id", m.GetWorkId(), "result", string(m.GetResult()))
 		if r.cfg.onDuplicate != nil {

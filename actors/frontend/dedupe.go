@@ -1,8 +1,15 @@
 package frontend
 
-import "hash/maphash"
+import (
+	"hash/maphash"
 
-// seenSet remembers the last n ids added (FIFO eviction): pure, no actors.
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// seenSet remembers the last n outcomes added (FIFO eviction): pure, no
+// actors. An outcome is a work id and a 64-bit tag telling apart the
+// outcomes of one id (see outcomeTag): a work re-run after it died ends
+// again, and that end is another outcome.
 //
 // It is an open-addressing table of its own rather than a Go map: every add
 // of a consumer that keeps up evicts the oldest id, and a map of 65,536
@@ -21,6 +28,7 @@ type seenSet struct {
 
 type seenID struct {
 	id   string
+	tag  uint64
 	hash uint64
 }
 
@@ -39,22 +47,25 @@ func newSeenSet(n int) *seenSet {
 	return &seenSet{ring: make([]seenID, 0, n), slots: make([]seenSlot, size), mask: uint64(size - 1), seed: maphash.MakeSeed()}
 }
 
-// add records id and reports whether it was new (not among the last n).
-func (s *seenSet) add(id string) bool {
-	h := maphash.String(s.seed, id)
+// add records the outcome (id, tag) and reports whether it was new (not
+// among the last n).
+func (s *seenSet) add(id string, tag uint64) bool {
+	h := maphash.String(s.seed, id) ^ mix64(tag)
 	i := h & s.mask
 	for ; s.slots[i].ref != 0; i = (i + 1) & s.mask {
-		if sl := s.slots[i]; sl.hash == h && s.ring[sl.ref-1].id == id {
-			return false
+		if sl := s.slots[i]; sl.hash == h {
+			if r := &s.ring[sl.ref-1]; r.tag == tag && r.id == id {
+				return false
+			}
 		}
 	}
 	ref := len(s.ring)
 	if len(s.ring) < cap(s.ring) {
-		s.ring = append(s.ring, seenID{id: id, hash: h})
+		s.ring = append(s.ring, seenID{id: id, tag: tag, hash: h})
 	} else {
 		ref = s.next
 		s.remove(ref)
-		s.ring[ref] = seenID{id: id, hash: h}
+		s.ring[ref] = seenID{id: id, tag: tag, hash: h}
 		s.next = (s.next + 1) % len(s.ring)
 		// The removal may have shifted the probe run that ended at i.
 		i = s.freeSlot(h)
@@ -96,5 +107,32 @@ func (s *seenSet) remove(ref int) {
 	s.slots[i] = seenSlot{}
 }
 
-// len returns how many ids the set remembers.
+// mix64 spreads the bits of a tag over the whole word (splitmix64's
+// finaliser), so that outcomes of one id differing only in their feed
+// sequence land in different home slots.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// outcomeTag tells apart the outcomes of one work id: its final status and
+// the journal sequence of its finishing event in the result feed (seq; 0
+// for a result from pub-sub, which has none). A work that died or was
+// cancelled may be re-submitted and end again, even with the same status,
+// and a forgotten done id may be submitted and done again: each end has
+// its own sequence. The same end read again (the feed resumed from an older
+// cursor, pub-sub delivering twice) has the same tag. Pub-sub carries only
+// completions, whose status is UNKNOWN, meaning DONE.
+func outcomeTag(status messages.WorkStatus, seq int64) uint64 {
+	if status == messages.WorkStatus_WORK_STATUS_UNKNOWN {
+		status = messages.WorkStatus_WORK_STATUS_DONE
+	}
+	return uint64(seq)<<8 | uint64(status)&0xff
+}
+
+// len returns how many outcomes the set remembers.
 func (s *seenSet) len() int { return len(s.ring) }

@@ -3,6 +3,8 @@ package frontend
 import (
 	"strconv"
 	"testing"
+
+	"github.com/foreman-actors/foreman/messages"
 )
 
 // BenchmarkSeenSetAdd: adding new ids to a full window of 65,536 (the
@@ -15,12 +17,12 @@ func BenchmarkSeenSetAdd(b *testing.B) {
 	}
 	s := newSeenSet(window)
 	for _, id := range ids[:window] {
-		s.add(id)
+		s.add(id, outcomeTag(messages.WorkStatus_WORK_STATUS_DONE, 0))
 	}
 	b.ReportAllocs()
 	i := window
 	for b.Loop() {
-		if !s.add(ids[i%len(ids)]) {
+		if !s.add(ids[i%len(ids)], outcomeTag(messages.WorkStatus_WORK_STATUS_DONE, int64(i))) {
 			b.Fatal("a new id was taken for a duplicate")
 		}
 		i++

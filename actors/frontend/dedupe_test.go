@@ -6,23 +6,28 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/messages"
 )
 
 // FuzzSeenSet checks seenSet against a dumb model: a slice of the last n
-// distinct ids added.
+// distinct outcomes added. Each byte picks an id and one of four tags, so
+// that the outcomes of one id are told apart.
 func FuzzSeenSet(f *testing.F) {
 	f.Add(uint8(2), []byte{1, 2, 1, 3, 3, 4, 1})
 	f.Add(uint8(1), []byte{0, 0, 1, 0})
+	f.Add(uint8(3), []byte{5, 69, 5, 133, 69, 197, 5})
 	f.Fuzz(func(t *testing.T, n uint8, ids []byte) {
 		size := int(n%40) + 1
 		s := newSeenSet(size)
 		var model []string
 		for _, b := range ids {
-			id := fmt.Sprint(b % 64)
-			want := !slices.Contains(model, id)
-			require.Equal(t, want, s.add(id), "add(%s) with model %v", id, model)
+			id, tag := fmt.Sprint(b%64), uint64(b/64)
+			o := fmt.Sprint(id, "/", tag)
+			want := !slices.Contains(model, o)
+			require.Equal(t, want, s.add(id, tag), "add(%s) with model %v", o, model)
 			if want {
-				model = append(model, id)
+				model = append(model, o)
 				if len(model) > size {
 					model = model[1:]
 				}
@@ -51,5 +56,28 @@ func checkSeenTable(t *testing.T, s *seenSet) {
 			require.NotZero(t, s.slots[i].ref, "id %q cut off from its home slot by an empty one", r.id)
 			i = (i + 1) & s.mask
 		}
+	}
+}
+
+// TestOutcomeTag: the outcomes of one work id that dedupe must tell apart
+// have different tags; the same outcome read again has the same tag.
+func TestOutcomeTag(t *testing.T) {
+	t.Parallel()
+	const (
+		done      = messages.WorkStatus_WORK_STATUS_DONE
+		dead      = messages.WorkStatus_WORK_STATUS_DEAD
+		cancelled = messages.WorkStatus_WORK_STATUS_CANCELLED
+	)
+	require.Equal(t, outcomeTag(done, 0), outcomeTag(messages.WorkStatus_WORK_STATUS_UNKNOWN, 0),
+		"pub-sub's completions (no status) are DONE")
+	require.Equal(t, outcomeTag(dead, 7), outcomeTag(dead, 7), "the same end read again")
+	tags := map[uint64]string{}
+	for _, o := range []struct {
+		status messages.WorkStatus
+		seq    int64
+	}{{dead, 7}, {dead, 9}, {cancelled, 7}, {cancelled, 12}, {done, 0}, {done, 14}, {done, 1 << 40}} {
+		tag := outcomeTag(o.status, o.seq)
+		require.NotContains(t, tags, tag, "%v@%d has the tag of %s", o.status, o.seq, tags[tag])
+		tags[tag] = fmt.Sprint(o.status, "@", o.seq)
 	}
 }

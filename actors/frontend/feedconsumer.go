@@ -101,6 +101,9 @@ func (f FileCursor) Save(c Cursor) error {
 // WithFeed makes the WorkResultConsumer read the durable result feed
 // through client instead of (or, with the EventStream, besides) pub-sub,
 // resuming from store's cursor and saving it after each consumed batch.
+// With both, a completion may be consumed once from each: pub-sub's
+// results do not carry their position in the feed, which deduplication
+// needs to tell a re-run's end from a repeated one.
 // A nil store keeps the cursor in memory (MemoryCursor). For: ConsumerProps.
 func WithFeed(client *Client, store CursorStore) Option {
 	if store == nil {
@@ -185,7 +188,7 @@ func (r *consumer) consumeBatch(b *feedBatch) {
 	defer close(b.done)
 	for _, e := range b.page.Entries {
 		r.consume(&messages.WorkResult{WorkId: e.GetWorkId(), JobType: e.GetJobType(), Result: e.GetResult(),
-			Status: e.GetStatus(), Error: e.GetError()})
+			Status: e.GetStatus(), Error: e.GetError()}, e.GetSeq())
 	}
 	if err := r.cfg.feedStore.Save(b.page.Next); err != nil {
 		// The batch is consumed again after a restart: at least once.

@@ -32,8 +32,8 @@ const (
 	DefaultInitialDelay = 5 * time.Second
 	// DefaultJobType is the job type the WorkProducer submits.
 	DefaultJobType = "square"
-	// DefaultDedupeWindow is how many recent work ids the WorkResultConsumer
-	// remembers to recognise duplicate results.
+	// DefaultDedupeWindow is how many recent outcomes (a work id and how it
+	// ended) the WorkResultConsumer remembers to recognise duplicate results.
 	DefaultDedupeWindow = 1 << 16
 )
 
@@ -177,19 +177,19 @@ func WithOnAcked(fn func(*messages.Work)) Option { return func(c *config) { c.on
 func WithOnAllAcked(fn func()) Option { return func(c *config) { c.onAllAcked = fn } }
 
 // WithOnResult calls fn, on the consumer's goroutine, for every result (only
-// the first of each work id while deduplication is on). For:
-// WorkResultConsumer.
+// the first of each outcome while deduplication is on: a work id that ended,
+// was re-submitted and ended again has two). For: WorkResultConsumer.
 func WithOnResult(fn func(*messages.WorkResult)) Option {
 	return func(c *config) { c.onResult = fn }
 }
 
-// WithOnDuplicate calls fn for every result whose work id was already
+// WithOnDuplicate calls fn for every result whose outcome was already
 // consumed. For: WorkResultConsumer.
 func WithOnDuplicate(fn func(*messages.WorkResult)) Option {
 	return func(c *config) { c.onDuplicate = fn }
 }
 
-// WithDedupe sets how many recent work ids the consumer remembers to
+// WithDedupe sets how many recent outcomes the consumer remembers to
 // recognise duplicates (default DefaultDedupeWindow); 0 turns deduplication
 // off. For: WorkResultConsumer.
 func WithDedupe(n int) Option { return func(c *config) { c.dedupe = n } }

@@ -129,9 +129,12 @@ type Journal interface {
 	// check it, and the epoch stays the fence that keeps the journal
 	// consistent. Each backend documents its clock (the process's, or the
 	// database server's so that hosts' clock skew does not matter); a
-	// holder should stop acting on a lease once ttl has passed on its own
-	// clock since it sent the call that granted it, which is never later
-	// than the journal lets the lease lapse.
+	// holder should stop acting on a lease once ttl, less a margin for the
+	// clocks' rates, has passed on its own clock since it sent the call
+	// that granted it, which is then never later than the journal lets the
+	// lease lapse; it must not count a renewal answered after that moment
+	// as continuing the lease (another may have held it in between). The
+	// Runtime does both (WithLease).
 	Lease(ctx context.Context, stream, holder string, ttl time.Duration) (LeaseState, error)
 
 	// ReleaseLease ends holder's lease on stream at once, so another holder

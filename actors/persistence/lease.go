@@ -25,6 +25,21 @@ import (
 // even when the journal answered in time (seen in a loaded test run). The
 // keeper keeps the lease's deadline itself and tells the actor only what
 // ends its service.
+//
+// Exclusivity. The journal grants a lease for ttl from when the call
+// reaches it, on its own clock; a waiting activation is granted the lease
+// only once that has passed. The holder serves (Recovered is true: it hands
+// out work, answers status) only until its local deadline: the start of the
+// last granted call, which is before the journal received it, plus the ttl,
+// minus the drift margin (leaseMargin), checked against the clock at every
+// question, not when a timer's message gets through the mailbox. A renewal
+// counts only if its answer came back before that deadline: one answered
+// later may have been granted after the lease lapsed, when another
+// activation could have served in between, so the runtime recovers under a
+// new epoch instead of serving on from what it remembers. So the holder's
+// last instant of service comes before the journal's expiry, and the
+// successor's first after it, whenever the two clocks' rates differ by less
+// than the margin.
 
 // leaseKeeper renews one grant of the lease every ttl/3: a timer on the
 // injected clock starts one renewal call on a goroutine of its own, which
@@ -47,10 +62,19 @@ type leaseKeeper struct {
 	root           *actor.RootContext
 	self           *actor.PID
 
-	// deadline is the start of the last granted Lease call + ttl, in unix
-	// nanoseconds on the injected clock; written by the calls (and at
-	// creation), read by the actor.
+	margin time.Duration // see leaseMargin
+	// base is when the keeper was made: deadline counts from it, so that a
+	// real clock's deadline keeps its monotonic reading (a wall clock
+	// stepped back must not lengthen the lease).
+	base time.Time
+	// deadline is the serving deadline, as an offset from base: the start
+	// of the last Lease call granted and answered before the previous
+	// deadline, + its ttl - margin, on the injected clock; written by the
+	// calls (and at creation), read by the actor.
 	deadline atomic.Int64
+	// regained is set when a renewal was granted but answered after the
+	// deadline: the lease may have lapsed in between.
+	regained atomic.Bool
 	// hold is the ttl renewals ask for while a long write runs (holdFor),
 	// 0 otherwise; set off the actor by that write's goroutine.
 	hold atomic.Int64
@@ -72,8 +96,34 @@ func (k *leaseKeeper) stop() {
 	}
 }
 
-// until returns the lease's local deadline.
-func (k *leaseKeeper) until() time.Time { return time.Unix(0, k.deadline.Load()) }
+// until returns the lease's local serving deadline.
+func (k *leaseKeeper) until() time.Time { return k.base.Add(time.Duration(k.deadline.Load())) }
+
+// live reports whether now is before the serving deadline.
+func (k *leaseKeeper) live(now time.Time) bool { return now.Before(k.until()) }
+
+// leaseMargin is how long before the end of its lease, on its own clock,
+// a holder stops serving: 2% of the ttl, for a journal whose clock runs up
+// to 2% faster than the holder's (20,000 ppm: forty times NTP's 500 ppm
+// slew limit), plus up to 1 ms for the moment between a handler's check
+// of the lease and what it does on it. Wall-clock steps are not covered:
+// the runtime times its lease on the monotonic clock, and the backends
+// document theirs.
+func leaseMargin(ttl time.Duration) time.Duration {
+	return ttl/50 + min(ttl/10, time.Millisecond)
+}
+
+// granted records a granted Lease call that started at start and asked for
+// ttl: it extends the deadline when its answer came before the deadline,
+// and otherwise marks the lease regained and reports false.
+func (k *leaseKeeper) granted(start time.Time, ttl time.Duration) bool {
+	if !k.live(k.clock.Now()) {
+		k.regained.Store(true)
+		return false
+	}
+	k.extend(start.Add(ttl - k.margin))
+	return true
+}
 
 // lostTo returns the refusal if another holder took the lease.
 func (k *leaseKeeper) lostTo() error {
@@ -121,7 +171,12 @@ func (k *leaseKeeper) renew() {
 	cancel()
 	switch {
 	case err == nil:
-		k.deadline.Store(start.Add(ttl).UnixNano())
+		if !k.granted(start, ttl) {
+			// Answered after the deadline: the actor no longer serves, and
+			// recovers under a new epoch (onLeaseExpiry); the renewals go
+			// on meanwhile, so the lease stays its own.
+			k.root.Send(k.self, &leaseExpiry{rt: k.rt, gen: k.gen})
+		}
 	case errors.Is(err, ErrLeaseHeld):
 		// The lease lapsed (this process paused, or its renewals failed for
 		// a ttl) and another activation took it, and with it an epoch.
@@ -154,7 +209,10 @@ func (k *leaseKeeper) holdFor(ctx context.Context, d time.Duration) {
 		k.log.Warn("could not lengthen the lease before a long journal write", "error", err, "for", d)
 		return
 	}
-	k.extend(start.Add(d))
+	if !k.granted(start, d) {
+		k.root.Send(k.self, &leaseExpiry{rt: k.rt, gen: k.gen})
+		return
+	}
 	k.log.Debug("lengthened the lease for a long journal write", "for", d)
 }
 
@@ -163,7 +221,7 @@ func (k *leaseKeeper) release() { k.hold.Store(0) }
 
 // extend moves the local deadline to until unless it is later already.
 func (k *leaseKeeper) extend(until time.Time) {
-	u := until.UnixNano()
+	u := int64(until.Sub(k.base))
 	for {
 		cur := k.deadline.Load()
 		if u <= cur || k.deadline.CompareAndSwap(cur, u) {
@@ -262,9 +320,9 @@ func (r *Runtime) startKeeper(granted time.Time) {
 	k := &leaseKeeper{
 		rt: r, wg: &r.wg, j: r.j, stream: r.stream, holder: r.holder, gen: r.gen,
 		ttl: ttl, timeout: min(ttl, r.cfg.journalTimeout), clock: r.cfg.clock, guard: r.cfg.leaseGuard,
-		log: r.log, root: r.root, self: r.self,
+		log: r.log, root: r.root, self: r.self, margin: leaseMargin(ttl), base: granted,
 	}
-	k.deadline.Store(granted.Add(ttl).UnixNano())
+	k.deadline.Store(int64(ttl - k.margin))
 	r.keeper = k
 	r.lastChance = false // a new grant has a last chance of its own
 	k.arm(ttl / 3)
@@ -292,16 +350,26 @@ func (r *Runtime) armDeadline(at time.Time) {
 		func() { r.root.Send(r.self, &leaseExpiry{rt: r, gen: gen}) })
 }
 
-// onLeaseExpiry stops the actor once no renewal has succeeded for a ttl and
-// one more, asked for at once, has not either within a third of the ttl: the
-// journal may have let the lease lapse, and another activation may take it.
+// leaseLive reports whether the runtime may serve on its lease now: it
+// holds none (WithLease off), or now is before the keeper's deadline.
+func (r *Runtime) leaseLive() bool {
+	return r.keeper == nil || r.keeper.live(r.cfg.clock.Now())
+}
+
+// onLeaseExpiry handles the lease's serving deadline. Since the deadline
+// passed, Recovered has been false (leaseLive): the actor decides nothing,
+// and holds or turns away what it is asked. If the keeper renewed the lease
+// in time meanwhile, it serves on. Otherwise it renews at once and gives
+// that renewal a third of the ttl: granted, the lease is this activation's
+// again, but it may have lapsed in between and another activation may have
+// served, so the runtime recovers under a new epoch (fencing that other
+// one's writes, and reading them) before it serves again; refused, another
+// took it and the actor stops; unanswered, the actor stops.
 //
 // The last chance is for a pause: a process stopped for longer than the
 // ttl (a GC pause, SIGSTOP, a starved machine) wakes with its deadline
-// passed and its renewal not yet made. A lapsed lease that nobody took is
-// granted to its holder again, with no new epoch, so the master goes on
-// serving; one that another activation took is refused, and this one stops
-// (its writes would be fenced anyway).
+// passed and its renewal not yet made. It costs it a recovery, not its
+// activation.
 func (r *Runtime) onLeaseExpiry(c actor.Context) {
 	if r.keeper == nil {
 		return
@@ -312,9 +380,15 @@ func (r *Runtime) onLeaseExpiry(c actor.Context) {
 		r.armDeadline(until) // renewed since the timer was armed
 		return
 	}
+	if r.keeper.regained.Load() {
+		r.log.Warn("took the lease again after its deadline; it may have lapsed meanwhile, so recovering under a new epoch before serving",
+			"ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
+		r.recover(c)
+		return
+	}
 	if !r.lastChance {
 		r.lastChance = true
-		r.log.Warn("the lease's deadline passed without a renewal; renewing at once", "ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
+		r.log.Warn("the lease's deadline passed without a renewal; not serving, renewing at once", "ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
 		r.keeper.tick()
 		r.armDeadline(now.Add(r.cfg.leaseTTL / 3))
 		return

@@ -113,6 +113,15 @@ func (b *bundle) advance(t *testing.T, n int, d time.Duration) {
 	b.clk.Advance(d)
 }
 
+// waitArmed waits until at least n timers are armed.
+func (b *bundle) waitArmed(t *testing.T, n int) {
+	t.Helper()
+	done := make(chan struct{})
+	timer := time.AfterFunc(testkit.Timeout(), func() { close(done) })
+	defer timer.Stop()
+	require.True(t, b.clk.WaitForPending(done, n), "fewer than %d timers armed (pending %d)", n, b.clk.Pending())
+}
+
 func (b *bundle) phase(t *testing.T, pid *actor.PID) string {
 	t.Helper()
 	res, err := b.sys.Root.RequestFuture(pid, &phaseQuery{}, testkit.Timeout()).Result()
@@ -277,16 +286,21 @@ func TestRuntimeLease(t *testing.T) {
 		// it a loaded machine advanced the clock on other timers first, and
 		// that deadline fell at T0+500, which never came.
 		require.Equal(t, "running", b.phase(t, first.pid), "on its last chance")
+		b.client.Request(first.pid, &add{key: "b"})
+		// But it does not serve.
+		b.client.ExpectMsg(wrapperspb.String("unavailable"), testkit.Timeout())
 		b.advance(t, 4, step) // T0+400: the last chance is over
 		b.client.ExpectTerminated(first.pid, testkit.Timeout())
 	})
 
-	t.Run("PausedHolderKeepsALeaseNobodyTook", func(t *testing.T) {
+	t.Run("PausedHolderTakesTheLeaseBackAndRecovers", func(t *testing.T) {
 		t.Parallel()
 		// As a process stopped past its deadline: no renewal lands for a
 		// ttl, then the journal answers again. Nobody took the lapsed
-		// lease, so the last-chance renewal gets it back: no stop, no
-		// new epoch.
+		// lease, so the last-chance renewal gets it back; but it was
+		// answered after the deadline, when another activation could
+		// have served, so the runtime recovers (a new epoch) before it
+		// serves again: no stop.
 		b := setup(t, persistence.WithLease(ttl))
 		first := b.activate(t)
 		first.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
@@ -295,18 +309,19 @@ func TestRuntimeLease(t *testing.T) {
 		first.faulty.FailLeases(errCut)
 		b.advance(t, 2, step) // T0+100
 		b.advance(t, 2, step) // T0+200
+		b.waitArmed(t, 2)     // the renewal of T0+200 has failed and armed the next
 		first.faulty.FailLeases(nil)
 		granted := first.track.granted.Load()
-		b.advance(t, 2, step) // T0+300: the deadline passes; renew at once
+		b.advance(t, 2, step) // T0+300: the deadline has passed; renew at once
 		// (Not observed until then: an observer would take a lapsed lease.)
 		require.Eventually(t, func() bool { return first.track.granted.Load() > granted },
 			testkit.Timeout(), time.Millisecond, "renewed at the last chance")
+		first.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout()) // again
 		require.True(t, first.holds(b.requireHeld(t)))
-		b.advance(t, 2, step) // T0+400: the last chance's deadline finds it renewed
-		b.client.ExpectNoMsg(20 * time.Millisecond)
+		b.client.ExpectNoMsg(20 * time.Millisecond) // not stopped
 		require.Equal(t, "running", b.phase(t, first.pid))
 		b.add(first.pid, "a")
-		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout()) // not fenced: still the same epoch
+		b.client.ExpectMsg(wrapperspb.Int64(1), testkit.Timeout())
 	})
 
 	t.Run("DeadHolderIsWaitedOutForItsTTL", func(t *testing.T) {

@@ -124,9 +124,13 @@ func WithMaxBatch(events, bytes int) Option {
 	return func(cfg *config) { cfg.maxBatchEvents, cfg.maxBatchBytes = events, bytes }
 }
 
-// WithRecoveryRetry sets the backoff between recovery attempts while the
-// journal is unavailable: min doubling up to max (defaults
-// DefaultMinRetryBackoff, DefaultMaxRetryBackoff).
+// WithRecoveryRetry sets the backoff between recovery attempts that fail
+// although the journal answers (what it holds cannot be replayed, or it
+// refuses writes): min doubling up to max (defaults DefaultMinRetryBackoff,
+// DefaultMaxRetryBackoff). While the journal does not answer at all, the
+// runtime instead probes it with one cheap read, from min up to 250 ms
+// apart (never longer, nor longer than max), and recovers at the first
+// probe it answers.
 func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 	return func(cfg *config) { cfg.retryMin, cfg.retryMax = minimum, maximum }
 }
@@ -145,17 +149,28 @@ func WithRecoveryRetry(minimum, maximum time.Duration) Option {
 // it); the wait is logged once per holder. Once it has the lease, a
 // goroutine of the runtime renews it every ttl/3, through the rest of
 // recovery and while the actor serves, without a round trip through the
-// actor's mailbox (which a busy actor fills). The runtime stops the actor as
-// when fenced if another holder took the lease, or if no renewal has succeeded for ttl (measured on the
-// injected clock from the start of the last one that did): it can no longer
-// prove it holds the lease, and a waiting activation may take it. A stop
-// (Stop, the actor stopping) releases the lease once the open batch is
-// flushed and the appends in flight have finished, so a successor starts at
-// once; an activation that dies without releasing leaves its successor to
-// wait for the lease to lapse, at most ttl.
+// actor's mailbox (which a busy actor fills).
+//
+// The lease is exclusive: the runtime serves (Recovered is true) only until
+// its local deadline, the start of the last renewal granted in time plus
+// ttl, minus a drift margin of 2% of the ttl plus 1 ms; a renewal counts
+// only if it was answered before that deadline. The journal keeps the
+// lease for ttl from when the call reached it, on its own clock, and
+// grants it to a waiting activation only after that: so the holder's last
+// decision comes before the successor's first, whenever the journal's
+// clock runs less than 2% faster than the holder's (a stepped wall clock
+// is not covered; see each backend's clock). Once the deadline has passed
+// the runtime renews at once and waits a third of the ttl: granted, it
+// recovers under a new epoch before it serves again (another activation
+// may have served meanwhile); refused (another holder took the lease) or
+// unanswered, it stops the actor as when fenced. A stop (Stop, the actor
+// stopping) releases the lease once the open batch is flushed and the
+// appends in flight have finished, so a successor starts at once; an
+// activation that dies without releasing leaves its successor to wait for
+// the lease to lapse, at most ttl.
 //
 // Clock jumps count: a pause of the process, or a manual clock advanced by
-// ttl or more at once, loses the lease.
+// ttl or more at once, ends the service on the lease.
 func WithLease(ttl time.Duration) Option { return func(cfg *config) { cfg.leaseTTL = ttl } }
 
 // WithLeaseGuard sets a check the runtime makes before it takes the lease

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -172,6 +173,12 @@ type Runtime struct {
 	retryTimer clock.Timer
 	retryDelay time.Duration
 	fenceTimer clock.Timer
+	// While the journal is away, a cheap probe instead of a recovery
+	// attempt (probeJournal): probeDelay is the wait before the next;
+	// probeLed is set while a recovery that a successful probe started
+	// runs (if it fails all the same, the next wait is the backoff).
+	probeDelay time.Duration
+	probeLed   bool
 
 	// The lease (WithLease). holder names this activation in the journal.
 	holder        string
@@ -259,6 +266,15 @@ type (
 		rt  *Runtime
 		gen int64
 	}
+	probeTick struct { // time to probe the journal again
+		rt  *Runtime
+		gen int64
+	}
+	probeResult struct {
+		rt  *Runtime
+		gen int64
+		err error
+	}
 )
 
 const (
@@ -295,7 +311,8 @@ func New(j Journal, stream string, opts ...Option) (*Runtime, error) {
 // onRecovered (may be nil). Call it from the actor's *actor.Started.
 //
 // Recovery blocks the actor, so messages wait in its mailbox meanwhile. If
-// the journal is unavailable, Start logs it and retries with backoff; the
+// the journal is unavailable, Start logs it and retries once a cheap probe
+// of the journal is answered (WithRecoveryRetry); the
 // actor stays PhaseRecovering and should refuse commands until then. With
 // WithLease it first takes the lease; while another activation holds it the
 // actor is PhaseWaitingForLease, not Recovered, and should refuse commands
@@ -326,8 +343,12 @@ func (r *Runtime) Phase() Phase { return r.phase }
 // than hold them for a recovery that may take long.
 func (r *Runtime) RecoveryFailing() bool { return r.phase == PhaseRecovering && r.retryDelay > 0 }
 
-// Recovered reports whether the runtime is PhaseRunning.
-func (r *Runtime) Recovered() bool { return r.phase == PhaseRunning }
+// Recovered reports whether the runtime is PhaseRunning and, with
+// WithLease, may serve on its lease at this instant: it is false from the
+// lease's local deadline on, before the actor has even heard of it, so that
+// an actor that checks Recovered before each decision (a hand-out, a status
+// answer) never decides while another activation may hold the lease.
+func (r *Runtime) Recovered() bool { return r.phase == PhaseRunning && r.leaseLive() }
 
 // Epoch returns the epoch of the current activation.
 func (r *Runtime) Epoch() int64 { return r.epoch }
@@ -357,6 +378,14 @@ func (r *Runtime) Handle(c actor.Context) bool {
 	case *retryMsg:
 		if m.rt == r && m.gen == r.gen && (r.phase == PhaseRecovering || r.phase == PhaseWaitingForLease) {
 			r.recover(c)
+		}
+	case *probeTick:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRecovering {
+			r.probeJournal()
+		}
+	case *probeResult:
+		if m.rt == r && m.gen == r.gen && r.phase == PhaseRecovering {
+			r.onProbe(c, m.err)
 		}
 	case *leaseLost:
 		if m.rt == r && m.gen == r.gen && r.phase == PhaseRunning {
@@ -524,6 +553,7 @@ func (r *Runtime) recover(c actor.Context) {
 			return
 		}
 		if wait > 0 {
+			r.probeLed = false // the journal answered
 			if r.yieldLease(c) {
 				return
 			}
@@ -540,7 +570,7 @@ func (r *Runtime) recover(c actor.Context) {
 		r.retryRecovery(err)
 		return
 	}
-	r.retryDelay = 0
+	r.retryDelay, r.probeDelay, r.probeLed = 0, 0, false
 	r.phase = PhaseRunning
 	r.log.Info("recovered", "epoch", r.epoch, "seq", r.durableSeq, "took", r.cfg.clock.Since(start))
 	r.armFenceCheck()
@@ -554,11 +584,83 @@ func (r *Runtime) recover(c actor.Context) {
 // The lease is not renewed meanwhile: an activation that cannot recover
 // (e.g. a journal holding events only a newer version knows) must not keep
 // another from serving.
+//
+// When the journal did not answer (not a refusal that says what is wrong:
+// ErrRecovery, ErrUnknownType, ErrInvalid, ErrClosed), the wait is not the
+// backoff but cheap probes of the journal (probeJournal), at most
+// maxProbeEvery apart, and the recovery is retried as soon as one is
+// answered: a journal back after an outage of seconds is used within a
+// fraction of a second, not at the next step of a backoff grown to
+// seconds while it was away (issue 34 item 13). Unless the failed recovery
+// was itself started by a successful probe: the probe then does not tell
+// whether recovery would work, and the backoff bounds the retries.
 func (r *Runtime) retryRecovery(err error) {
 	r.stopKeeper()
 	r.retryDelay = min(max(2*r.retryDelay, r.cfg.retryMin), r.cfg.retryMax)
+	led := r.probeLed
+	r.probeLed = false
+	if journalAway(err) && !led {
+		r.probeDelay = min(max(2*r.probeDelay, r.cfg.retryMin), maxProbeEvery, r.cfg.retryMax)
+		r.log.Error("recovery failed; retrying as soon as the journal answers", "error", err, "probe_every", r.probeDelay)
+		r.armProbe(r.probeDelay)
+		return
+	}
 	r.log.Error("recovery failed; retrying", "error", err, "retry_in", r.retryDelay)
 	r.retryAfter(r.retryDelay)
+}
+
+// maxProbeEvery is the longest wait between two probes of a journal that
+// does not answer.
+const maxProbeEvery = 250 * time.Millisecond
+
+// journalAway reports whether a recovery failed because the journal did not
+// answer, rather than because of what it holds or how it was called.
+func journalAway(err error) bool {
+	for _, refusal := range []error{ErrRecovery, ErrUnknownType, ErrInvalid, ErrClosed, ErrFenced, ErrLeaseHeld} {
+		if errors.Is(err, refusal) {
+			return false
+		}
+	}
+	return true
+}
+
+// armProbe probes the journal after d, on the injected clock.
+func (r *Runtime) armProbe(d time.Duration) {
+	gen := r.gen
+	r.retryTimer = r.cfg.clock.AfterFunc(d, func() { r.root.Send(r.self, &probeTick{rt: r, gen: gen}) })
+}
+
+// probeJournal asks the journal, off the actor's goroutine, for the events
+// of the stream past the largest sequence number: one indexed read that
+// finds nothing, and for a journal on a server a connection (PostgreSQL's
+// reader pool pings or reconnects). It is bounded by maxProbeEvery's
+// multiple, not the journal timeout, so that a journal that hangs rather
+// than refuses is asked again soon.
+func (r *Runtime) probeJournal() {
+	j, stream, gen, root, self := r.j, r.stream, r.gen, r.root, r.self
+	timeout := min(r.cfg.journalTimeout, 4*maxProbeEvery)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		err := j.Load(ctx, stream, math.MaxInt64, func(Event) error { return nil })
+		root.Send(self, &probeResult{rt: r, gen: gen, err: err})
+	}()
+}
+
+// onProbe retries the recovery at once when the journal answered the
+// probe, and probes again after the probe delay when it did not.
+func (r *Runtime) onProbe(c actor.Context, err error) {
+	if err != nil {
+		r.log.Debug("the journal is still away", "error", err, "probe_in", r.probeDelay)
+		r.probeDelay = min(max(2*r.probeDelay, r.cfg.retryMin), maxProbeEvery, r.cfg.retryMax)
+		r.armProbe(r.probeDelay)
+		return
+	}
+	r.log.Info("the journal answers again; recovering")
+	r.probeLed = true
+	r.recover(c)
 }
 
 // retryAfter recovers again after d, on the injected clock.

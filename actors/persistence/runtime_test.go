@@ -36,6 +36,9 @@ type (
 	keysMsg struct{ keys []string }
 	// phaseQuery is answered with the runtime's phase, as a StringValue.
 	phaseQuery struct{}
+	// servingQuery is answered with Recovered(), as a BoolValue: whether
+	// the actor would decide (hand out, answer) at this instant.
+	servingQuery struct{}
 )
 
 // tracking records the highest sequence number the journal has confirmed,
@@ -70,6 +73,40 @@ func (t *tracking) AppendAsync(s string, epoch int64, events []persistence.Event
 		}
 		done(err)
 	})
+}
+
+// awayJournal fails reads too while its error is set: with a Faulty's
+// FailWrites, a journal that is down (Faulty never fails reads).
+type awayJournal struct {
+	persistence.Journal
+	mu  sync.Mutex
+	err error // guarded by mu
+}
+
+func (a *awayJournal) fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.err = err
+}
+
+func (a *awayJournal) down() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *awayJournal) Load(ctx context.Context, s string, from int64, fn func(persistence.Event) error) error {
+	if err := a.down(); err != nil {
+		return err
+	}
+	return a.Journal.Load(ctx, s, from, fn)
+}
+
+func (a *awayJournal) LoadSnapshot(ctx context.Context, s string) (persistence.Snapshot, bool, error) {
+	if err := a.down(); err != nil {
+		return persistence.Snapshot{}, false, err
+	}
+	return a.Journal.LoadSnapshot(ctx, s)
 }
 
 // setActor keeps a decision set (every key persisted) and a visible set
@@ -197,6 +234,8 @@ func (a *setActor) Receive(c actor.Context) {
 		<-m.until
 	case *phaseQuery:
 		c.Respond(wrapperspb.String(a.rt.Phase().String()))
+	case *servingQuery:
+		c.Respond(wrapperspb.Bool(a.rt.Recovered()))
 	}
 }
 
@@ -343,22 +382,68 @@ func TestRuntime(t *testing.T) {
 		b.client.ExpectNoMsg(50 * time.Millisecond)
 	})
 
-	t.Run("RecoveryRetriesWithBackoffWhileTheJournalIsDown", func(t *testing.T) {
+	t.Run("RecoveryProbesTheJournalWhileItIsAway", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, persistence.WithRecoveryRetry(time.Second, 4*time.Second))
-		b.faulty.FailWrites(errors.New("connection refused"))
+		// Reads and writes fail for 10 s (a database that is down): the
+		// runtime probes it at most maxProbeEvery (250 ms) apart, never
+		// after a backoff grown to seconds, and recovers at the first
+		// probe after its return (issue 34 item 13).
+		b := setup(t)
+		down := &awayJournal{Journal: b.faulty}
+		b.track = &tracking{Journal: down}
+		away := errors.New("connection refused")
+		down.fail(away)
+		b.faulty.FailWrites(away)
 		pid := b.start(t)
 		b.client.Request(pid, &add{key: "a"})
 		b.client.ExpectMsg(wrapperspb.String("unavailable"), testkit.Timeout())
-		waits := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
-		for i, wait := range waits {
+		nextWait := func() time.Duration {
 			require.Eventually(t, func() bool { return b.clk.Pending() == 1 }, testkit.Timeout(), time.Millisecond)
-			require.Equal(t, []time.Time{b.clk.Now().Add(wait)}, b.clk.NextDue(), "backoff doubles up to the max")
-			b.events.ExpectNoMsg(10 * time.Millisecond)
-			if i == len(waits)-1 {
-				b.faulty.FailWrites(nil) // the journal is back for the last retry
-			}
+			return b.clk.NextDue()[0].Sub(b.clk.Now())
+		}
+		for start := b.clk.Now(); b.clk.Since(start) < 10*time.Second; {
+			wait := nextWait()
+			require.LessOrEqual(t, wait, 250*time.Millisecond, "at %v into the outage the next look at the journal is %v away", b.clk.Since(start), wait)
 			b.clk.Advance(wait)
+		}
+		down.fail(nil)
+		b.faulty.FailWrites(nil)
+		// The probe in flight may find it back already; else the next one.
+		require.Eventually(t, func() bool { return b.clk.Pending() == 1 || len(b.events.Queued()) > 0 },
+			testkit.Timeout(), time.Millisecond)
+		if len(b.events.Queued()) == 0 {
+			wait := b.clk.NextDue()[0].Sub(b.clk.Now())
+			require.LessOrEqual(t, wait, 250*time.Millisecond, "the journal is back: the next look at it is %v away", wait)
+			b.clk.Advance(wait)
+		}
+		b.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
+	})
+
+	t.Run("RecoveryBacksOffWhileTheJournalAnswersButFails", func(t *testing.T) {
+		t.Parallel()
+		// Reads answer, writes fail: a probe that succeeds does not tell
+		// that recovery will, so the backoff still spaces the attempts.
+		b := setup(t, persistence.WithRecoveryRetry(time.Second, 4*time.Second))
+		b.faulty.FailWrites(errors.New("read-only"))
+		pid := b.start(t)
+		b.client.Request(pid, &add{key: "a"})
+		b.client.ExpectMsg(wrapperspb.String("unavailable"), testkit.Timeout())
+		looks := 0
+		for start := b.clk.Now(); b.clk.Since(start) < 20*time.Second; looks++ {
+			require.Eventually(t, func() bool { return b.clk.Pending() == 1 }, testkit.Timeout(), time.Millisecond)
+			b.clk.Advance(b.clk.NextDue()[0].Sub(b.clk.Now()))
+		}
+		// 1+2+4+4+4+4 s of backoff, each followed by a probe and the
+		// attempt it leads to: about a dozen looks, not 80 probes.
+		require.LessOrEqual(t, looks, 14, "looks at the journal in 20 s")
+		b.faulty.FailWrites(nil)
+		for range 3 { // the next look, or the probe and the attempt it leads to
+			require.Eventually(t, func() bool { return b.clk.Pending() == 1 || len(b.events.Queued()) > 0 },
+				testkit.Timeout(), time.Millisecond)
+			if len(b.events.Queued()) > 0 {
+				break
+			}
+			b.clk.Advance(b.clk.NextDue()[0].Sub(b.clk.Now()))
 		}
 		b.events.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
 	})

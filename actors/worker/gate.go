@@ -435,12 +435,19 @@ func (w *workerActor) dropPermits() {
 // gave up while the job runs.
 //
 // Until the first answer it asks again every retry (the worker's ask timer
-// bounds the whole wait); a dead letter from a waiter on another node is
-// taken as gone only once gone says its node is, since protoactor also
-// reports a message to a node whose connection is being re-made as a dead
-// letter. Once the job runs, the same tick checks gone, so a job whose
-// caller's node left is cancelled.
+// bounds the whole wait). A dead letter comes two ways, told apart by its
+// Target (see deadLetterGone): the waiter's node, reached, says it has no
+// such actor (the caller's Interest stopped after its linger): gone at
+// once, so work whose caller left long ago costs one round trip, not the
+// interest timeout; or this node's endpoint could not reach that node (a
+// connection being re-made): asked again, gone only once gone says the
+// node is. Once the job runs, the same tick checks gone, so a job whose
+// caller's node left is cancelled. gone is believed only once it has held
+// for goneConfirm while the watcher asked again every tick without an
+// answer: asking makes protoactor re-make a connection a blip cut, and an
+// answer from the waiter clears the suspicion.
 type interestWatch struct {
+	suspect  time.Time // when gone first said the waiter's node has gone (zero: it did not)
 	slot     int
 	seq      uint64
 	workID   string
@@ -453,6 +460,17 @@ type interestWatch struct {
 	tick     clock.Timer
 }
 
+// goneConfirm is how long WithWaiterGone must go on reporting a waiter's
+// node gone, while the watcher asks again every tick and gets no answer,
+// before the caller counts as gone. cluster/node reports a frontend gone
+// once its connection stayed lost for 2 s, but protoactor re-makes a lost
+// connection only when something is sent over it, and its endpoint writer
+// waits 2 s after a failed attempt: without asking again and waiting a
+// little longer than that, a connection cut for a second would cancel a
+// running job of a live caller (nothing else is sent to its node) and
+// could skip a waiting one.
+const goneConfirm = 3 * time.Second
+
 // watchTick is the interestWatch's retry tick.
 type watchTick struct{}
 
@@ -460,32 +478,74 @@ type watchTick struct{}
 func (a *interestWatch) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
+		if a.nodeGone() {
+			a.suspect = a.clock.Now()
+		}
 		a.ask(c)
 	case *watchTick:
 		a.tick = nil
-		switch {
-		case a.nodeGone():
+		if a.left {
+			return
+		}
+		switch gone := a.nodeGone(); {
+		case gone && !a.suspect.IsZero() && a.clock.Now().Sub(a.suspect) >= goneConfirm:
 			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
 				fmt.Errorf("%w: the node of waiter %s left the cluster", ErrCallerGone, a.waiter))
-		case !a.answered:
+		case gone:
+			// Not believed yet: ask, which makes protoactor re-make a lost
+			// connection (an answer clears the suspicion).
+			if a.suspect.IsZero() {
+				a.suspect = a.clock.Now()
+			}
 			a.ask(c)
-		case !a.left:
+		case !a.answered:
+			a.suspect = time.Time{}
+			a.ask(c)
+		default:
+			a.suspect = time.Time{}
 			a.arm(c)
 		}
 	case *messages.IAmStillInterested:
+		a.suspect = time.Time{}
 		a.answer(c, nil)
 	case *messages.IAmNoLongerInterested:
 		a.callerGone(c, m.GetReason(), fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
 	case *actor.DeadLetterResponse:
-		if a.waiter.GetAddress() == c.Self().GetAddress() || a.nodeGone() {
+		switch {
+		case a.answered && deadLetterGone(m, a.waiter, c.Self()):
+			// A question asked again while the job runs (a suspected node)
+			// found no waiter: its node is there, and the waiter may have
+			// been released (the caller let the job go on), so the job runs
+			// on; a caller who gave up has said so with IAmNoLongerInterested.
+			a.suspect = time.Time{}
+		case deadLetterGone(m, a.waiter, c.Self()):
 			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
-				fmt.Errorf("%w: waiter %s is gone (dead letter)", ErrCallerGone, a.waiter))
+				fmt.Errorf("%w: waiter %s is gone (dead letter from its node)", ErrCallerGone, a.waiter))
+		case a.nodeGone() && !a.answered:
+			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
+				fmt.Errorf("%w: waiter %s is unreachable and its node has gone", ErrCallerGone, a.waiter))
 		}
+		// Otherwise this node could not reach the waiter's: the next tick
+		// asks again.
 	case *actor.Stopping:
 		if a.tick != nil {
 			a.tick.Stop()
 		}
 	}
+}
+
+// deadLetterGone reports whether the dead letter m, answering a question
+// self sent to waiter, says the waiter is gone, as opposed to unreachable.
+// protoactor answers a request that found no actor with a
+// DeadLetterResponse without Target, from the dead-letter process of the
+// node that looked the actor up: the waiter's own node when it lives on
+// another, reached over the network (or this node when there is no remote
+// to reach it by). The endpoint writer of this node answers a request it
+// could not deliver, because the connection to the waiter's node is not
+// made, with a DeadLetterResponse naming the Target: that says nothing
+// about the waiter.
+func deadLetterGone(m *actor.DeadLetterResponse, waiter, self *actor.PID) bool {
+	return waiter.GetAddress() == self.GetAddress() || m.GetTarget() == nil
 }
 
 func (a *interestWatch) nodeGone() bool { return a.gone != nil && a.gone(a.waiter.GetAddress()) }

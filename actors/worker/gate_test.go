@@ -395,8 +395,9 @@ func TestLimiterOptions(t *testing.T) {
 }
 
 // Issue 15: a waiter that does not answer is asked again within the
-// interest timeout; one whose node has gone (WithWaiterGone) is given up at
-// once; a job given up for its caller is reported cancelled.
+// interest timeout; one whose node has gone (WithWaiterGone) is given up
+// once that is confirmed (issue 34: goneConfirm), long before the timeout;
+// a job given up for its caller is reported cancelled.
 func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
 	t.Parallel()
 
@@ -414,7 +415,7 @@ func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("7")}, testkit.Timeout())
 	})
 
-	t.Run("WaiterOfAGoneNodeIsGivenUpAtOnce", func(t *testing.T) {
+	t.Run("WaiterOfAGoneNodeIsGivenUpOnceConfirmed", func(t *testing.T) {
 		t.Parallel()
 		var gone atomic.Bool
 		pid, b := setup(t, worker.WithInterestTimeout(time.Minute), worker.WithInterestRetry(time.Second),
@@ -423,11 +424,104 @@ func TestWorkerAsksAgainAndKnowsGoneNodes(t *testing.T) {
 		b.master.Send(pid, withWaiter(work("g", "block", "g"), silent.PID()))
 		testkit.ExpectMsgType[*messages.AreYouStillInterested](silent, testkit.Timeout())
 		gone.Store(true)
+		// Reported gone at the first tick, asked again every tick, given up
+		// once still gone 3 s (the confirmation) later: 4 s, not the minute's
+		// interest timeout.
+		for range 3 {
+			waitTimers(t, b.clk, 3)
+			b.clk.Advance(time.Second)
+			testkit.ExpectMsgType[*messages.AreYouStillInterested](silent, testkit.Timeout())
+		}
+		b.master.ExpectNoMsg(20 * time.Millisecond)
 		waitTimers(t, b.clk, 3)
 		b.clk.Advance(time.Second)
 		f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
 		require.True(t, f.GetCancelled(), "a job given up for its caller ends cancelled, not dead")
 		require.Contains(t, f.GetError(), "left the cluster")
 		require.Empty(t, b.started)
+	})
+}
+
+// Issue 34 item 3: the waiter's node, reached, answers that it has no such
+// actor (a caller's Interest stops after its linger): the job is given up
+// at once, not after the interest timeout. protoactor's dead-letter process
+// answers such a request with a DeadLetterResponse without Target; here it
+// is this system's, which has no remote to reach the waiter's address by.
+func TestWorkerGivesUpAWaiterItsNodeDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	pid, b := setup(t, worker.WithInterestTimeout(time.Hour), worker.WithInterestRetry(time.Hour),
+		worker.WithRegisterInterval(time.Hour))
+	gone := actor.NewPID("127.0.0.1:1", "interest$gone")
+	b.master.Send(pid, withWaiter(work("x", "block", "x"), gone))
+	// No clock advance: neither the retry nor the timeout may fire.
+	f := testkit.ExpectMsgType[*messages.WorkFailed](b.master, testkit.Timeout())
+	require.Equal(t, "x", f.GetWorkId())
+	require.True(t, f.GetCancelled(), "a job given up for its caller ends cancelled")
+	require.Contains(t, f.GetError(), "dead letter from its node")
+	require.Empty(t, b.started)
+}
+
+// Issue 34 item 3: a transport blip must not cancel a live caller's job.
+// WithWaiterGone reports a node gone once its connection stayed lost for a
+// while (cluster/node: 2 s), but protoactor re-makes a connection only when
+// something is sent over it: the watcher of a running job asks again before
+// it believes it, and only a node that stays reported gone, unanswering,
+// for goneConfirm cancels the job.
+func TestWorkerConfirmsAGoneNodeBeforeCancelling(t *testing.T) {
+	t.Parallel()
+	start := func(t *testing.T, gone *atomic.Bool) (*testBundle, *testkit.Probe) {
+		pid, b := setup(t, worker.WithInterestTimeout(time.Minute), worker.WithInterestRetry(time.Second),
+			worker.WithRegisterInterval(time.Hour), worker.WithWaiterGone(func(string) bool { return gone.Load() }))
+		w := testkit.NewProbe(t, b.sys)
+		b.master.Send(pid, withWaiter(work("r", "block", "r"), w.PID()))
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](w, testkit.Timeout())
+		w.Reply(&messages.IAmStillInterested{WorkId: "r"})
+		require.Equal(t, "r", startedWithin(b, testkit.Timeout()), "the caller waits: the job starts")
+		return b, w
+	}
+	tick := func(t *testing.T, b *testBundle) {
+		t.Helper()
+		waitTimers(t, b.clk, 2) // register, the watcher's tick
+		b.clk.Advance(time.Second)
+	}
+
+	t.Run("RunningJobOutlivesAConnectionReportedLost", func(t *testing.T) {
+		t.Parallel()
+		var gone atomic.Bool
+		b, w := start(t, &gone)
+		gone.Store(true) // the connection to the waiter's node was cut
+		tick(t, b)
+		// The watcher asks again (which makes protoactor re-make the
+		// connection) instead of cancelling the job.
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](w, testkit.Timeout())
+		gone.Store(false)
+		w.Reply(&messages.IAmStillInterested{WorkId: "r"})
+		for range 5 {
+			tick(t, b)
+		}
+		require.Empty(t, b.ctxErrs, "a live caller's job was cancelled by a blip")
+		close(b.release)
+		b.master.FishForMessage(testkit.Timeout(), func(m any) bool {
+			d, ok := m.(*messages.WorkIsDone)
+			return ok && d.GetWorkId() == "r"
+		})
+	})
+
+	t.Run("RunningJobOfANodeThatStaysGoneIsCancelled", func(t *testing.T) {
+		t.Parallel()
+		var gone atomic.Bool
+		b, _ := start(t, &gone)
+		gone.Store(true)
+		tick(t, b) // suspected at 1 s: asked again, no answer
+		tick(t, b)
+		tick(t, b)
+		require.Empty(t, b.ctxErrs, "cancelled before the gone node was confirmed")
+		tick(t, b) // gone for goneConfirm since the suspicion
+		select {
+		case err := <-b.ctxErrs:
+			require.ErrorIs(t, err, worker.ErrCallerGone)
+		case <-time.After(testkit.Timeout()):
+			t.Fatal("the running job of a gone node was not cancelled")
+		}
 	})
 }

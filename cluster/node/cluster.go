@@ -152,8 +152,9 @@ type ClusterConfig struct {
 	// master, identity and journal stream "master", as before sharding).
 	// With N > 1, shard k's master is the cluster kind master-k (see
 	// ShardKind) and identity master/k, with its own journal stream
-	// master/k; route.ShardOf picks a work's shard. Every node of a cluster must have the same N, and a
-	// backend refuses to start on a journal that records another one.
+	// master/k; route.ShardOf picks a work's shard. Every node of a cluster must have the same N: the
+	// journal records the first backend's (ConfigStream), and a backend
+	// with another refuses to start (ErrShardsMismatch).
 	Shards int
 	// Workers is the number of workers of a worker node; each pulls from
 	// every shard.
@@ -163,8 +164,16 @@ type ClusterConfig struct {
 	// RateLimits are cluster-wide per-job-type limits (backends): each is
 	// enforced across every master shard by one throttler actor, the
 	// cluster kind ThrottleKind(type), placed by the cluster on a backend.
-	// Every backend must be given the same limits.
+	// Every backend must be given the same limits: the journal records
+	// the first backend's (ConfigStream), and a backend with others
+	// refuses to start (ErrRatesMismatch) unless ChangeRateLimits.
 	RateLimits []RateLimit
+	// ChangeRateLimits makes a backend record its RateLimits in the
+	// journal as the cluster's, replacing the ones it records, instead of
+	// refusing to start on a difference (--change-rate). Restart every
+	// other backend with the same limits then: one that runs on keeps
+	// those it was started with.
+	ChangeRateLimits bool
 	// MasterOptions, WorkerOptions and FrontendOptions pass options on.
 	MasterOptions   []master.Option
 	WorkerOptions   []worker.Option
@@ -295,10 +304,18 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			n.sys.Shutdown()
 			return nil, err
 		}
-		if err := checkShards(ctx, n.jrnl, cfg.Shards); err != nil {
+		check, err := checkClusterConfig(ctx, n.jrnl, cfg.Shards, cfg.RateLimits, cfg.ChangeRateLimits)
+		if err != nil {
 			n.closeJournal()
 			n.sys.Shutdown()
 			return nil, err
+		}
+		switch {
+		case check.changed:
+			n.log.Warn("rate limits changed in the journal: restart every other backend with the same --rate",
+				"rate_limits", RateSpec(cfg.RateLimits), "before", check.ratesBefore)
+		case check.recorded:
+			n.log.Info("cluster settings recorded in the journal", "shards", cfg.Shards, "rate_limits", RateSpec(cfg.RateLimits))
 		}
 		n.permits = &permitAsker{log: log}
 		tk, err := throttleKinds(cfg.RateLimits, log.With("component", "throttler"))

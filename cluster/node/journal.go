@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/cluster/journal"
 )
@@ -66,58 +65,15 @@ func journalDesc(given persistence.Journal, loc journal.Location) string {
 	return loc.String()
 }
 
-// ShardsStream is the journal stream where a cluster records its number
-// of shards: one event, written by the first backend of a sharded cluster.
+// ShardsStream is the journal stream where a sharded cluster recorded its
+// number of shards before ConfigStream recorded it with the rate limits:
+// one Int64Value. It is only read now, for a journal written then.
 const ShardsStream = "foreman/shards"
 
 // ErrShardsMismatch means the node's number of shards is not the one its
 // journal records: work would be looked for in the wrong shards. Changing
 // the number of shards of a journal is not supported yet.
 var ErrShardsMismatch = errors.New("node: the number of shards differs from the journal's")
-
-// checkShards compares n with the number of shards j records, recording it
-// when the journal records none. A journal without a record is an
-// unsharded one (N=1) when its master stream holds anything; an unsharded
-// node writes nothing, so its journal stays as it was before sharding.
-func checkShards(ctx context.Context, j persistence.Journal, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, DefaultJournalOpenTimeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		recorded, last, err := recordedShards(ctx, j)
-		if err != nil {
-			return fmt.Errorf("node: cannot read the number of shards from the journal: %w", err)
-		}
-		if recorded == 0 {
-			used, err := streamUsed(ctx, j, master.DefaultStream)
-			if err != nil {
-				return fmt.Errorf("node: cannot read the journal's master stream: %w", err)
-			}
-			if used {
-				recorded = 1
-			}
-		}
-		switch {
-		case recorded == n:
-			return nil
-		case recorded != 0:
-			return fmt.Errorf("%w: this node was started with %d shard(s) (--shards %d) but the journal records %d; start every node with --shards %d (changing the number of shards is not supported yet)",
-				ErrShardsMismatch, n, n, recorded, recorded)
-		case n == 1:
-			return nil // an empty journal: nothing to record for the default
-		}
-		epoch, lastSeq, err := j.AcquireEpoch(ctx, ShardsStream)
-		if err == nil && lastSeq == last {
-			err = j.Append(ctx, ShardsStream, epoch, []persistence.Event{{Seq: lastSeq + 1, Msg: wrapperspb.Int64(int64(n))}})
-			if err == nil {
-				return nil
-			}
-		}
-		// Another backend recorded it at the same moment: read it again.
-		if attempt >= 3 {
-			return fmt.Errorf("node: cannot record the number of shards in the journal: %w", err)
-		}
-	}
-}
 
 // recordedShards returns the number of shards j records (0: none) and the
 // last sequence number of its stream.

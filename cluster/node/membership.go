@@ -146,7 +146,8 @@ type silenceReporter interface{ Silence() time.Duration }
 
 // masterLeaseFor returns the master's journal lease for a membership
 // provider: half the time the membership takes to drop a node that stopped
-// renewing (etcd) or that went silent (seed membership), else the
+// renewing (etcd), two fifths of the time it takes to drop one that went
+// silent (seed membership), else the
 // master's default. A successor is activated only once the membership has
 // dropped the old owner, so a lease shorter than that costs a crash
 // failover little, and a longer one rides out a slow journal renewal on a
@@ -155,13 +156,18 @@ type silenceReporter interface{ Silence() time.Duration }
 // behind a slow journal for 300 ms made the master step down and take a
 // new epoch on the same node (TestPartitionNetns: 3 epochs in a phase
 // that needs 2), while the membership, which rides out 1 s of silence,
-// kept every node.
+// kept every node. The seed membership's share is two fifths, 400 ms of
+// its 1 s (issue 34 item 5): a crash failover waits for what is left of
+// the dead master's lease, and half (500 ms) made that 481 ms median, over
+// the 450 ms target; 400 ms still rides out a renewal stalled for 390 ms
+// (the lease less its drift margin, persistence.WithLease), above the
+// 300 ms stall seen.
 func masterLeaseFor(p cluster.ClusterProvider) (time.Duration, bool) {
 	if d, ok := p.(dropReporter); ok && d.DropAfter() > 0 {
 		return d.DropAfter() / 2, true
 	}
 	if s, ok := p.(silenceReporter); ok && s.Silence() > 0 {
-		return s.Silence() / 2, true
+		return s.Silence() * 2 / 5, true
 	}
 	return 0, false
 }

@@ -45,6 +45,9 @@ type nodeArgs struct {
 	logLevel   string
 	produce    bool
 	rate       string
+	// changeRate is --change-rate: a backend records its --rate in the
+	// journal even when the journal records other limits.
+	changeRate bool
 	adaptive   string
 	window     int
 	// prefetch is --prefetch; -1 (unset): as many as the window.
@@ -112,7 +115,8 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		a.delay, a.delaySet = d, true
 		return nil
 	})
-	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the masters hand work out, across the cluster, e.g. square=10/s,factorize=100/m:strict (backend and all-in-one nodes; give every backend the same)")
+	fs.StringVar(&a.rate, "rate", "", "rate limits per job type where the masters hand work out, across the cluster, e.g. square=10/s,factorize=100/m:strict (backend and all-in-one nodes; the journal records the first backend's, and a backend given others refuses to start: see --change-rate)")
+	fs.BoolVar(&a.changeRate, "change-rate", false, "record this backend's --rate in the journal as the cluster's rate limits, replacing the ones it records (without it a backend whose --rate differs from the journal's refuses to start); then restart every other backend with the same --rate (backend nodes)")
 	fs.StringVar(&a.adaptive, "adaptive", "off", "size the node's worker pool itself: default, seed, vegas or off (worker and all-in-one nodes)")
 	fs.IntVar(&a.window, "window", 1, "jobs each worker may hold at once (worker and all-in-one nodes)")
 	a.prefetch = -1
@@ -136,7 +140,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		a.resultHold = d
 		return nil
 	})
-	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes)")
+	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes; --produce=false: only the HTTP API submits work)")
 	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
 	fs.StringVar(&a.pprof, "pprof", "", "serve Go's runtime profiles (CPU, heap, allocs, goroutines, trace) at http://ADDR/debug/pprof/ on any node, e.g. 6060 (loopback); another host needs --insecure (default off)")
 	fs.Func("memory-limit", "soft limit of the node's Go memory, e.g. 900MiB or 1GiB: the collector runs sooner near it and returns freed memory to the OS at once (see the README's \"Memory of a backend\"; default off, or GOMEMLIMIT from the environment)", func(s string) error {
@@ -225,6 +229,14 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if a.jobs < 0 {
 		return a, fmt.Errorf("%w: --jobs %d: must be 0 or more", errUsage, a.jobs)
+	}
+	if a.changeRate && a.role != node.RoleBackend {
+		return a, fmt.Errorf("%w: --change-rate: only backend nodes (2000-2999) record rate limits in a journal; pass it to a backend", errUsage)
+	}
+	if a.jobs > 0 && !a.produce {
+		// --jobs N is carried out by the simulated clients: without them
+		// the node would wait forever for N results nobody submits.
+		return a, fmt.Errorf("%w: --jobs %d submits its jobs through the simulated clients, which --produce=false turns off; drop one of the two", errUsage, a.jobs)
 	}
 	if _, err := parseLevel(a.logLevel); err != nil {
 		return a, fmt.Errorf("%w: --log-level: %w", errUsage, err)

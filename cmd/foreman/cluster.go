@@ -57,20 +57,21 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		return 2
 	}
 	cfg := node.ClusterConfig{
-		RateLimits:    limits,
-		MasterOptions: mopts,
-		WorkerOptions: wopts,
-		Role:          a.role,
-		Host:          a.host,
-		Port:          a.port,
-		Provider:      prov,
-		DataDir:       a.data,
-		Workers:       a.workers,
-		Shards:        a.shards,
-		Logger:        log,
-		TLS:           sec.node,
-		Metrics:       m,
-		ActorMetrics:  a.actorMetrics,
+		RateLimits:       limits,
+		ChangeRateLimits: a.changeRate,
+		MasterOptions:    mopts,
+		WorkerOptions:    wopts,
+		Role:             a.role,
+		Host:             a.host,
+		Port:             a.port,
+		Provider:         prov,
+		DataDir:          a.data,
+		Workers:          a.workers,
+		Shards:           a.shards,
+		Logger:           log,
+		TLS:              sec.node,
+		Metrics:          m,
+		ActorMetrics:     a.actorMetrics,
 	}
 	if a.role == node.RoleFrontend {
 		cfg.OnResult = countResults(m, nil)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,10 +29,17 @@ const (
 	// the HTTP API's submit timeout (5 s) plus a margin. A submission that
 	// takes longer hangs.
 	pgAnswerBound = 6 * time.Second
-	// pgServiceBound bounds the time from PostgreSQL's return to the first
-	// ack: the runtime's recovery backoff is at most 5 s
-	// (persistence.DefaultMaxRetryBackoff), plus a recovery.
-	pgServiceBound = 15 * time.Second
+	// pgResumeBound bounds the time from PostgreSQL accepting connections
+	// again (pg_ctl -w start returned) to the first ack of a submission
+	// started after that (issue 34 item 13): the target, 1 s, plus 500 ms
+	// for a loaded 2-core machine that runs the test's race-built
+	// processes, a PostgreSQL starting up and other builds (the figure is
+	// about 250 ms: BENCHMARKS.md). Before the fix the runtime's recovery
+	// backoff grew to 5 s while PostgreSQL was away, and service came back
+	// 1.2-3.0 s after it.
+	pgResumeBound = 1500 * time.Millisecond
+	// pgOutages is how many times PostgreSQL goes away in one run.
+	pgOutages = 3
 )
 
 // TestPostgresOutageProcess runs foreman on a postgres:// journal (the
@@ -39,8 +47,9 @@ const (
 // with jobs flowing over HTTP, stops PostgreSQL (immediate mode,
 // as a crash) for pgDowntime under load and starts it again. While it is
 // down, submissions are answered 503 within pgAnswerBound (none hangs,
-// none is acked); once it is back, the master recovers by itself and acks
-// again within pgServiceBound; every job ever acked ends done with n*n.
+// none is acked); once it accepts connections again, the master recovers
+// by itself and acks again within pgResumeBound; pgOutages times. Every
+// job ever acked ends done with n*n.
 //
 // It starts its own throwaway PostgreSQL with cluster/journal/ci-postgres.sh
 // (the server it stops must be its own, not the one other tests share) and
@@ -60,16 +69,17 @@ func TestPostgresOutageProcess(t *testing.T) {
 			return "http://127.0.0.1:" + strconv.Itoa(port), n
 		})
 	})
-	// A backend, a frontend and a worker: the master also holds a lease in
-	// the journal, which it cannot renew while PostgreSQL is down.
+	// A backend, a frontend and a worker, with 4 shards (the issue's run):
+	// each shard's master also holds a lease in the journal, which it
+	// cannot renew while PostgreSQL is down.
 	t.Run("Cluster", func(t *testing.T) {
 		pgOutage(t, func(ctx context.Context, g *procGroup, dsn string) (string, *nodeProc) {
 			ports := pickWalkPorts(t)
 			seeds := "--seeds=127.0.0.1:" + strconv.Itoa(ports.backend1)
-			b := g.startCmd("backend", exec.CommandContext(ctx, binary, strconv.Itoa(ports.backend1), seeds,
+			b := g.startCmd("backend", exec.CommandContext(ctx, binary, strconv.Itoa(ports.backend1), seeds, "--shards", "4",
 				"--journal", dsn, "--data", t.TempDir()), pgLogPath("backend"))
-			g.startCmd("frontend", exec.CommandContext(ctx, binary, strconv.Itoa(ports.frontend), seeds, "--produce=false"), pgLogPath("frontend"))
-			g.startCmd("worker", exec.CommandContext(ctx, binary, "0", seeds, "--workers", "4", "--delay", "20ms"), pgLogPath("worker"))
+			g.startCmd("frontend", exec.CommandContext(ctx, binary, strconv.Itoa(ports.frontend), seeds, "--shards", "4", "--produce=false"), pgLogPath("frontend"))
+			g.startCmd("worker", exec.CommandContext(ctx, binary, "0", seeds, "--shards", "4", "--workers", "4", "--delay", "20ms"), pgLogPath("worker"))
 			return "http://127.0.0.1:" + strconv.Itoa(ports.frontend+5000), b
 		})
 	})
@@ -104,40 +114,52 @@ func pgOutage(t *testing.T, start func(ctx context.Context, g *procGroup, dsn st
 	load.waitAcks(ctx, t, 200, 60*time.Second)
 	step("jobs flow: %d acked", load.ackedCount())
 
-	// PostgreSQL goes away under load, and comes back.
-	stoppedAt := time.Now()
-	pg.ctl(t, "-m", "immediate", "stop")
-	stoppedRecoveries := n.count("master recovered")
-	step("PostgreSQL stopped (immediate); %d acked so far", load.ackedCount())
-	g.hold(ctx, pgDowntime) // the outage itself: nothing to wait for but time
-	backAt := time.Now()
-	pg.start(t)
-	step("PostgreSQL started again after %v", backAt.Sub(stoppedAt).Round(time.Millisecond))
-	service := load.serviceAfter(ctx, backAt, pgServiceBound)
-	require.GreaterOrEqual(t, service, time.Duration(0),
-		"no submission was acked within %v of PostgreSQL's return\n%s", pgServiceBound, g.tails())
-	ackedBefore := load.ackedCount()
-	load.waitAcks(ctx, t, ackedBefore+200, 60*time.Second)
+	// PostgreSQL goes away under load, and comes back, pgOutages times.
+	var resumed []time.Duration
+	for i := 1; i <= pgOutages; i++ {
+		stoppedAt := time.Now()
+		pg.ctl(t, "-m", "immediate", "stop")
+		stoppedRecoveries := n.count("master recovered")
+		step("outage %d: PostgreSQL stopped (immediate); %d acked so far", i, load.ackedCount())
+		g.hold(ctx, pgDowntime) // the outage itself: nothing to wait for but time
+		backAt := time.Now()
+		pg.start(t)
+		readyAt := time.Now() // pg_ctl -w returns once the server accepts connections
+		step("outage %d: PostgreSQL accepts connections again after %v (pg_ctl start took %v)", i,
+			readyAt.Sub(stoppedAt).Round(time.Millisecond), readyAt.Sub(backAt).Round(time.Millisecond))
+		service := load.serviceAfter(ctx, readyAt, 4*pgResumeBound)
+		require.GreaterOrEqual(t, service, time.Duration(0),
+			"outage %d: no submission was acked within %v of PostgreSQL's return\n%s", i, 4*pgResumeBound, g.tails())
+		resumed = append(resumed, service)
+		step("outage %d: acks resumed %v after PostgreSQL accepted connections (the last 503 came %v after)", i,
+			service.Round(time.Millisecond), pgLast503After(load, readyAt).Round(time.Millisecond))
+		require.LessOrEqual(t, service, pgResumeBound,
+			"outage %d: acks resumed %v after PostgreSQL accepted connections again (bound %v)\n%s", i, service, pgResumeBound, g.tails())
+		ackedBefore := load.ackedCount()
+		load.waitAcks(ctx, t, ackedBefore+200, 60*time.Second)
+
+		// During the outage: every answer that came while PostgreSQL was
+		// down (from a second after the stop, when the submissions
+		// already on their way have been answered) is a 503, and no
+		// submission started then took longer than pgAnswerBound. One
+		// started then may be acked once PostgreSQL is back (the frontend
+		// retries within its submit timeout).
+		out := pgOutageAnswers(load, stoppedAt.Add(time.Second), backAt)
+		step("outage %d: %d answers while PostgreSQL was down: %d were 503, %d acks, %d other (%v); slowest submission started then: %v",
+			i, out.total, out.unavailable, out.acked, len(out.other), out.other, out.slowest.Round(time.Millisecond))
+		require.Positive(t, out.unavailable, "no submission was answered 503 during the outage\n%s", g.tails())
+		require.Zero(t, out.acked, "submissions were acked while the journal was down")
+		require.Empty(t, out.other, "answers other than 503 during the outage")
+		require.LessOrEqual(t, out.slowest, pgAnswerBound, "a submission hung during the outage")
+		require.Greater(t, n.count("master recovered"), stoppedRecoveries, "the master did not recover after the outage\n%s", n.log.tail(30))
+	}
 	stopLoad()
 	<-loadDone
-	step("service back %v after PostgreSQL returned; %d acked in all", service.Round(time.Millisecond), load.ackedCount())
-
-	// During the outage: every answer that came while PostgreSQL was down
-	// (from a second after the stop, when the submissions already on their
-	// way have been answered) is a 503, and no submission started then took
-	// longer than pgAnswerBound. One started then may be acked once
-	// PostgreSQL is back (the frontend retries within its submit timeout).
-	out := pgOutageAnswers(load, stoppedAt.Add(time.Second), backAt)
-	step("outage: %d answers while PostgreSQL was down: %d were 503, %d acks, %d other (%v); slowest submission started then: %v",
-		out.total, out.unavailable, out.acked, len(out.other), out.other, out.slowest.Round(time.Millisecond))
-	require.Positive(t, out.unavailable, "no submission was answered 503 during the outage\n%s", g.tails())
-	require.Zero(t, out.acked, "submissions were acked while the journal was down")
-	require.Empty(t, out.other, "answers other than 503 during the outage")
-	require.LessOrEqual(t, out.slowest, pgAnswerBound, "a submission hung during the outage")
-	last503 := pgLast503After(load, backAt)
-	step("after PostgreSQL returned: the last 503 came %v after, the first ack %v after", last503.Round(time.Millisecond), service.Round(time.Millisecond))
+	sorted := slices.Clone(resumed)
+	slices.Sort(sorted)
+	step("acks resumed after PostgreSQL accepted connections: %v (median %v); %d acked in all",
+		resumed, sorted[len(sorted)/2].Round(time.Millisecond), load.ackedCount())
 	require.Positive(t, n.count("recovery failed; retrying"), "the master never retried its recovery\n%s", n.log.tail(30))
-	require.Greater(t, n.count("master recovered"), stoppedRecoveries, "the master did not recover after the outage\n%s", n.log.tail(30))
 
 	// Nothing acked is lost: every acked job ends done with n*n.
 	pgCheckResults(ctx, t, g, api, load.ackedJobs())

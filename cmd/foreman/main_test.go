@@ -69,6 +69,8 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "NegativeWorkers", args: []string{"--workers", "-1"}, want: "--workers -1: must be 0 or more"},
 		{name: "BadDelay", args: []string{"--delay", "soon"}, want: "not a duration"},
 		{name: "NegativeJobs", args: []string{"--jobs", "-5"}, want: "--jobs -5"},
+		{name: "ChangeRateOffBackend", args: []string{"3001", "--change-rate"}, want: "--change-rate: only backend nodes (2000-2999) record rate limits"},
+		{name: "JobsWithoutProducer", args: []string{"--jobs", "5", "--produce=false"}, want: "--jobs 5 submits its jobs through the simulated clients, which --produce=false turns off"},
 		{name: "BadLogLevel", args: []string{"--log-level", "loud"}, want: `"loud" is not a level`},
 		{name: "BadSeed", args: []string{"2551", "--seeds", "nohost"}, want: `"nohost" is not host:port`},
 		{name: "ExtraArgument", args: []string{"2551", "extra"}, want: `unexpected argument "extra"`},

@@ -146,27 +146,31 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	fprops, err := frontend.Props(route.Fixed(n.Master()), frontend.WithLogger(log))
-	if err != nil {
-		printErr(stderr, "foreman: %v\n", err)
-		return 1
+	clients := []*actor.PID{consumer}
+	if a.produce { // --produce=false: only the HTTP API (or nothing) submits
+		fprops, err := frontend.Props(route.Fixed(n.Master()), frontend.WithLogger(log))
+		if err != nil {
+			printErr(stderr, "foreman: %v\n", err)
+			return 1
+		}
+		front := sys.Root.Spawn(fprops)
+		popts := []frontend.Option{
+			frontend.WithLogger(log),
+			frontend.WithWorkID(func(i int) string { return runID + strconv.Itoa(i) }),
+		}
+		if a.jobs > 0 {
+			popts = append(popts, frontend.WithJobs(a.jobs), frontend.WithConcurrency(256))
+		}
+		pprops, err := frontend.ProducerProps(front, popts...)
+		if err != nil {
+			printErr(stderr, "foreman: %v\n", err)
+			return 1
+		}
+		// The producer stops before the frontend actor it sends to.
+		clients = append([]*actor.PID{sys.Root.Spawn(pprops), front}, clients...)
 	}
-	front := sys.Root.Spawn(fprops)
-	popts := []frontend.Option{
-		frontend.WithLogger(log),
-		frontend.WithWorkID(func(i int) string { return runID + strconv.Itoa(i) }),
-	}
-	if a.jobs > 0 {
-		popts = append(popts, frontend.WithJobs(a.jobs), frontend.WithConcurrency(256))
-	}
-	pprops, err := frontend.ProducerProps(front, popts...)
-	if err != nil {
-		printErr(stderr, "foreman: %v\n", err)
-		return 1
-	}
-	producer := sys.Root.Spawn(pprops)
 	stopClients := func() {
-		for _, pid := range []*actor.PID{producer, front, consumer} {
+		for _, pid := range clients {
 			_ = sys.Root.StopFuture(pid).Wait()
 		}
 	}

@@ -3,16 +3,32 @@
 // a flat CPU-bound service on 2 cores, a resource congested beyond K=20, and
 // three with a sharp optimum (throughput collapses past a contention point),
 // two of which move it (the contention point shifts mid-run; the capacity
-// halves for a minute). For each service it sweeps fixed levels, runs each
+// halves for a minute), and one whose optimum rises on a broad top
+// (usl-rise), then on sim.HeldOut's service, whose optimum drifts down
+// gradually by a factor of 5 (cache-drift). For each service it sweeps fixed levels, runs each
 // policy under saturation for 300 s, and scores it as the fraction of the gap
 // between the worst and the best fixed level (of each stage, for the moving
 // services) that it recovers. It prints a markdown report and writes one SVG
 // per policy.
 //
+// The report ends with a verdict per service: the default policy against the
+// best fixed level of the sweep (one level for the whole run, chosen in
+// hindsight) and against the seed's Queued mailbox (a fixed 4), in points of
+// the gap. The default LOSES on a service where either recovers more than
+// -tolerance points (default 1) more than it does. The services are
+// sim.Suite, on which the default was tuned, and sim.HeldOut, on which it was
+// not (marked "held out").
+//
+// Exit status: 0 when the default loses nowhere beyond the tolerance, 3 when
+// it loses on at least one service (the report and the plots are still
+// written; the verdict names each loss), 1 on any other error, 2 on bad
+// flags. Use -tolerance 100 to print the report without failing.
+//
 //	go run ./examples/santa/eval -plots examples/santa/plots
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,7 +49,17 @@ const (
 	long   = 300.0 // ten times the budget
 	// tie is how close (in fraction of the gap) two policies must be to tie.
 	tie = 0.01
+	// queuedLevel is the seed's Queued mailbox: "The mailbox will now run
+	// only 4 tasks at the same time at most".
+	queuedLevel = 4
+	// exitLost is the exit status when the default loses on some service.
+	exitLost = 3
 )
+
+// errDefaultLost is returned by run, after the whole report, when the default
+// policy lost to the best fixed level or to the Queued mailbox on at least
+// one service by more than the tolerance.
+var errDefaultLost = errors.New("the default policy lost")
 
 // policy is one row of the report. Only tuned policies compete for the
 // default; the seed's static mailboxes are references.
@@ -48,16 +74,37 @@ type policy struct {
 func main() {
 	plots := flag.String("plots", "", "directory to write one SVG per policy into (empty: no plots)")
 	seed := flag.Uint64("seed", 1, "random seed of the policies and the loads")
+	tol := flag.Float64("tolerance", 1, "points of the gap (0-100) by which the default may trail the best fixed level or the queued mailbox on a service before the evaluation fails (exit status 3)")
 	flag.Parse()
-	if err := run(os.Stdout, *plots, *seed); err != nil {
-		fmt.Fprintln(os.Stderr, "eval:", err)
-		os.Exit(1)
+	if *tol < 0 || math.IsNaN(*tol) {
+		fmt.Fprintf(os.Stderr, "eval: -tolerance %v is negative; give the points of the gap the default may lose by, e.g. -tolerance 1 (100 never fails)\n", *tol)
+		os.Exit(2)
 	}
+	cases := append(sim.Suite(), sim.HeldOut()...)
+	if err := run(os.Stdout, options{plots: *plots, seed: *seed, tolerance: *tol, cases: cases}); err != nil {
+		fmt.Fprintln(os.Stderr, "eval:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitCode is the exit status for run's error: exitLost when the default
+// lost (the report is complete), 1 for any other failure, 0 for none.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errDefaultLost):
+		return exitLost
+	}
+	return 1
 }
 
 func kind(k adaptive.PolicyKind) func(uint64) (adaptive.Policy, error) {
 	return func(seed uint64) (adaptive.Policy, error) { return adaptive.NewPolicy(k, adaptive.Config{Seed: seed}) }
 }
+
+// queuedName is the report's name of the seed's Queued mailbox.
+var queuedName = fmt.Sprintf("queued (fixed %d)", queuedLevel)
 
 func policies() []policy {
 	return []policy{
@@ -65,7 +112,7 @@ func policies() []policy {
 		{name: "default+cpu", make: kind(adaptive.PolicyDefault), useCPU: true},
 		{name: "seed", make: kind(adaptive.PolicySeed), competes: true},
 		{name: "vegas", make: kind(adaptive.PolicyVegas), competes: true},
-		{name: "queued (fixed 4)", make: func(uint64) (adaptive.Policy, error) { return adaptive.NewFixed(4) }, reference: true},
+		{name: queuedName, make: func(uint64) (adaptive.Policy, error) { return adaptive.NewFixed(queuedLevel) }, reference: true},
 		{name: "parallel (unbounded)", make: func(uint64) (adaptive.Policy, error) { return adaptive.Unbounded(), nil }, reference: true},
 	}
 }
@@ -76,7 +123,18 @@ type score struct {
 	gap             float64
 }
 
-func run(w io.Writer, plotDir string, seed uint64) error {
+// options are the command's flags and the services to evaluate.
+type options struct {
+	plots string // directory for the SVGs, empty for none
+	seed  uint64
+	// tolerance is in points of the gap (1 = 1%): how far the default may
+	// trail the best fixed level or the queued mailbox before it loses.
+	tolerance float64
+	cases     []sim.Case
+}
+
+func run(w io.Writer, o options) error {
+	plotDir, seed := o.plots, o.seed
 	// The report is written line by line; the first failed write is kept and
 	// returned at the end.
 	var werr error
@@ -93,7 +151,7 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 		b sim.Bounds
 	}
 	var sweeps []sweep
-	for _, c := range sim.Suite() {
+	for _, c := range o.cases {
 		b := sim.Sweep(c.Saturated(long*time.Second, seed, false), c.Sweep, c.Windows(budget, long))
 		sweeps = append(sweeps, sweep{c, b})
 		var stages, best, worst []string
@@ -111,7 +169,10 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 	charts := map[string]*plot.Chart{}
 	var order []string
 	var scores []score
+	var judged []judgement
 	for _, s := range sweeps {
+		j := judgement{service: s.c.Name, heldOut: isHeldOut(s.c.Name),
+			best: reference{name: fmt.Sprintf("the best fixed level (%d)", s.b.StaticLevel), thr: s.b.Static, gap: s.b.GapRecovered(s.b.Static)}}
 		for _, p := range policies() {
 			if p.useCPU && s.c.Service.CPU(1) < 0 {
 				continue
@@ -139,6 +200,12 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 			if p.competes {
 				scores = append(scores, score{service: s.c.Name, policy: p.name, gap: gap})
 			}
+			switch p.name {
+			case "default":
+				j.thr, j.gap = thr, gap
+			case queuedName:
+				j.queued = reference{name: fmt.Sprintf("the seed's queued mailbox (fixed %d)", queuedLevel), thr: thr, gap: gap}
+			}
 			if p.reference {
 				continue
 			}
@@ -150,17 +217,34 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 			}
 			ch.Panels = append(ch.Panels, levelPanel(s.c, s.b, r))
 		}
+		judged = append(judged, j)
 	}
 	wins := tally(scores)
 	printf("\nWins or ties (within %.0f points of the gap) among the tuned policies, per service:\n\n", 100*tie)
 	for _, name := range []string{"default", "seed", "vegas"} {
 		printf("- %s: %d of %d (%s)\n", name, len(wins[name]), len(sweeps), strings.Join(wins[name], ", "))
 	}
+	printf("\nVerdict: the default against the best fixed level (one level for the whole run, known only in hindsight) and the seed's queued mailbox (fixed %d), per service; it LOSES where either recovers more than %.1f points of the gap more than it does.\n\n", queuedLevel, o.tolerance)
+	var lost []string
+	for _, j := range judged {
+		line, l := j.verdict(o.tolerance)
+		printf("- %s\n", line)
+		if l {
+			lost = append(lost, j.label())
+		}
+	}
+	var verr error
+	if len(lost) > 0 {
+		verr = fmt.Errorf("%w on %d of %d services (%s) by more than %.1f points of the gap; exit status %d", errDefaultLost, len(lost), len(judged), strings.Join(lost, ", "), o.tolerance, exitLost)
+		printf("\nThe default LOSES on %d of %d services: %s (exit status %d).\n", len(lost), len(judged), strings.Join(lost, ", "), exitLost)
+	} else {
+		printf("\nThe default loses on none of the %d services beyond %.1f points (exit status 0).\n", len(judged), o.tolerance)
+	}
 	if werr != nil {
 		return werr
 	}
 	if plotDir == "" {
-		return nil
+		return verr
 	}
 	if err := os.MkdirAll(plotDir, 0o755); err != nil {
 		return fmt.Errorf("create plot directory: %w", err)
@@ -170,7 +254,62 @@ func run(w io.Writer, plotDir string, seed uint64) error {
 			return err
 		}
 	}
-	return nil
+	return verr
+}
+
+func isHeldOut(name string) bool {
+	return slices.ContainsFunc(sim.HeldOut(), func(c sim.Case) bool { return c.Name == name })
+}
+
+// reference is what the default is judged against on a service.
+type reference struct {
+	name     string  // as printed: "the best fixed level (2)"
+	thr, gap float64 // jobs/s and fraction of the gap recovered over 30-300 s
+}
+
+// judgement is the default's score on one service and its two references.
+type judgement struct {
+	service      string
+	heldOut      bool
+	thr, gap     float64 // the default's
+	best, queued reference
+}
+
+func (j judgement) label() string {
+	if j.heldOut {
+		return j.service + " (held out)"
+	}
+	return j.service
+}
+
+// verdict states plainly whether the default loses on the service: it loses
+// when the best fixed level or the queued mailbox recovers more than tol
+// points of the gap (1 = 1%) more than it does, and the line says by how
+// much, in points and in throughput.
+func (j judgement) verdict(tol float64) (string, bool) {
+	lost := false
+	var parts []string
+	for _, r := range []reference{j.best, j.queued} {
+		d := 100 * (r.gap - j.gap)
+		var rel string
+		switch {
+		case d > tol:
+			lost = true
+			rel = fmt.Sprintf("the default is %.1f points behind (%.1f%% less throughput)", d, 100*(r.thr-j.thr)/r.thr)
+		case d >= 0.05:
+			rel = fmt.Sprintf("the default is %.1f points behind, within the tolerance", d)
+		case d > -0.05:
+			rel = "the default is level with it"
+		default:
+			rel = fmt.Sprintf("the default is %.1f points ahead", -d)
+		}
+		parts = append(parts, fmt.Sprintf("%s recovers %.1f%% (%.1f jobs/s): %s", r.name, 100*r.gap, r.thr, rel))
+	}
+	word := "holds"
+	if lost {
+		word = "LOSES"
+	}
+	return fmt.Sprintf("%s: the default %s: it recovers %.1f%% of the gap (%.1f jobs/s); %s", j.label(), word, 100*j.gap, j.thr, strings.Join(parts, "; ")), lost
 }
 
 // tally returns, per policy, the services on which it wins or ties: its gap
