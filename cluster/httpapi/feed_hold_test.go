@@ -50,6 +50,12 @@ func holdServer(t *testing.T, s *stack, tokens *httpapi.Tokens, opts ...httpapi.
 // open sends a request in the background and reports on done when its
 // answer was read to the end.
 func open(ctx context.Context, hc *http.Client, done chan<- heldCall, name, method, url, token, body string) {
+	openStarted(ctx, hc, done, nil, name, method, url, token, body)
+}
+
+// openStarted is open that also reports on started (when not nil) once
+// the answer's header arrived.
+func openStarted(ctx context.Context, hc *http.Client, done chan<- heldCall, started chan<- string, name, method, url, token, body string) {
 	go func() {
 		var rd io.Reader
 		if body != "" {
@@ -66,6 +72,9 @@ func open(ctx context.Context, hc *http.Client, done chan<- heldCall, name, meth
 		if err != nil {
 			done <- heldCall{name: name, err: err, at: time.Now()}
 			return
+		}
+		if started != nil {
+			started <- name
 		}
 		_, err = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
@@ -100,10 +109,11 @@ func TestRevokedTokenEndsItsHeldRequests(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan heldCall, 8)
-	open(ctx, hc, done, "revoked stream", http.MethodGet, base+"/results/stream", goodToken, "")
+	streams := make(chan string, 2)
+	openStarted(ctx, hc, done, streams, "revoked stream", http.MethodGet, base+"/results/stream", goodToken, "")
 	open(ctx, hc, done, "revoked long poll", http.MethodGet, base+"/results?wait=1m&after="+end, goodToken, "")
 	open(ctx, hc, done, "revoked wait", http.MethodPost, base+"/work?wait=1m", goodToken, `{"id":"w","type":"sleep","payload":"1m"}`)
-	open(ctx, hc, done, "kept stream", http.MethodGet, base+"/results/stream", otherToken, "")
+	openStarted(ctx, hc, done, streams, "kept stream", http.MethodGet, base+"/results/stream", otherToken, "")
 	for range 4 {
 		select {
 		case <-entered:
@@ -111,6 +121,15 @@ func TestRevokedTokenEndsItsHeldRequests(t *testing.T) {
 			t.Fatalf("%s ended before the token was revoked: %d %v", c.name, c.code, c.err)
 		case <-time.After(testkit.Timeout()):
 			t.Fatal("the requests did not reach the server")
+		}
+	}
+	for range 2 { // both streams answered (their first event)
+		select {
+		case <-streams:
+		case c := <-done:
+			t.Fatalf("%s ended before the token was revoked: %d %v", c.name, c.code, c.err)
+		case <-time.After(testkit.Timeout()):
+			t.Fatal("the streams did not start")
 		}
 	}
 	// The waited job runs: that request is in its wait.
