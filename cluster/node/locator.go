@@ -14,10 +14,13 @@ import (
 	"github.com/foreman-actors/foreman/actors/route"
 )
 
-// MasterLocator finds the singleton master's current PID through the
-// cluster's identity lookup and caches it. The cache is dropped on every
-// membership change (the master may have moved) and after a TTL (protoactor's
-// PID caches can go stale). Concurrent callers share one lookup.
+// MasterLocator finds the singleton master's current PID as the cluster's
+// disthash identity lookup does (it asks the placement actor of the owner
+// in the last topology, which activates the master), but so that a lookup
+// ends when the locator closes, and caches it. The cache is dropped on
+// every membership change (the master may have moved) and after a TTL
+// (protoactor's PID caches can go stale). Concurrent callers share one
+// lookup.
 type MasterLocator struct {
 	c        *cluster.Cluster
 	kind     string // the master's cluster kind and identity (shard k's with several shards)
@@ -68,14 +71,17 @@ type goneWatch struct {
 	id string
 }
 
-// NewMasterLocator returns a locator over c. Close it when the node stops.
+// NewMasterLocator returns a locator over c. Make it before the cluster
+// starts, so that it sees the first topology (until it has seen one, it
+// looks up through Cluster.Get, which Close must wait for); close it when
+// the node stops.
 func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 	return NewShardLocator(c, ttl, 0, 1)
 }
 
 // NewShardLocator returns a locator of shard k's master of n (kind
 // ShardKind, identity route.ShardName: with n=1 it is NewMasterLocator's).
-// Close it when the node stops.
+// Make and close it as NewMasterLocator's.
 func NewShardLocator(c *cluster.Cluster, ttl time.Duration, k, n int) *MasterLocator {
 	l := &MasterLocator{c: c, ttl: ttl, kind: ShardKind(k, n), identity: route.ShardName(MasterIdentity, k, n), stop: make(chan struct{})}
 	l.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
@@ -202,6 +208,12 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 		if l.closed {
 			l.mu.Unlock()
 			return nil, fmt.Errorf("node: %w: the master locator is closed", route.ErrNoMaster)
+		}
+		if err := ctx.Err(); err != nil {
+			// A caller that has gone starts no lookup (a stopping node's
+			// reader would leave one behind for Close to end).
+			l.mu.Unlock()
+			return nil, err
 		}
 		call := l.inflight
 		if call == nil || time.Since(call.start) > lookupStuckAfter {
