@@ -57,6 +57,16 @@ func TestSecurityFlags(t *testing.T) {
 		{name: "EtcdPublicTLS", args: withTLS("2551", "--membership", "etcd://10.0.0.9:2379")},
 		{name: "EtcdCAWithTLS", args: withTLS("0", "--membership", "etcd://10.0.0.9:2379", "--etcd-ca", "etcd-ca.crt")},
 		{name: "EtcdCAWithoutTLS", args: []string{"2551", "--membership", "etcd://127.0.0.1:2379", "--etcd-ca", "etcd-ca.crt"}, wantErr: "--etcd-ca needs --tls-cert/--tls-key/--tls-ca"},
+		{name: "MetricsOnLoopback", args: []string{"2551", "--metrics", "9100"}},
+		{name: "MetricsOnLocalhost", args: []string{"0", "--metrics", "localhost:9100"}},
+		{name: "MetricsPublicPlain", args: []string{"2551", "--metrics", "0.0.0.0:9100"}, wantErr: "metrics (--metrics) on 0.0.0.0:9100 without TLS"},
+		{name: "MetricsPublicPlainOnAllInOne", args: []string{"--metrics", "10.0.0.5:9100"}, wantErr: "metrics (--metrics) on 10.0.0.5:9100 without TLS"},
+		{name: "MetricsPublicInsecure", args: []string{"0", "--metrics", "0.0.0.0:9100", "--insecure"}, wantExposed: []string{"metrics (--metrics) on 0.0.0.0:9100 without TLS"}},
+		{name: "MetricsPublicTLS", args: withTLS("2551", "--metrics", "0.0.0.0:9100")},
+		{name: "MetricsPublicTLSAndTokensOnABackend", args: withTLS("2551", "--metrics", "0.0.0.0:9100", "--api-token-file", "t")},
+		{name: "MetricsPublicOwnCert", args: []string{"0", "--metrics", "0.0.0.0:9100", "--http-tls-cert", "p.crt", "--http-tls-key", "p.key"}},
+		{name: "FrontendMetricsPublicPlainAPIOnTLS", args: withTLS("3001", "--api-token-file", "t", "--metrics", "0.0.0.0:9100")},
+		{name: "TokensOnAWorkerWithMetrics", args: []string{"0", "--metrics", "9100", "--api-token-file", "t"}},
 		{name: "EtcdCAWithSeeds", args: withTLS("2551", "--etcd-ca", "etcd-ca.crt"), wantErr: "--etcd-ca is for etcd membership"},
 	}
 	for _, tt := range tests {
