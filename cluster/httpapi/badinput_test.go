@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 	"unicode/utf8"
 
@@ -244,4 +246,44 @@ func TestOversizedBodyAnswerReachesStreamingClient(t *testing.T) {
 			require.Contains(t, eb.Error, tc.errorPart)
 		})
 	}
+}
+
+// FuzzDecodeSubmitUTF8: a body that is not valid UTF-8 is never accepted,
+// and when the refusal is for the UTF-8 it names the first bad byte,
+// however the body arrives: whole, or one byte a read (a sequence split
+// across reads).
+func FuzzDecodeSubmitUTF8(f *testing.F) {
+	for _, s := range []string{
+		"{\"id\":\"ab\xffc\",\"type\":\"t\"}", "{\"type\":\"t\",\"payload\":\"\xe2\x82\xac\"}",
+		"{\"type\":\"t\",\"payload\":\"\xe2\x82\"}", "{\"type\":\"t\"}\xe2", "{\"type\":\"\xf0\x9f\x98\x80\"}",
+		"{\"type\":\"t\",\"id\":\"\xed\xa0\x80\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		whole, errWhole := httpapi.DecodeSubmit(bytes.NewReader(body))
+		byByte, errByte := httpapi.DecodeSubmit(iotest.OneByteReader(bytes.NewReader(body)))
+		require.Equal(t, errWhole == nil, errByte == nil, "whole: %v; byte by byte: %v", errWhole, errByte)
+		if errWhole == nil {
+			require.Equal(t, whole, byByte)
+		}
+		if utf8.Valid(body) {
+			return
+		}
+		require.Error(t, errWhole, "a body that is not valid UTF-8 was accepted: %q", body)
+		bad := 0
+		for bad < len(body) {
+			r, size := utf8.DecodeRune(body[bad:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			bad += size
+		}
+		for _, err := range []error{errWhole, errByte} {
+			if ue := (*httpapi.UTF8Error)(nil); errors.As(err, &ue) {
+				require.Equal(t, int64(bad), ue.Offset, "%q: %v", body, err)
+				require.ErrorIs(t, err, httpapi.ErrInvalid)
+			}
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cluster/tlsconf/tlsconftest"
 )
@@ -92,16 +93,17 @@ func TestSecurityFlags(t *testing.T) {
 	}
 }
 
-// FuzzSecurityFlags: whatever host, HTTP address and security flags a node
-// is given, a command line accepted without --insecure binds only loopback
-// or is fully protected (TLS between nodes; TLS and tokens on the API).
+// FuzzSecurityFlags: whatever host, HTTP address, metrics address and
+// security flags a node is given, a command line accepted without
+// --insecure binds only loopback or is fully protected (TLS between nodes;
+// TLS and tokens on the API; TLS on --metrics).
 func FuzzSecurityFlags(f *testing.F) {
-	f.Add("2551", "127.0.0.1", "", false, false, false, false)
-	f.Add("3001", "10.0.0.1", "", true, false, true, false)
-	f.Add("3001", "10.0.0.1", "0.0.0.0:80", true, true, false, false)
-	f.Add("", "::1", ":8080", false, false, true, true)
-	f.Add("0", "", "", false, false, false, false)
-	f.Fuzz(func(t *testing.T, port, host, http string, tls, httpCert, tokens, insecure bool) {
+	f.Add("2551", "127.0.0.1", "", "", false, false, false, false)
+	f.Add("3001", "10.0.0.1", "", "9100", true, false, true, false)
+	f.Add("3001", "10.0.0.1", "0.0.0.0:80", "", true, true, false, false)
+	f.Add("", "::1", ":8080", "0.0.0.0:9100", false, false, true, true)
+	f.Add("0", "", "", "10.0.0.1:9100", false, false, false, false)
+	f.Fuzz(func(t *testing.T, port, host, http, metricsAt string, tls, httpCert, tokens, insecure bool) {
 		args := []string{}
 		if port != "" {
 			args = append(args, port)
@@ -109,6 +111,9 @@ func FuzzSecurityFlags(f *testing.F) {
 		args = append(args, "--host", host)
 		if http != "" {
 			args = append(args, "--http", http)
+		}
+		if metricsAt != "" {
+			args = append(args, "--metrics", metricsAt)
 		}
 		if tls {
 			args = append(args, tlsFlags...)
@@ -134,6 +139,13 @@ func FuzzSecurityFlags(f *testing.F) {
 			require.NoError(t, err)
 			if !isLoopback(h) {
 				require.True(t, a.sec.httpTLS() && a.sec.tokenFile != "", "accepted %v: a public HTTP API without TLS and tokens", args)
+			}
+		}
+		if a.metrics != "" {
+			addr, err := metrics.ListenAddr(a.metrics)
+			require.NoError(t, err)
+			if h, _, _ := net.SplitHostPort(addr); !isLoopback(h) {
+				require.True(t, a.sec.httpTLS(), "accepted %v: public metrics without TLS", args)
 			}
 		}
 	})
