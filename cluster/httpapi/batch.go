@@ -67,19 +67,28 @@ func DecodeBatch(r io.Reader, ndjson bool, maxItems int, maxItemBytes int64) ([]
 	if err != nil {
 		return nil, nil, decodeErr(err)
 	}
-	var raws [][]byte
+	var (
+		raws   [][]byte
+		starts []int64 // offset of each item in body, to name a bad byte's offset
+	)
 	if ndjson {
-		for line := range bytes.SplitSeq(body, []byte("\n")) {
+		for off := 0; off < len(body); {
+			line := body[off:]
+			if i := bytes.IndexByte(line, '\n'); i >= 0 {
+				line = line[:i]
+			}
+			start := off
+			off += len(line) + 1
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
 			if len(raws) == maxItems {
 				return nil, nil, fmt.Errorf("%w: more than %d items in one batch; split it into batches of at most %d", ErrTooLarge, maxItems, maxItems)
 			}
-			raws = append(raws, line)
+			raws, starts = append(raws, line), append(starts, int64(start))
 		}
 	} else {
-		if raws, err = splitArray(body, maxItems); err != nil {
+		if raws, starts, err = splitArray(body, maxItems); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -94,38 +103,44 @@ func DecodeBatch(r io.Reader, ndjson bool, maxItems int, maxItemBytes int64) ([]
 			continue
 		}
 		reqs[i], errs[i] = decodeSubmitBytes(raw)
+		var badText *UTF8Error
+		if errors.As(errs[i], &badText) { // name the offset in the body too
+			errs[i] = fmt.Errorf("%w: %w", ErrInvalid, &UTF8Error{Offset: starts[i] + badText.Offset, Item: i + 1, ItemOffset: badText.Offset})
+		}
 	}
 	return reqs, errs, nil
 }
 
-// splitArray splits a JSON array into its elements' raw text.
-func splitArray(body []byte, maxItems int) ([][]byte, error) {
+// splitArray splits a JSON array into its elements' raw text and their
+// offsets in body.
+func splitArray(body []byte, maxItems int) (raws [][]byte, starts []int64, err error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, decodeErr(err)
+		return nil, nil, decodeErr(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, fmt.Errorf(`%w: the body must be a JSON array like [{"type":"square","payload":7}] (or one object a line with Content-Type %s)`, ErrInvalid, ContentTypeNDJSON)
+		return nil, nil, fmt.Errorf(`%w: the body must be a JSON array like [{"type":"square","payload":7}] (or one object a line with Content-Type %s)`, ErrInvalid, ContentTypeNDJSON)
 	}
-	var raws [][]byte
 	for dec.More() {
 		if len(raws) == maxItems {
-			return nil, fmt.Errorf("%w: more than %d items in one batch; split it into batches of at most %d", ErrTooLarge, maxItems, maxItems)
+			return nil, nil, fmt.Errorf("%w: more than %d items in one batch; split it into batches of at most %d", ErrTooLarge, maxItems, maxItems)
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("item %d: %w", len(raws)+1, decodeErr(err))
+			return nil, nil, fmt.Errorf("item %d: %w", len(raws)+1, decodeErr(err))
 		}
-		raws = append(raws, raw)
+		// The decoder stops right after the value, and the raw text is
+		// the value without the spaces before it.
+		raws, starts = append(raws, raw), append(starts, dec.InputOffset()-int64(len(raw)))
 	}
 	if _, err := dec.Token(); err != nil { // the closing ']'
-		return nil, decodeErr(err)
+		return nil, nil, decodeErr(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: extra data after the JSON array; send exactly one array", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: extra data after the JSON array; send exactly one array", ErrInvalid)
 	}
-	return raws, nil
+	return raws, starts, nil
 }
 
 // handleSubmitBatch: POST /work/batch.
@@ -137,11 +152,16 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.ContentLength > MaxBatchBodyBytes {
-		s.fail(w, r, fmt.Errorf("%w: the body is %d bytes, over the batch limit of %d; split it into smaller batches", ErrTooLarge, r.ContentLength, MaxBatchBodyBytes))
+		s.refuseBody(w, r, r.Body, false, fmt.Errorf("%w: the body is %d bytes, over the batch limit of %d; split it into smaller batches", ErrTooLarge, r.ContentLength, MaxBatchBodyBytes))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBatchBodyBytes)
+	body := r.Body
+	r.Body = http.MaxBytesReader(w, body, MaxBatchBodyBytes)
 	reqs, errs, err := DecodeBatch(r.Body, ndjson, MaxBatchItems, s.cfg.maxBody)
+	if errors.Is(err, ErrTooLarge) {
+		s.refuseBody(w, r, body, true, err)
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -251,6 +271,9 @@ func (c *Client) SubmitMany(ctx context.Context, reqs []SubmitRequest) (*BatchRe
 		if reqs[i].ID == "" {
 			reqs[i].ID = c.newID()
 		}
+		if err := checkSubmitText(reqs[i]); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i+1, err)
+		}
 	}
 	body, err := json.Marshal(reqs)
 	if err != nil {
@@ -263,6 +286,9 @@ func (c *Client) SubmitMany(ctx context.Context, reqs []SubmitRequest) (*BatchRe
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	hr, err := c.hc.Do(req)
+	if rerr := redirectErr(err); rerr != nil {
+		return nil, rerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: cannot reach %s (is a frontend node running there? pick one with --to): %w", c.base, err)
 	}

@@ -128,6 +128,9 @@ func (c *Client) submit(ctx context.Context, req SubmitRequest, post func(ctx co
 	if req.ID == "" {
 		req.ID = c.newID()
 	}
+	if err := checkSubmitText(req); err != nil {
+		return "", err
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -220,6 +223,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, want 
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
+	if rerr := redirectErr(err); rerr != nil {
+		return rerr
+	}
 	if err != nil {
 		return fmt.Errorf("httpapi: cannot reach %s (is a frontend node running there? pick one with --to): %w", c.base, err)
 	}

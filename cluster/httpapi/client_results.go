@@ -27,6 +27,9 @@ func (c *Client) SubmitWait(ctx context.Context, req SubmitRequest, wait time.Du
 	if req.ID == "" {
 		req.ID = c.newID()
 	}
+	if err := checkSubmitText(req); err != nil {
+		return nil, false, err
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err)

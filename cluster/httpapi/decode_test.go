@@ -34,7 +34,7 @@ func TestDecodeSubmit(t *testing.T) {
 		{name: "TypeWithNewline", body: `{"type":"a\nb"}`, wantErr: httpapi.ErrInvalid},
 		{name: "TypeTooLong", body: `{"type":"` + strings.Repeat("t", httpapi.MaxTypeLength+1) + `"}`, wantErr: httpapi.ErrInvalid},
 		{name: "IDNumber", body: `{"id":1,"type":"t"}`, wantErr: httpapi.ErrInvalid},
-		{name: "InvalidUTF8IDIsReplaced", body: "{\"id\":\"\xff\",\"type\":\"t\"}", want: httpapi.SubmitRequest{ID: "\uFFFD", Type: "t"}},
+		{name: "InvalidUTF8IDRefused", body: "{\"id\":\"\xff\",\"type\":\"t\"}", wantErr: httpapi.ErrInvalid},
 		{name: "TwoObjects", body: `{"type":"t"}{"type":"t"}`, wantErr: httpapi.ErrInvalid},
 	}
 	for _, tc := range tests {

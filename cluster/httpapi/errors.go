@@ -29,6 +29,10 @@ var (
 	ErrServer = errors.New("httpapi: server error")
 	// ErrUnauthorized: the request had no valid bearer token (HTTP 401).
 	ErrUnauthorized = errors.New("httpapi: unauthorized")
+	// ErrRedirected: the server redirected a Client that has a token to
+	// another origin (scheme, host or port), which the Client does not
+	// follow: the token is sent only to the origin the Client was made for.
+	ErrRedirected = errors.New("httpapi: redirected to another origin")
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("httpapi: invalid option")
 	// ErrServerState: Start on a started server, or Addr before Start.

@@ -29,13 +29,14 @@ func methodNotAllowed(allow string) http.HandlerFunc {
 // handleSubmit: POST /work.
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > s.cfg.maxBody {
-		s.fail(w, r, fmt.Errorf("%w: the body is %d bytes, over the limit of %d; send a reference to large data instead", ErrTooLarge, r.ContentLength, s.cfg.maxBody))
+		s.refuseBody(w, r, r.Body, false, fmt.Errorf("%w: the body is %d bytes, over the limit of %d; send a reference to large data instead", ErrTooLarge, r.ContentLength, s.cfg.maxBody))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.maxBody)
+	body := r.Body
+	r.Body = http.MaxBytesReader(w, body, s.cfg.maxBody)
 	req, err := decodeSubmitBody(r)
-	if err != nil {
-		s.fail(w, r, err)
+	if err != nil { // 400 or 413, maybe long before the body's end
+		s.refuseBody(w, r, body, true, err)
 		return
 	}
 	if req.ID == "" {
@@ -57,6 +58,45 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", PathWork+"/"+url.PathEscape(req.ID))
 	writeJSON(w, http.StatusCreated, SubmitResponse{ID: req.ID})
+}
+
+// maxDiscardBytes bounds how much of an oversized body refuseBody reads
+// and throws away so that its client gets the 413: a few seconds of a fast
+// upload. A larger body still ends in a reset connection.
+const maxDiscardBytes = 64 << 20
+
+// refuseBody answers err (a body over a limit, 413, or one found invalid
+// before its end, 400) to a client that may still be sending that body,
+// and then reads and discards the rest of it (up to maxDiscardBytes,
+// within the server's read timeout). Go's server, left to itself, answers
+// and closes the connection when more than 256 KiB of the body are unread:
+// a client that writes its whole body before it reads (Python's urllib,
+// many simple clients) then gets a reset on its write and never sees the
+// answer, while one that reads as it writes (curl) does. body is the
+// request's body before any http.MaxBytesReader; started says whether the
+// handler read some of it. A client that sent "Expect: 100-continue" and
+// was not yet told to go on (nothing read) has sent no body: it gets the
+// answer at once, and Go closes the connection without reading.
+func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, body io.Reader, started bool, err error) {
+	drain := started || !strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	rc := http.NewResponseController(w)
+	if drain {
+		// Read after the answer is written, not before: a client that
+		// reads as it writes sees the 413 at once and can stop sending.
+		// (HTTP/2 always can; its writer has no EnableFullDuplex.)
+		_ = rc.EnableFullDuplex()
+	}
+	if errors.Is(err, ErrTooLarge) {
+		// Go closes it after a MaxBytesReader hit its limit; and the
+		// body may be longer than the bound.
+		w.Header().Set("Connection", "close")
+	}
+	s.fail(w, r, err)
+	if !drain {
+		return
+	}
+	_ = rc.Flush()
+	_, _ = io.CopyN(io.Discard, body, maxDiscardBytes) // ends at the body's end, the bound or the read timeout
 }
 
 // wantsWait reports whether a POST /work asks to wait (?wait=D), without
@@ -167,28 +207,38 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		code = http.StatusInternalServerError
 		body, _ = json.Marshal(errorBody{Error: "httpapi: cannot encode the answer: " + err.Error()})
 	}
+	body = append(body, '\n')
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	// A length, not chunks, also when the answer is flushed before the
+	// handler returns (refuseBody).
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // DecodeSubmit reads the body of POST /work: one JSON object with "type"
 // (required), "id" and "payload" (optional), nothing else. The payload is
 // returned compacted, nil when absent or null. Errors wrap ErrInvalid (with a
 // message that says what to fix) or ErrTooLarge (the reader was an
-// http.MaxBytesReader that hit its limit).
+// http.MaxBytesReader that hit its limit). A body that is not valid UTF-8
+// is refused with a *UTF8Error naming the offset of the first bad byte:
+// the JSON decoder would replace it with U+FFFD, storing another id than
+// the client sent.
 func DecodeSubmit(r io.Reader) (SubmitRequest, error) {
 	var req SubmitRequest
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(&utf8Reader{r: r})
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return SubmitRequest{}, decodeErr(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		var (
+			tooLarge *http.MaxBytesError
+			badText  *UTF8Error
+		)
+		if errors.As(err, &tooLarge) || errors.As(err, &badText) {
 			return SubmitRequest{}, decodeErr(err)
 		}
 		return SubmitRequest{}, fmt.Errorf("%w: extra data after the JSON object; send exactly one object", ErrInvalid)
@@ -231,8 +281,11 @@ func decodeErr(err error) error {
 		tooLarge *http.MaxBytesError
 		syntax   *json.SyntaxError
 		typ      *json.UnmarshalTypeError
+		badText  *UTF8Error
 	)
 	switch {
+	case errors.As(err, &badText):
+		return fmt.Errorf("%w: %w", ErrInvalid, badText)
 	case errors.As(err, &tooLarge):
 		return fmt.Errorf("%w: the body is over the limit of %d bytes; send a reference to large data instead", ErrTooLarge, tooLarge.Limit)
 	case errors.Is(err, io.EOF):

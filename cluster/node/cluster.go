@@ -357,15 +357,19 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	if n.permits != nil {
 		n.permits.c.Store(n.c)
 	}
-	if err := n.startCluster(); err != nil {
-		n.closeJournal()
-		n.sys.Shutdown()
-		return nil, err
-	}
+	// The locators follow the topology from the first one, which the
+	// membership provider may publish while the cluster starts: they send
+	// lookups to the owner in the last topology they saw.
 	for k := range cfg.Shards {
 		n.shards = append(n.shards, NewShardLocator(n.c, DefaultLocatorTTL, k, cfg.Shards))
 	}
 	n.locator = n.shards[0]
+	if err := n.startCluster(); err != nil {
+		n.closeLocator()
+		n.closeJournal()
+		n.sys.Shutdown()
+		return nil, err
+	}
 	routes := make([]route.Master, len(n.shards))
 	for k, l := range n.shards {
 		routes[k] = l.Route()

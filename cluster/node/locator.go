@@ -8,15 +8,19 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/foreman-actors/foreman/actors/route"
 )
 
-// MasterLocator finds the singleton master's current PID through the
-// cluster's identity lookup and caches it. The cache is dropped on every
-// membership change (the master may have moved) and after a TTL (protoactor's
-// PID caches can go stale). Concurrent callers share one lookup.
+// MasterLocator finds the singleton master's current PID as the cluster's
+// disthash identity lookup does (it asks the placement actor of the owner
+// in the last topology, which activates the master), but so that a lookup
+// ends when the locator closes, and caches it. The cache is dropped on
+// every membership change (the master may have moved) and after a TTL
+// (protoactor's PID caches can go stale). Concurrent callers share one
+// lookup.
 type MasterLocator struct {
 	c        *cluster.Cluster
 	kind     string // the master's cluster kind and identity (shard k's with several shards)
@@ -24,9 +28,11 @@ type MasterLocator struct {
 	ttl      time.Duration
 	sub      *eventstream.Subscription
 	wg       sync.WaitGroup // the lookup goroutines in flight
+	stop     chan struct{}  // closed by Close: lookups in flight give up
 
 	mu       sync.Mutex                         // guards the fields below
 	alive    map[string]string                  // member address -> member id, of the last topology; nil before the first
+	members  []*cluster.Member                  // the last topology's members (where lookups go); nil before the first
 	pid      *actor.PID                         // cached master PID; nil when unknown
 	at       time.Time                          // when pid was looked up
 	inflight *lookupCall                        // the newest lookup running; nil when none runs
@@ -35,12 +41,14 @@ type MasterLocator struct {
 	watches  map[string]map[*goneWatch]struct{} // AfterGone callbacks by member address
 }
 
-// Lookup timing. protoactor's lookup is an activation request that waits
-// up to 5 s for an answer, and the answer can be lost on a connection
-// that a killed process broke; when the owner comes back on the same
-// address (etcd swaps the old member for the new one in one topology
+// Lookup timing. A lookup is an activation request that waits up to 5 s
+// for an answer (as protoactor's does), and the answer can be lost on a
+// connection that a killed process broke; when the owner comes back on the
+// same address (etcd swaps the old member for the new one in one topology
 // change), nothing else would wake the callers waiting on it.
 const (
+	// lookupTimeout bounds one lookup: protoactor's disthash lookup's.
+	lookupTimeout = 5 * time.Second
 	// lookupStuckAfter is how long a lookup may run before a caller starts
 	// a fresh one beside it.
 	lookupStuckAfter = time.Second
@@ -63,16 +71,19 @@ type goneWatch struct {
 	id string
 }
 
-// NewMasterLocator returns a locator over c. Close it when the node stops.
+// NewMasterLocator returns a locator over c. Make it before the cluster
+// starts, so that it sees the first topology (until it has seen one, it
+// looks up through Cluster.Get, which Close must wait for); close it when
+// the node stops.
 func NewMasterLocator(c *cluster.Cluster, ttl time.Duration) *MasterLocator {
 	return NewShardLocator(c, ttl, 0, 1)
 }
 
 // NewShardLocator returns a locator of shard k's master of n (kind
 // ShardKind, identity route.ShardName: with n=1 it is NewMasterLocator's).
-// Close it when the node stops.
+// Make and close it as NewMasterLocator's.
 func NewShardLocator(c *cluster.Cluster, ttl time.Duration, k, n int) *MasterLocator {
-	l := &MasterLocator{c: c, ttl: ttl, kind: ShardKind(k, n), identity: route.ShardName(MasterIdentity, k, n)}
+	l := &MasterLocator{c: c, ttl: ttl, kind: ShardKind(k, n), identity: route.ShardName(MasterIdentity, k, n), stop: make(chan struct{})}
 	l.sub = c.ActorSystem.EventStream.Subscribe(func(evt any) {
 		t, ok := evt.(*cluster.ClusterTopology)
 		if !ok {
@@ -83,7 +94,7 @@ func NewShardLocator(c *cluster.Cluster, ttl time.Duration, k, n int) *MasterLoc
 			alive[m.Address()] = m.Id
 		}
 		l.mu.Lock()
-		l.alive, l.pid = alive, nil
+		l.alive, l.members, l.pid = alive, t.Members, nil
 		// A lookup in flight may be waiting on a member that just left
 		// (protoactor's lookup waits 5 s for a dead owner): let the next
 		// caller start a fresh one instead of queueing behind it.
@@ -198,6 +209,12 @@ func (l *MasterLocator) Resolve(ctx context.Context) (*actor.PID, error) {
 			l.mu.Unlock()
 			return nil, fmt.Errorf("node: %w: the master locator is closed", route.ErrNoMaster)
 		}
+		if err := ctx.Err(); err != nil {
+			// A caller that has gone starts no lookup (a stopping node's
+			// reader would leave one behind for Close to end).
+			l.mu.Unlock()
+			return nil, err
+		}
 		call := l.inflight
 		if call == nil || time.Since(call.start) > lookupStuckAfter {
 			call = &lookupCall{done: make(chan struct{}), start: time.Now()}
@@ -237,7 +254,7 @@ func (l *MasterLocator) cachedLocked() *actor.PID {
 
 func (l *MasterLocator) lookup(call *lookupCall, gen uint64) {
 	defer l.wg.Done()
-	pid := l.c.Get(l.identity, l.kind)
+	pid := l.activate()
 	l.mu.Lock()
 	if pid != nil && !l.isAliveLocked(pid) {
 		// protoactor's PID cache may still hold the activation on a member
@@ -257,6 +274,66 @@ func (l *MasterLocator) lookup(call *lookupCall, gen uint64) {
 	close(call.done)
 }
 
+// activate asks the placement actor of the master's owner in the last
+// topology for the master's PID, which activates the master there if
+// needed: protoactor's disthash lookup (Cluster.Get), but one that gives up
+// when the locator closes. Cluster.Get waits for its answer for 5 s
+// whatever happens, so a lookup in flight to a member that had just died,
+// or whose answer could no longer arrive because the node's remote had
+// stopped, held the node's Stop for those 5 s (Close waits for lookups so
+// that none outlives the node). Before the locator has seen a topology
+// (one made after the cluster started) it falls back to Cluster.Get.
+func (l *MasterLocator) activate() *actor.PID {
+	l.mu.Lock()
+	members, known := l.members, l.alive != nil
+	l.mu.Unlock()
+	if !known {
+		return l.c.Get(l.identity, l.kind)
+	}
+	owner := RendezvousOwner(members, l.kind, l.identity)
+	if owner == "" {
+		return nil // no member hosts the master's kind
+	}
+	sys := l.c.ActorSystem
+	reply := &lookupReply{ch: make(chan any, 1)}
+	self, ok := sys.ProcessRegistry.Add(reply, "master-lookup$"+sys.ProcessRegistry.NextId())
+	if !ok {
+		return nil
+	}
+	defer sys.ProcessRegistry.Remove(self)
+	sys.Root.RequestWithCustomSender(actor.NewPID(owner, disthash.PartitionActivatorActorName),
+		&cluster.ActivationRequest{ClusterIdentity: cluster.NewClusterIdentity(l.identity, l.kind)}, self)
+	timeout := time.NewTimer(lookupTimeout)
+	defer timeout.Stop()
+	select {
+	case m := <-reply.ch:
+		if r, ok := m.(*cluster.ActivationResponse); ok {
+			return r.GetPid()
+		}
+		return nil // a dead letter: the owner's placement actor is gone
+	case <-timeout.C:
+		return nil
+	case <-l.stop:
+		return nil
+	}
+}
+
+// lookupReply is a lookup's one-shot reply address in the process
+// registry.
+type lookupReply struct{ ch chan any }
+
+func (r *lookupReply) SendUserMessage(_ *actor.PID, m any) {
+	_, msg, _ := actor.UnwrapEnvelope(m)
+	select {
+	case r.ch <- msg:
+	default: // only the first answer counts
+	}
+}
+
+func (r *lookupReply) SendSystemMessage(*actor.PID, any) {}
+
+func (r *lookupReply) Stop(*actor.PID) {}
+
 // isAliveLocked reports whether pid is on a member of the last topology
 // (true before any topology is known).
 func (l *MasterLocator) isAliveLocked(pid *actor.PID) bool {
@@ -267,12 +344,16 @@ func (l *MasterLocator) isAliveLocked(pid *actor.PID) bool {
 	return ok
 }
 
-// Close stops following membership changes and waits for a lookup in
-// flight (protoactor bounds it to 5 s).
+// Close stops following membership changes, ends the lookups in flight
+// (their callers get no master) and waits for their goroutines.
 func (l *MasterLocator) Close() {
-	l.c.ActorSystem.EventStream.Unsubscribe(l.sub)
 	l.mu.Lock()
+	first := !l.closed
 	l.closed = true
 	l.mu.Unlock()
+	if first {
+		l.c.ActorSystem.EventStream.Unsubscribe(l.sub)
+		close(l.stop)
+	}
 	l.wg.Wait()
 }

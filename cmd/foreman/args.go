@@ -141,7 +141,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		return nil
 	})
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes; --produce=false: only the HTTP API submits work)")
-	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100; frontends also serve them on their HTTP API (default off)")
+	fs.StringVar(&a.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics on any node, e.g. 9100 (loopback) or 0.0.0.0:9100 (needs TLS or --insecure); HTTPS with the node's TLS, a bearer token with --api-token-file, as the HTTP API; frontends also serve them on their HTTP API (default off)")
 	fs.StringVar(&a.pprof, "pprof", "", "serve Go's runtime profiles (CPU, heap, allocs, goroutines, trace) at http://ADDR/debug/pprof/ on any node, e.g. 6060 (loopback); another host needs --insecure (default off)")
 	fs.Func("memory-limit", "soft limit of the node's Go memory, e.g. 900MiB or 1GiB: the collector runs sooner near it and returns freed memory to the OS at once (see the README's \"Memory of a backend\"; default off, or GOMEMLIMIT from the environment)", func(s string) error {
 		v, err := parseMemoryLimit(s)

@@ -102,7 +102,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
-	stopMetrics, err := startMetricsServer(ctx, a, m, log)
+	stopMetrics, err := startMetricsServer(ctx, a, sec, m, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		n.Kill()

@@ -29,17 +29,26 @@ func metricsReadable(a nodeArgs) bool {
 	return false
 }
 
-// startMetricsServer serves m on --metrics ADDR when given and returns the
-// function that stops it (a no-op without the flag).
-func startMetricsServer(ctx context.Context, a nodeArgs, m *metrics.Metrics, log *slog.Logger) (func(), error) {
+// startMetricsServer serves m on --metrics ADDR when given, secured as the
+// HTTP API is (sec.metricsOptions), and returns the function that stops it
+// (a no-op without the flag).
+func startMetricsServer(ctx context.Context, a nodeArgs, sec *security, m *metrics.Metrics, log *slog.Logger) (func(), error) {
 	if a.metrics == "" {
 		return func() {}, nil
 	}
-	srv, err := metrics.Serve(ctx, a.metrics, m)
+	opts, err := sec.metricsOptions()
 	if err != nil {
 		return nil, err
 	}
-	log.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics")
+	srv, err := metrics.Serve(ctx, a.metrics, m, opts...)
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if srv.TLS() {
+		scheme = "https"
+	}
+	log.Info("metrics listening", "addr", scheme+"://"+srv.Addr()+"/metrics", "tls", srv.TLS(), "tokens", srv.Tokens())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

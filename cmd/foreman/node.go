@@ -60,7 +60,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
-	stopMetrics, err := startMetricsServer(ctx, a, m, log)
+	stopMetrics, err := startMetricsServer(ctx, a, sec, m, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		_ = n.Stop(context.Background())

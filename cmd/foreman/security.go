@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cluster/tlsconf"
 )
@@ -38,9 +39,9 @@ func (s *securityArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.tlsCA, "tls-ca", "", "cluster CA certificate(s): peers must present a certificate it signed")
 	fs.StringVar(&s.httpCert, "http-tls-cert", "", "certificate of the HTTP API, when it needs a public one (default: --tls-cert)")
 	fs.StringVar(&s.httpKey, "http-tls-key", "", "private key of --http-tls-cert")
-	fs.StringVar(&s.tokenFile, "api-token-file", "", "file of bearer tokens the HTTP API accepts, one per line (reloaded on SIGHUP)")
+	fs.StringVar(&s.tokenFile, "api-token-file", "", "file of bearer tokens the HTTP API and the --metrics listener accept, one per line (reloaded on SIGHUP)")
 	fs.StringVar(&s.etcdCA, "etcd-ca", "", "CA certificate(s) that verify etcd's server certificate, when another CA than --tls-ca signed it (etcd membership with --tls-* only)")
-	fs.BoolVar(&s.insecure, "insecure", false, "allow binding to an address other than loopback without TLS (and the HTTP API without tokens, and etcd off loopback without TLS); logs what is exposed")
+	fs.BoolVar(&s.insecure, "insecure", false, "allow binding to an address other than loopback without TLS (gRPC, the HTTP API, --metrics; and the HTTP API without tokens, and etcd off loopback without TLS); logs what is exposed")
 }
 
 func (s securityArgs) nodeTLS() bool { return s.tlsCert != "" }
@@ -60,9 +61,10 @@ func (a nodeArgs) httpAddr() string {
 // checkSecurity checks the security flags against what the node binds and
 // returns what it exposes without protection (for the --insecure WARN). A
 // bind to an address that is not loopback without TLS (gRPC and the
-// membership endpoint), an HTTP API there without TLS or without tokens, or
-// an etcd that is not on loopback without TLS (checkEtcd), is a usage error
-// unless --insecure is given.
+// membership endpoint), an HTTP API there without TLS or without tokens,
+// metrics (--metrics) there without TLS, or an etcd that is not on
+// loopback without TLS (checkEtcd), is a usage error unless --insecure is
+// given.
 func checkSecurity(a nodeArgs) (exposed []string, err error) {
 	s := a.sec
 	if n := countSet(s.tlsCert, s.tlsKey, s.tlsCA); n != 0 && n != 3 {
@@ -76,8 +78,8 @@ func checkSecurity(a nodeArgs) (exposed []string, err error) {
 		return nil, err
 	}
 	http := a.httpAddr()
-	if http == "" && (s.httpCert != "" || s.tokenFile != "") {
-		return nil, fmt.Errorf("%w: --http-tls-cert and --api-token-file are for a node that serves the HTTP API (a frontend, or all-in-one with --http)", errUsage)
+	if http == "" && a.metrics == "" && (s.httpCert != "" || s.tokenFile != "") {
+		return nil, fmt.Errorf("%w: --http-tls-cert and --api-token-file are for a node that serves the HTTP API (a frontend, or all-in-one with --http) or metrics (--metrics)", errUsage)
 	}
 	if a.role != node.RoleAll && !s.nodeTLS() && !isLoopback(a.host) {
 		exposed = append(exposed, fmt.Sprintf("gRPC and membership on %s without TLS (anyone who reaches it can join the cluster)", a.host))
@@ -96,6 +98,16 @@ func checkSecurity(a nodeArgs) (exposed []string, err error) {
 			}
 		}
 	}
+	if a.metrics != "" {
+		// The metrics listener is secured as the API is (metricsOptions):
+		// HTTPS with the node's or the API's certificate, the API's
+		// tokens when the node has them. Without TLS it is exposed.
+		if addr, err := metrics.ListenAddr(a.metrics); err == nil && !s.httpTLS() {
+			if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+				exposed = append(exposed, fmt.Sprintf("metrics (--metrics) on %s without TLS (anyone who reaches it can read the cluster's figures)", addr))
+			}
+		}
+	}
 	if addr, err := pprofAddr(a); err == nil && addr != "" {
 		if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
 			exposed = append(exposed, fmt.Sprintf("runtime profiles (--pprof) on %s (anyone who reaches it can read the program's memory and stacks)", addr))
@@ -105,7 +117,7 @@ func checkSecurity(a nodeArgs) (exposed []string, err error) {
 		exposed = append(exposed, etcd)
 	}
 	if len(exposed) > 0 && !s.insecure {
-		return nil, fmt.Errorf("%w: refusing to expose %s; give --tls-cert/--tls-key/--tls-ca (and --api-token-file for the HTTP API), bind to 127.0.0.1, or pass --insecure to accept the risk", errUsage, strings.Join(exposed, "; "))
+		return nil, fmt.Errorf("%w: refusing to expose %s; give --tls-cert/--tls-key/--tls-ca (and --api-token-file for the HTTP API and metrics), bind to 127.0.0.1, or pass --insecure to accept the risk", errUsage, strings.Join(exposed, "; "))
 	}
 	return exposed, nil
 }
@@ -207,6 +219,26 @@ func (sec *security) httpOptions() ([]httpapi.Option, error) {
 	}
 	if sec.tokens != nil {
 		opts = append(opts, httpapi.WithTokens(sec.tokens))
+	}
+	return opts, nil
+}
+
+// metricsOptions secure the --metrics listener as the HTTP API is: HTTPS
+// with the same certificate, and the same tokens when the node has them.
+func (sec *security) metricsOptions() ([]metrics.ServeOption, error) {
+	if sec == nil {
+		return nil, nil
+	}
+	var opts []metrics.ServeOption
+	if sec.node != nil || sec.public != nil {
+		cfg, err := tlsconf.APIServerConfig(sec.node, sec.public)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, metrics.WithTLS(cfg))
+	}
+	if sec.tokens != nil {
+		opts = append(opts, metrics.WithBearer(sec.tokens.Valid))
 	}
 	return opts, nil
 }

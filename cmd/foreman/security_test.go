@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cluster/tlsconf/tlsconftest"
 )
@@ -57,6 +58,16 @@ func TestSecurityFlags(t *testing.T) {
 		{name: "EtcdPublicTLS", args: withTLS("2551", "--membership", "etcd://10.0.0.9:2379")},
 		{name: "EtcdCAWithTLS", args: withTLS("0", "--membership", "etcd://10.0.0.9:2379", "--etcd-ca", "etcd-ca.crt")},
 		{name: "EtcdCAWithoutTLS", args: []string{"2551", "--membership", "etcd://127.0.0.1:2379", "--etcd-ca", "etcd-ca.crt"}, wantErr: "--etcd-ca needs --tls-cert/--tls-key/--tls-ca"},
+		{name: "MetricsOnLoopback", args: []string{"2551", "--metrics", "9100"}},
+		{name: "MetricsOnLocalhost", args: []string{"0", "--metrics", "localhost:9100"}},
+		{name: "MetricsPublicPlain", args: []string{"2551", "--metrics", "0.0.0.0:9100"}, wantErr: "metrics (--metrics) on 0.0.0.0:9100 without TLS"},
+		{name: "MetricsPublicPlainOnAllInOne", args: []string{"--metrics", "10.0.0.5:9100"}, wantErr: "metrics (--metrics) on 10.0.0.5:9100 without TLS"},
+		{name: "MetricsPublicInsecure", args: []string{"0", "--metrics", "0.0.0.0:9100", "--insecure"}, wantExposed: []string{"metrics (--metrics) on 0.0.0.0:9100 without TLS"}},
+		{name: "MetricsPublicTLS", args: withTLS("2551", "--metrics", "0.0.0.0:9100")},
+		{name: "MetricsPublicTLSAndTokensOnABackend", args: withTLS("2551", "--metrics", "0.0.0.0:9100", "--api-token-file", "t")},
+		{name: "MetricsPublicOwnCert", args: []string{"0", "--metrics", "0.0.0.0:9100", "--http-tls-cert", "p.crt", "--http-tls-key", "p.key"}},
+		{name: "FrontendMetricsPublicPlainAPIOnTLS", args: withTLS("3001", "--api-token-file", "t", "--metrics", "0.0.0.0:9100")},
+		{name: "TokensOnAWorkerWithMetrics", args: []string{"0", "--metrics", "9100", "--api-token-file", "t"}},
 		{name: "EtcdCAWithSeeds", args: withTLS("2551", "--etcd-ca", "etcd-ca.crt"), wantErr: "--etcd-ca is for etcd membership"},
 	}
 	for _, tt := range tests {
@@ -82,16 +93,17 @@ func TestSecurityFlags(t *testing.T) {
 	}
 }
 
-// FuzzSecurityFlags: whatever host, HTTP address and security flags a node
-// is given, a command line accepted without --insecure binds only loopback
-// or is fully protected (TLS between nodes; TLS and tokens on the API).
+// FuzzSecurityFlags: whatever host, HTTP address, metrics address and
+// security flags a node is given, a command line accepted without
+// --insecure binds only loopback or is fully protected (TLS between nodes;
+// TLS and tokens on the API; TLS on --metrics).
 func FuzzSecurityFlags(f *testing.F) {
-	f.Add("2551", "127.0.0.1", "", false, false, false, false)
-	f.Add("3001", "10.0.0.1", "", true, false, true, false)
-	f.Add("3001", "10.0.0.1", "0.0.0.0:80", true, true, false, false)
-	f.Add("", "::1", ":8080", false, false, true, true)
-	f.Add("0", "", "", false, false, false, false)
-	f.Fuzz(func(t *testing.T, port, host, http string, tls, httpCert, tokens, insecure bool) {
+	f.Add("2551", "127.0.0.1", "", "", false, false, false, false)
+	f.Add("3001", "10.0.0.1", "", "9100", true, false, true, false)
+	f.Add("3001", "10.0.0.1", "0.0.0.0:80", "", true, true, false, false)
+	f.Add("", "::1", ":8080", "0.0.0.0:9100", false, false, true, true)
+	f.Add("0", "", "", "10.0.0.1:9100", false, false, false, false)
+	f.Fuzz(func(t *testing.T, port, host, http, metricsAt string, tls, httpCert, tokens, insecure bool) {
 		args := []string{}
 		if port != "" {
 			args = append(args, port)
@@ -99,6 +111,9 @@ func FuzzSecurityFlags(f *testing.F) {
 		args = append(args, "--host", host)
 		if http != "" {
 			args = append(args, "--http", http)
+		}
+		if metricsAt != "" {
+			args = append(args, "--metrics", metricsAt)
 		}
 		if tls {
 			args = append(args, tlsFlags...)
@@ -124,6 +139,13 @@ func FuzzSecurityFlags(f *testing.F) {
 			require.NoError(t, err)
 			if !isLoopback(h) {
 				require.True(t, a.sec.httpTLS() && a.sec.tokenFile != "", "accepted %v: a public HTTP API without TLS and tokens", args)
+			}
+		}
+		if a.metrics != "" {
+			addr, err := metrics.ListenAddr(a.metrics)
+			require.NoError(t, err)
+			if h, _, _ := net.SplitHostPort(addr); !isLoopback(h) {
+				require.True(t, a.sec.httpTLS(), "accepted %v: public metrics without TLS", args)
 			}
 		}
 	})
