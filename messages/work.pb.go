@@ -1083,10 +1083,18 @@ func (x *DetachWaiter) GetWorkId() string {
 // most limit of them. When none is durable yet, the master holds the
 // question up to wait_ms for one (a long poll). It answers ResultsPage.
 type ReadResults struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AfterSeq      int64                  `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
-	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
-	WaitMs        int64                  `protobuf:"varint,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AfterSeq int64                  `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	Limit    int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	WaitMs   int64                  `protobuf:"varint,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// watch_reader: the master watches the sender while it holds the read
+	// and drops the read, unanswered, once the sender terminates (its caller
+	// left, or its node is gone), so that an abandoned read does not keep
+	// one of the master's reader slots for its whole wait. Only for a sender
+	// that answers Watch with Terminated when it goes (an actor, or the
+	// frontend client's reply address): a protoactor Future would take the
+	// Watch for its answer.
+	WatchReader   bool `protobuf:"varint,4,opt,name=watch_reader,json=watchReader,proto3" json:"watch_reader,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1140,6 +1148,13 @@ func (x *ReadResults) GetWaitMs() int64 {
 		return x.WaitMs
 	}
 	return 0
+}
+
+func (x *ReadResults) GetWatchReader() bool {
+	if x != nil {
+		return x.WatchReader
+	}
+	return false
 }
 
 // FeedEntry is one finished work in the result feed.
@@ -1770,11 +1785,12 @@ const file_work_proto_rawDesc = "" +
 	"\x06status\x18\x04 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\"'\n" +
 	"\fDetachWaiter\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\"Y\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"|\n" +
 	"\vReadResults\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x03R\bafterSeq\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x17\n" +
-	"\await_ms\x18\x03 \x01(\x03R\x06waitMs\"\xd7\x01\n" +
+	"\await_ms\x18\x03 \x01(\x03R\x06waitMs\x12!\n" +
+	"\fwatch_reader\x18\x04 \x01(\bR\vwatchReader\"\xd7\x01\n" +
 	"\tFeedEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x19\n" +

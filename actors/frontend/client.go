@@ -214,10 +214,22 @@ func (c *Client) shardStatus(ctx context.Context, k int) (*messages.MasterStatus
 // process per ask was a quarter of the ask's CPU. A box whose ask ended
 // without its answer (timeout, the caller left, the master's node left)
 // may still receive it late, so it is removed, never reused.
+//
+// A box can be watched, as an actor can: the master watches the reader of
+// a held feed read (ReadResults.watch_reader) and drops the read when the
+// reader terminates. A box is told Terminated to its watchers when it is
+// removed, which is when its ask ended (answered or not), so a watched box
+// is never reused: its removal is what tells the master that the reader
+// went (the caller's ctx ended) and frees the master's slot at once.
 type replyBox struct {
 	ch    chan any
 	pid   *actor.PID
 	timer *time.Timer // the ask timeout; stopped between asks
+	sys   *actor.ActorSystem
+
+	mu       sync.Mutex
+	watchers []*actor.PID // told Terminated when the box is removed
+	removed  bool
 }
 
 func (b *replyBox) SendUserMessage(_ *actor.PID, m any) {
@@ -228,7 +240,57 @@ func (b *replyBox) SendUserMessage(_ *actor.PID, m any) {
 	}
 }
 
-func (b *replyBox) SendSystemMessage(*actor.PID, any) {}
+// SendSystemMessage keeps the box's watchers. A Watch that comes after the
+// box was removed (a PID caches its process, so it can still reach the box)
+// is answered Terminated at once, as the dead-letter process answers it.
+func (b *replyBox) SendSystemMessage(_ *actor.PID, m any) {
+	switch m := m.(type) {
+	case *actor.Watch:
+		b.mu.Lock()
+		removed := b.removed
+		if !removed {
+			b.watchers = append(b.watchers, m.Watcher)
+		}
+		b.mu.Unlock()
+		if removed {
+			b.terminated(m.Watcher)
+		}
+	case *actor.Unwatch:
+		b.mu.Lock()
+		for i, w := range b.watchers {
+			if w.Equal(m.Watcher) {
+				b.watchers = append(b.watchers[:i], b.watchers[i+1:]...)
+				break
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// watched reports whether something watches the box.
+func (b *replyBox) watched() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.watchers) > 0
+}
+
+// remove unregisters the box and tells its watchers it is gone.
+func (b *replyBox) remove() {
+	b.sys.ProcessRegistry.Remove(b.pid)
+	b.mu.Lock()
+	ws := b.watchers
+	b.watchers, b.removed = nil, true
+	b.mu.Unlock()
+	for _, w := range ws {
+		b.terminated(w)
+	}
+}
+
+// terminated tells watcher that the box is gone.
+func (b *replyBox) terminated(watcher *actor.PID) {
+	ref, _ := b.sys.ProcessRegistry.Get(watcher) // the dead-letter process when the watcher is gone
+	ref.SendSystemMessage(watcher, &actor.Terminated{Who: b.pid, Why: actor.TerminatedReason_Stopped})
+}
 
 func (b *replyBox) Stop(*actor.PID) {}
 
@@ -332,7 +394,7 @@ func (c *Client) takeBox() (*replyBox, error) {
 		return b, nil
 	default:
 	}
-	b := &replyBox{ch: make(chan any, 1), timer: time.NewTimer(time.Hour)}
+	b := &replyBox{ch: make(chan any, 1), timer: time.NewTimer(time.Hour), sys: c.sys}
 	b.timer.Stop()
 	reg := c.sys.ProcessRegistry
 	pid, ok := reg.Add(b, "frontend-ask$"+reg.NextId())
@@ -343,17 +405,17 @@ func (c *Client) takeBox() (*replyBox, error) {
 	return b, nil
 }
 
-// putBox keeps b for the next ask when its ask got its answer and the
-// Client keeps boxes, and removes it otherwise.
+// putBox keeps b for the next ask when its ask got its answer, nothing
+// watches it and the Client keeps boxes, and removes it otherwise.
 func (c *Client) putBox(b *replyBox, answered bool) {
-	if answered && c.boxes != nil {
+	if answered && c.boxes != nil && !b.watched() {
 		select {
 		case c.boxes <- b:
 			return
 		default:
 		}
 	}
-	c.sys.ProcessRegistry.Remove(b.pid)
+	b.remove()
 }
 
 // Submit is Client.Submit without keeping a client: it sends w to master

@@ -254,8 +254,11 @@ func (c *Client) readShards(ctx context.Context, cursor Cursor, n, limit int, wa
 
 // readShard reads shard k's feed after cursor's position in it.
 func (c *Client) readShard(ctx context.Context, cursor Cursor, k, limit int, wait time.Duration) (shardPage, error) {
-	res, err := c.askTo(ctx, c.master.Shard(k), &messages.ReadResults{AfterSeq: cursor.Seq(k), Limit: int32(min(limit, 1<<30)), WaitMs: wait.Milliseconds()},
-		wait+c.cfg.askTimeout)
+	// A held read has the master watch its reply address: when ctx ends
+	// first, the address is removed and the master drops the read (see
+	// replyBox), so a reader that left does not keep one of its slots.
+	res, err := c.askTo(ctx, c.master.Shard(k), &messages.ReadResults{AfterSeq: cursor.Seq(k), Limit: int32(min(limit, 1<<30)),
+		WaitMs: wait.Milliseconds(), WatchReader: wait > 0}, wait+c.cfg.askTimeout)
 	if err != nil {
 		return shardPage{}, err
 	}

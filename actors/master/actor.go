@@ -107,6 +107,8 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.onDetachWaiter(c, msg)
 	case *messages.ReadResults:
 		a.onReadResults(c, msg)
+	case *actor.Terminated:
+		a.onReaderTerminated(msg)
 	case *cleanupTick:
 		if msg.gen == a.gen && a.rt.Recovered() {
 			a.onCleanup(c)

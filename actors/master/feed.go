@@ -69,6 +69,11 @@ var (
 // whose cursor is in that range, and recent enough that the journal cannot
 // have deleted the events after it (retain), is answered from the tail
 // exactly as the journal would answer it.
+//
+// It also knows the reads in flight: each runs on a goroutine of its own,
+// which the master joins when it stops (close), and a held read whose reader
+// asked to be watched (ReadResults.watch_reader) ends, unanswered, when
+// that reader terminates (readerGone), so that it frees its slot at once.
 type feedHub struct {
 	mu       sync.Mutex
 	durable  int64
@@ -79,10 +84,64 @@ type feedHub struct {
 	tail     []*messages.FeedEntry // read-only once added
 	tailFrom int64
 	retain   int64 // the journal keeps at least this many events behind the durable one
+
+	ctx    context.Context    //nolint:containedctx // the master's lifetime, for the reads' journal reads: cancelled when it stops; never a reader's context
+	cancel context.CancelFunc // of ctx
+	reads  sync.WaitGroup     // the reads' goroutines
+	// held are the reads whose reader the master watches, by the reader's
+	// PID (address/id): a reader may have several.
+	held map[string]map[*heldRead]struct{}
+}
+
+// heldRead is one read whose reader the master watches; gone is closed
+// when that reader terminated.
+type heldRead struct {
+	gone chan struct{}
 }
 
 func newFeedHub(retain int64) *feedHub {
-	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders), stopped: make(chan struct{}), retain: retain}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &feedHub{changed: make(chan struct{}), readers: make(chan struct{}, maxFeedReaders), stopped: make(chan struct{}), retain: retain,
+		ctx: ctx, cancel: cancel, held: make(map[string]map[*heldRead]struct{})}
+}
+
+// readerKey names a reader's PID in held.
+func readerKey(pid *actor.PID) string { return pid.GetAddress() + "/" + pid.GetId() }
+
+// hold records a read of the reader key, until done is called.
+func (h *feedHub) hold(key string) (r *heldRead, done func()) {
+	r = &heldRead{gone: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rs := h.held[key]
+	if rs == nil {
+		rs = make(map[*heldRead]struct{}, 1)
+		h.held[key] = rs
+	}
+	rs[r] = struct{}{}
+	return r, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if rs := h.held[key]; rs != nil {
+			delete(rs, r)
+			if len(rs) == 0 {
+				delete(h.held, key)
+			}
+		}
+	}
+}
+
+// readerGone ends the held reads of the reader key (it terminated); it
+// returns how many there were.
+func (h *feedHub) readerGone(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rs := h.held[key]
+	delete(h.held, key)
+	for r := range rs {
+		close(r.gone)
+	}
+	return len(rs)
 }
 
 // resetTail empties the tail at a recovery: it covers nothing before durable.
@@ -126,8 +185,15 @@ func (h *feedHub) fromTail(after, durable int64, limit int) (page *messages.Resu
 	return page, true
 }
 
-// close answers the held reads: the master stops.
-func (h *feedHub) close() { h.stop.Do(func() { close(h.stopped) }) }
+// close answers the held reads and cancels their journal reads (the master
+// stops), then waits for their goroutines to end: none outlives the master.
+func (h *feedHub) close() {
+	h.stop.Do(func() {
+		close(h.stopped)
+		h.cancel()
+	})
+	h.reads.Wait()
+}
 
 // advance records that the stream is durable up to seq; wake wakes the
 // waiting readers (a finishing event is among the new ones): the others
@@ -151,7 +217,9 @@ func (h *feedHub) state() (int64, <-chan struct{}) {
 }
 
 // onReadResults starts a feed read on a goroutine of its own; it answers the
-// sender with a ResultsPage.
+// sender with a ResultsPage. A read that may be held and asks for it
+// (watch_reader) has its reader watched: when the reader terminates, the
+// read ends unanswered (onReaderTerminated).
 func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 	sender := c.Sender()
 	if sender == nil {
@@ -175,8 +243,21 @@ func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 	wait := min(time.Duration(m.GetWaitMs())*time.Millisecond, MaxFeedWait)
 	j, stream, hub, root, self, clk := a.j, a.cfg.stream, a.feed, a.root, a.self, a.clock
 	timeout := a.cfg.journalTimeout
+	var gone <-chan struct{} // nil: not watched, never closed
+	done := func() {}
+	if m.GetWatchReader() && wait > 0 {
+		var r *heldRead
+		r, done = hub.hold(readerKey(sender))
+		gone = r.gone
+		// A reader that is already gone answers Terminated at once (the
+		// dead-letter process does, for a Watch).
+		c.Watch(sender)
+	}
+	hub.reads.Add(1)
 	go func() {
+		defer hub.reads.Done()
 		defer func() { <-hub.readers }()
+		defer done()
 		page := &messages.ResultsPage{NextSeq: m.GetAfterSeq()}
 		after := m.GetAfterSeq()
 		timer := clk.NewTimer(wait)
@@ -188,7 +269,7 @@ func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 				if p, ok := hub.fromTail(after, durable, limit); ok {
 					page = p
 				} else {
-					ctx, cancel := context.WithTimeout(context.Background(), timeout)
+					ctx, cancel := context.WithTimeout(hub.ctx, timeout)
 					p, err := ReadFeed(ctx, j, stream, after, durable, limit)
 					cancel()
 					switch {
@@ -218,13 +299,29 @@ func (a *masterActor) onReadResults(c actor.Context, m *messages.ReadResults) {
 				break read
 			case <-hub.stopped:
 				break read
+			case <-gone:
+				return // no one to answer: the slot is free again
 			}
 		}
 		if page.GetError() == "" && !page.GetGone() && !page.GetAhead() && page.GetNextSeq() < after {
 			page.NextSeq = after
 		}
+		select {
+		case <-gone: // the reader left during a journal read
+			return
+		default:
+		}
 		root.RequestWithCustomSender(sender, page, self)
 	}()
+}
+
+// onReaderTerminated ends the held reads of a reader that terminated (the
+// master watched it: ReadResults.watch_reader). The master watches nothing
+// else.
+func (a *masterActor) onReaderTerminated(t *actor.Terminated) {
+	if n := a.feed.readerGone(readerKey(t.GetWho())); n > 0 {
+		a.log.Debug("result-feed reader gone; its held reads end", "reader", t.GetWho().String(), "reads", n, "why", t.GetWhy().String())
+	}
 }
 
 // errFeedStop ends a Load early.

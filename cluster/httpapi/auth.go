@@ -86,8 +86,9 @@ func NewToken() string {
 // reloadable. It holds only the tokens' SHA-256 hashes. Safe for
 // concurrent use.
 type Tokens struct {
-	path   string
-	hashes atomic.Pointer[[][sha256.Size]byte]
+	path    string
+	hashes  atomic.Pointer[[][sha256.Size]byte]
+	revoked revocations // held requests, ended when Reload drops their token (revoke.go)
 }
 
 // LoadTokens reads the token file at path (see [ParseTokens]).
@@ -115,7 +116,9 @@ func NewTokens(tokens ...string) (*Tokens, error) {
 }
 
 // Reload reads the file again; on error the old set stays in use. A set
-// made by NewTokens has no file and does not change.
+// made by NewTokens has no file and does not change. The requests held open
+// (result streams and long polls, POST /work?wait) of a token the new file
+// no longer has end at once, with 401 when they had not answered yet.
 func (t *Tokens) Reload() error {
 	if t.path == "" {
 		return nil
@@ -130,6 +133,7 @@ func (t *Tokens) Reload() error {
 		return fmt.Errorf("%s: %w", t.path, err)
 	}
 	t.hashes.Store(&hs)
+	t.revoked.revokeAllBut(hs)
 	return nil
 }
 
@@ -167,6 +171,10 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, given := bearer(r.Header.Get("Authorization"))
 		if given && tokens.Valid(tok) {
+			if tokens.path != "" && holdsOpen(r) { // reloadable: a revocation ends it
+				s.serveRevocable(next, w, r, tokens, tok)
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}

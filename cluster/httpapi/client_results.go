@@ -167,7 +167,8 @@ func (c *Client) ReadResults(ctx context.Context, cursor string, wait time.Durat
 // retained), long-polling for more, until ctx ends or a read fails: the
 // failure is yielded once and the iteration ends. Persist each line's
 // Cursor once handled to resume there after a restart. 503 answers (a
-// master failover) are waited out.
+// master failover) and 429 (this client has its share of feed reads open
+// elsewhere) are waited out, for their Retry-After.
 func (c *Client) Results(ctx context.Context, cursor string) iter.Seq2[ResultLine, error] {
 	return func(yield func(ResultLine, error) bool) {
 		for ctx.Err() == nil {
@@ -177,7 +178,7 @@ func (c *Client) Results(ctx context.Context, cursor string) iter.Seq2[ResultLin
 					return
 				}
 				var apiErr *APIError
-				if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusServiceUnavailable {
+				if errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusServiceUnavailable || apiErr.StatusCode == http.StatusTooManyRequests) {
 					t := time.NewTimer(max(apiErr.RetryAfter, 100*time.Millisecond))
 					select {
 					case <-t.C:

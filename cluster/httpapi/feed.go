@@ -129,6 +129,11 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var wait time.Duration
 		if wait, err = parseWait("wait", q.Get("wait"), 0); err == nil {
+			release, ok := s.takeFeedShare(w, r)
+			if !ok {
+				return
+			}
+			defer release()
 			holdFor(w, wait)
 			var page *frontend.FeedPage
 			if page, err = fb.ReadFeed(r.Context(), cur, limit, wait); err == nil {
@@ -143,7 +148,8 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Context().Err() != nil {
-		return // the client left
+		s.leftOrRevoked(w, r) // the client left, or its token was revoked
+		return
 	}
 	s.feedErr(w, r, err)
 }
@@ -160,6 +166,11 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 		s.feedErr(w, r, err)
 		return
 	}
+	release, ok := s.takeFeedShare(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream has no end
 	ctx := r.Context()
@@ -168,6 +179,9 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 		page, err := fb.ReadFeed(ctx, cur, limit, streamWait)
 		if err != nil {
 			if ctx.Err() != nil {
+				if !started {
+					s.leftOrRevoked(w, r)
+				}
 				return
 			}
 			if !started {

@@ -61,6 +61,7 @@ type config struct {
 	tokens            *Tokens          // nil: no token needed (WithTokens)
 	tls               *tls.Config      // nil: plain HTTP (WithTLS)
 	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
+	feedPerClient     int              // open feed reads per client (feedshare.go)
 }
 
 func defaultConfig() config {
@@ -74,6 +75,7 @@ func defaultConfig() config {
 		readTimeout:       DefaultReadTimeout,
 		idleTimeout:       DefaultIdleTimeout,
 		newID:             NewID,
+		feedPerClient:     DefaultFeedReadsPerClient,
 	}
 }
 
@@ -93,6 +95,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: timeouts read header %v, read %v, idle %v must be positive", ErrInvalidOption, c.readHeaderTimeout, c.readTimeout, c.idleTimeout)
 	case c.newID == nil:
 		return fmt.Errorf("%w: nil id generator", ErrInvalidOption)
+	case c.feedPerClient < 1:
+		return fmt.Errorf("%w: feed reads per client %d must be at least 1 (default %d)", ErrInvalidOption, c.feedPerClient, DefaultFeedReadsPerClient)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ type Server struct {
 	backend Backend
 	log     *slog.Logger
 	handler http.Handler
+	feeds   feedShares // open result-feed reads per client
 
 	mu      sync.Mutex
 	srv     *http.Server

@@ -83,6 +83,10 @@ func (s *Server) submitWait(submit context.Context, w http.ResponseWriter, r *ht
 	call, err := cb.StartCall(r.Context(), submit, work)
 	s.observeSubmit(err == nil, time.Since(start)) // StartCall returns once the work is durable
 	if err != nil {
+		if r.Context().Err() != nil {
+			s.leftOrRevoked(w, r)
+			return
+		}
 		s.fail(w, r, err)
 		return
 	}
@@ -96,9 +100,11 @@ func (s *Server) submitWait(submit context.Context, w http.ResponseWriter, r *ht
 		s.log.Debug("work finished while its caller waited", "work_id", id, "status", res.GetStatus())
 		writeJSON(w, http.StatusOK, outcomeInfo(res))
 	case r.Context().Err() != nil:
-		// The client left: the call's interest tells the workers (the job
-		// is not started, or cancelled). No one reads an answer.
+		// The client left (or its token was revoked: 401): the call's
+		// interest tells the workers (the job is not started, or
+		// cancelled).
 		s.log.Debug("caller left before the work finished; cancelling it", "work_id", id)
+		s.leftOrRevoked(w, r)
 	case errors.Is(err, context.DeadlineExceeded):
 		s.waitEnded(w, r, call)
 	default:

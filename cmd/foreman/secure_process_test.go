@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,15 +202,37 @@ func TestSecureClusterProcesses(t *testing.T) {
 	require.Equal(t, httpapi.StatusDone, info.Status)
 	step("backend certificate rotated on SIGHUP: serial %s -> %s; a job ran after", oldSerial, newSerial)
 
-	// 5. A token file reloaded on SIGHUP: the old token is revoked.
+	// 5. A token file reloaded on SIGHUP: the old token is revoked, and its
+	// result stream open across the reload ends with it (issue 34 item 9).
 	out, err = runForeman(ctx, t, "certs", "token")
 	require.NoError(t, err)
 	newToken := strings.TrimSpace(out)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	defer hc.CloseIdleConnections()
+	sreq, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+apiAddr+httpapi.PathResultsStream, nil)
+	require.NoError(t, err)
+	sreq.Header.Set("Authorization", "Bearer "+token)
+	sresp, err := hc.Do(sreq) // the feed has results: the stream starts at once
+	require.NoError(t, err)
+	defer func() { _ = sresp.Body.Close() }()
+	require.Equal(t, http.StatusOK, sresp.StatusCode)
+	streamEnded := make(chan time.Time, 1)
+	go func() {
+		_, _ = io.Copy(io.Discard, sresp.Body) // until the server ends the stream
+		streamEnded <- time.Now()
+	}()
 	require.NoError(t, os.WriteFile(tokenFile, []byte("# rotated\n"+newToken+"\n"), 0o600))
+	hup := time.Now()
 	require.NoError(t, front.cmd.Process.Signal(syscall.SIGHUP))
 	front.waitLine(t, "API tokens reloaded", 1, 30*time.Second)
 	_, err = client.Status(ctx)
 	require.ErrorIs(t, err, httpapi.ErrUnauthorized, "the revoked token still works")
+	select {
+	case at := <-streamEnded:
+		step("the revoked token's open result stream ended %v after SIGHUP", at.Sub(hup).Round(time.Millisecond))
+	case <-time.After(10 * time.Second): // generous: the reload ends it at once
+		t.Fatal("the revoked token's result stream is still open 10 s after the reload")
+	}
 
 	for _, p := range g.procs {
 		for _, tok := range []string{token, newToken} {
