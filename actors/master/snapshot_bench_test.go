@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -92,6 +93,21 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkEntryRoundTrip: a submitted Work into an entry and back, per
+// work: what accepting a work (newEntry) and handing it out (toWork) cost
+// beside the queue (issue 34 item 6: the look for fields kept as extra
+// bytes rides on every acceptance).
+func BenchmarkEntryRoundTrip(b *testing.B) {
+	w := &messages.Work{WorkId: "job-123456", JobType: "square", Payload: []byte("7"),
+		Waiter: &actor.PID{Address: "127.0.0.1:8090", Id: "interest$42"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if newEntry(w).toWork().GetWorkId() == "" {
+			b.Fatal("lost the id")
 		}
 	}
 }
