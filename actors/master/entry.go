@@ -276,13 +276,21 @@ func newEntry(w *messages.Work) *entry {
 
 // toWork returns the work as submitted, a new message each call.
 func (e *entry) toWork() *messages.Work {
+	if e.cold != nil && e.cold.extra != nil {
+		return e.toWorkExtra()
+	}
+	return &messages.Work{WorkId: e.id, JobType: e.jobType, Payload: e.payload(), Attempt: e.attempt(),
+		DeadlineUnixNano: e.deadline(), Waiter: e.waiter}
+}
+
+// toWorkExtra is toWork of an entry with extra fields, apart so that the
+// common toWork stays small.
+func (e *entry) toWorkExtra() *messages.Work {
 	w := &messages.Work{WorkId: e.id, JobType: e.jobType, Payload: e.payload(), Attempt: e.attempt(),
 		DeadlineUnixNano: e.deadline(), Waiter: e.waiter}
-	if x := e.extra(); x != nil {
-		// The bytes came from a Work (extraOf, or a snapshot written
-		// from one): they decode.
-		_ = proto.UnmarshalOptions{Merge: true}.Unmarshal(x, w)
-	}
+	// The bytes came from a Work (extraOf, or a snapshot written from
+	// one): they decode.
+	_ = proto.UnmarshalOptions{Merge: true}.Unmarshal(e.cold.extra, w)
 	return w
 }
 
