@@ -164,13 +164,6 @@ func (e *entry) setMoreWaiters(v []*actor.PID) {
 	}
 }
 
-func (e *entry) extra() []byte {
-	if e.cold == nil {
-		return nil
-	}
-	return e.cold.extra
-}
-
 func (e *entry) setExtra(v []byte) {
 	if v != nil || e.cold != nil {
 		e.coldFields().extra = v
