@@ -29,14 +29,14 @@ func TestRetriedWaitRuns(t *testing.T) {
 	ctx := context.Background()
 
 	// The worker's only slot is busy for a while.
-	_, err := c.Submit(ctx, httpapi.SubmitRequest{ID: "busy", Type: "sleep", Payload: json.RawMessage(`"1500ms"`)})
+	_, err := c.Submit(ctx, httpapi.SubmitRequest{ID: "busy", Type: "sleep", Payload: json.RawMessage(`"3s"`)})
 	require.NoError(t, err)
 	eventuallyStatus(t, c, "busy", httpapi.StatusRunning)
 
 	// curl -m ... '/work?wait=30s' for id X: the client gives up while X
 	// is queued behind the busy job.
 	const body = `{"id":"x","type":"square","payload":6}`
-	short := &http.Client{Timeout: 300 * time.Millisecond}
+	short := &http.Client{Timeout: time.Second} // curl -m 1
 	resp, err := short.Post(base+"/work?wait=30s", "application/json", strings.NewReader(body))
 	if err == nil {
 		_ = resp.Body.Close()
