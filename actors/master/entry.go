@@ -64,6 +64,13 @@ type entryCold struct {
 	// attempt is the submitted Work's attempt field (0 unless a client set
 	// it), kept so that a snapshot restores the work exactly.
 	attempt int32
+	// rare is nil unless a field of it is set: a failed or retried work
+	// allocates its cold fields, and should not pay for these too.
+	rare *entryRare
+}
+
+// entryRare holds the fields of an entry that almost no work sets.
+type entryRare struct {
 	// waiters are the waiters of further callers of an unfinished work
 	// (WaiterAdded), oldest first, at most maxWaiters-1: told the outcome
 	// with waiter, and asked in turn, newest first, once the asked one has
@@ -150,31 +157,57 @@ func (e *entry) setSubmitted(deadline int64, attempt int32) {
 	}
 }
 
-func (e *entry) moreWaiters() []*actor.PID {
+// rareFields returns e's rare fields, nil when none is set.
+func (e *entry) rareFields() *entryRare {
 	if e.cold == nil {
 		return nil
 	}
-	return e.cold.waiters
+	return e.cold.rare
+}
+
+func (e *entry) moreWaiters() []*actor.PID {
+	if r := e.rareFields(); r != nil {
+		return r.waiters
+	}
+	return nil
+}
+
+func (e *entry) extra() []byte {
+	if r := e.rareFields(); r != nil {
+		return r.extra
+	}
+	return nil
+}
+
+// setRare sets one of e's rare fields with set, allocating them if need
+// be (only when v is set), and lets go of them once none is set.
+func (e *entry) setRare(isSet bool, set func(r *entryRare)) {
+	if !isSet && e.rareFields() == nil {
+		return
+	}
+	c := e.coldFields()
+	if c.rare == nil {
+		c.rare = &entryRare{}
+	}
+	set(c.rare)
+	if c.rare.waiters == nil && c.rare.extra == nil {
+		c.rare = nil
+	}
+	e.dropCold()
 }
 
 func (e *entry) setMoreWaiters(v []*actor.PID) {
-	if v != nil || e.cold != nil {
-		e.coldFields().waiters = v
-		e.dropCold()
-	}
+	e.setRare(v != nil, func(r *entryRare) { r.waiters = v })
 }
 
 func (e *entry) setExtra(v []byte) {
-	if v != nil || e.cold != nil {
-		e.coldFields().extra = v
-		e.dropCold()
-	}
+	e.setRare(v != nil, func(r *entryRare) { r.extra = v })
 }
 
 // dropCold lets go of e's cold fields once none is set.
 func (e *entry) dropCold() {
 	if c := e.cold; c != nil && c.lastError == "" && c.history == nil && c.deadline == 0 && c.attempt == 0 &&
-		c.waiters == nil && c.extra == nil {
+		c.rare == nil {
 		e.cold = nil
 	}
 }
@@ -269,7 +302,7 @@ func newEntry(w *messages.Work) *entry {
 
 // toWork returns the work as submitted, a new message each call.
 func (e *entry) toWork() *messages.Work {
-	if e.cold != nil && e.cold.extra != nil {
+	if e.cold != nil && e.cold.rare != nil && e.cold.rare.extra != nil {
 		return e.toWorkExtra()
 	}
 	return &messages.Work{WorkId: e.id, JobType: e.jobType, Payload: e.payload(), Attempt: e.attempt(),
@@ -283,7 +316,7 @@ func (e *entry) toWorkExtra() *messages.Work {
 		DeadlineUnixNano: e.deadline(), Waiter: e.waiter}
 	// The bytes came from a Work (extraOf, or a snapshot written from
 	// one): they decode.
-	_ = proto.UnmarshalOptions{Merge: true}.Unmarshal(e.cold.extra, w)
+	_ = proto.UnmarshalOptions{Merge: true}.Unmarshal(e.extra(), w)
 	return w
 }
 

@@ -139,7 +139,7 @@ func (p *packer) add(e *entry) {
 	}
 	before := len(p.body)
 	p.body = appendEntry(p.body, e)
-	if e.cold != nil && (e.cold.waiters != nil || e.cold.extra != nil) {
+	if e.rareFields() != nil {
 		p.v3 = true
 	}
 	if e.finished() {
@@ -259,11 +259,11 @@ func appendEntry(b []byte, e *entry) []byte {
 	if e.plain {
 		flags |= flagPlain
 	}
-	if e.cold != nil {
-		if e.cold.waiters != nil {
+	if r := e.rareFields(); r != nil {
+		if r.waiters != nil {
 			flags |= flagWaiters
 		}
-		if e.cold.extra != nil {
+		if r.extra != nil {
 			flags |= flagExtra
 		}
 	}
@@ -278,13 +278,13 @@ func appendEntry(b []byte, e *entry) []byte {
 		b = appendPID(b, e.waiter)
 	}
 	if flags&flagWaiters != 0 {
-		b = binary.AppendUvarint(b, uint64(len(e.cold.waiters)))
-		for _, w := range e.cold.waiters {
+		b = binary.AppendUvarint(b, uint64(len(e.moreWaiters())))
+		for _, w := range e.moreWaiters() {
 			b = appendPID(b, w)
 		}
 	}
 	if flags&flagExtra != 0 {
-		b = appendBytes(b, e.cold.extra)
+		b = appendBytes(b, e.extra())
 	}
 	b = binary.AppendVarint(b, int64(e.attempts))
 	b = appendString(b, e.lastError())
