@@ -12,6 +12,7 @@
 package messages
 
 import (
+	actor "github.com/asynkron/protoactor-go/actor"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -645,6 +646,144 @@ func (x *WaiterDetached) GetWorkId() string {
 	return ""
 }
 
+// WaiterAdded: the work was submitted again, unfinished, by another caller
+// who waits (a retried POST /work?wait=, a Call with the same id): its
+// waiter joins the work's. The work is skipped as cancelled only once every
+// caller that waits for it has gone; a work that also has a caller who does
+// not wait (submitted without a waiter, or detached) runs whatever they do,
+// and the waiter is only told the outcome.
+type WaiterAdded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	Waiter        *actor.PID             `protobuf:"bytes,2,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaiterAdded) Reset() {
+	*x = WaiterAdded{}
+	mi := &file_master_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaiterAdded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaiterAdded) ProtoMessage() {}
+
+func (x *WaiterAdded) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaiterAdded.ProtoReflect.Descriptor instead.
+func (*WaiterAdded) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *WaiterAdded) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
+func (x *WaiterAdded) GetWaiter() *actor.PID {
+	if x != nil {
+		return x.Waiter
+	}
+	return nil
+}
+
+// WaiterLeft: the waiter a worker asked about the work said its caller had
+// gone (WorkFailed.cancelled) while another caller still waits: the work goes
+// back to its place in its queue, to be handed out with that caller's waiter,
+// rather than end CANCELLED.
+type WaiterLeft struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,4,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	JobType       string                 `protobuf:"bytes,5,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaiterLeft) Reset() {
+	*x = WaiterLeft{}
+	mi := &file_master_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaiterLeft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaiterLeft) ProtoMessage() {}
+
+func (x *WaiterLeft) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaiterLeft.ProtoReflect.Descriptor instead.
+func (*WaiterLeft) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *WaiterLeft) GetWorkId() string {
+	if x != nil {
+		return x.WorkId
+	}
+	return ""
+}
+
+func (x *WaiterLeft) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WaiterLeft) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *WaiterLeft) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *WaiterLeft) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
 // FinishedForgotten: done and dead works finished before before_unix_nano
 // are forgotten (the done-id retention). Re-submitting such an id runs it
 // again.
@@ -657,7 +796,7 @@ type FinishedForgotten struct {
 
 func (x *FinishedForgotten) Reset() {
 	*x = FinishedForgotten{}
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +808,7 @@ func (x *FinishedForgotten) String() string {
 func (*FinishedForgotten) ProtoMessage() {}
 
 func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[9]
+	mi := &file_master_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +821,7 @@ func (x *FinishedForgotten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishedForgotten.ProtoReflect.Descriptor instead.
 func (*FinishedForgotten) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{9}
+	return file_master_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FinishedForgotten) GetBeforeUnixNano() int64 {
@@ -703,7 +842,7 @@ type MasterRecovered struct {
 
 func (x *MasterRecovered) Reset() {
 	*x = MasterRecovered{}
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +854,7 @@ func (x *MasterRecovered) String() string {
 func (*MasterRecovered) ProtoMessage() {}
 
 func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[10]
+	mi := &file_master_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +867,7 @@ func (x *MasterRecovered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterRecovered.ProtoReflect.Descriptor instead.
 func (*MasterRecovered) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{10}
+	return file_master_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MasterRecovered) GetAtUnixNano() int64 {
@@ -764,7 +903,7 @@ type WorkEntry struct {
 
 func (x *WorkEntry) Reset() {
 	*x = WorkEntry{}
-	mi := &file_master_proto_msgTypes[11]
+	mi := &file_master_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +915,7 @@ func (x *WorkEntry) String() string {
 func (*WorkEntry) ProtoMessage() {}
 
 func (x *WorkEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[11]
+	mi := &file_master_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +928,7 @@ func (x *WorkEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkEntry.ProtoReflect.Descriptor instead.
 func (*WorkEntry) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{11}
+	return file_master_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkEntry) GetWork() *Work {
@@ -890,7 +1029,7 @@ type MasterSnapshot struct {
 
 func (x *MasterSnapshot) Reset() {
 	*x = MasterSnapshot{}
-	mi := &file_master_proto_msgTypes[12]
+	mi := &file_master_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1041,7 @@ func (x *MasterSnapshot) String() string {
 func (*MasterSnapshot) ProtoMessage() {}
 
 func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[12]
+	mi := &file_master_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1054,7 @@ func (x *MasterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterSnapshot.ProtoReflect.Descriptor instead.
 func (*MasterSnapshot) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{12}
+	return file_master_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MasterSnapshot) GetEntries() []*WorkEntry {
@@ -966,7 +1105,7 @@ type PackedMasterSnapshot struct {
 
 func (x *PackedMasterSnapshot) Reset() {
 	*x = PackedMasterSnapshot{}
-	mi := &file_master_proto_msgTypes[13]
+	mi := &file_master_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1117,7 @@ func (x *PackedMasterSnapshot) String() string {
 func (*PackedMasterSnapshot) ProtoMessage() {}
 
 func (x *PackedMasterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[13]
+	mi := &file_master_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1130,7 @@ func (x *PackedMasterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedMasterSnapshot.ProtoReflect.Descriptor instead.
 func (*PackedMasterSnapshot) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{13}
+	return file_master_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PackedMasterSnapshot) GetSnapshot() *MasterSnapshot {
@@ -1005,7 +1144,7 @@ var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
 	"\n" +
-	"\fmaster.proto\x12\x10foreman.messages\x1a\n" +
+	"\fmaster.proto\x12\x10foreman.messages\x1a\vactor.proto\x1a\n" +
 	"work.proto\"\\\n" +
 	"\fWorkAccepted\x12*\n" +
 	"\x04work\x18\x01 \x01(\v2\x16.foreman.messages.WorkR\x04work\x12 \n" +
@@ -1057,7 +1196,19 @@ const file_master_proto_rawDesc = "" +
 	"atUnixNano\x12\x19\n" +
 	"\bjob_type\x18\x04 \x01(\tR\ajobType\")\n" +
 	"\x0eWaiterDetached\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\"=\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"J\n" +
+	"\vWaiterAdded\x12\x17\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\"\n" +
+	"\x06waiter\x18\x02 \x01(\v2\n" +
+	".actor.PIDR\x06waiter\"\x95\x01\n" +
+	"\n" +
+	"WaiterLeft\x12\x17\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12 \n" +
+	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
+	"atUnixNano\x12\x19\n" +
+	"\bjob_type\x18\x05 \x01(\tR\ajobType\"=\n" +
 	"\x11FinishedForgotten\x12(\n" +
 	"\x10before_unix_nano\x18\x01 \x01(\x03R\x0ebeforeUnixNano\"3\n" +
 	"\x0fMasterRecovered\x12 \n" +
@@ -1099,7 +1250,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_master_proto_goTypes = []any{
 	(*WorkAccepted)(nil),         // 0: foreman.messages.WorkAccepted
 	(*WorksAccepted)(nil),        // 1: foreman.messages.WorksAccepted
@@ -1110,28 +1261,32 @@ var file_master_proto_goTypes = []any{
 	(*WorkerTimedOut)(nil),       // 6: foreman.messages.WorkerTimedOut
 	(*WorkExpired)(nil),          // 7: foreman.messages.WorkExpired
 	(*WaiterDetached)(nil),       // 8: foreman.messages.WaiterDetached
-	(*FinishedForgotten)(nil),    // 9: foreman.messages.FinishedForgotten
-	(*MasterRecovered)(nil),      // 10: foreman.messages.MasterRecovered
-	(*WorkEntry)(nil),            // 11: foreman.messages.WorkEntry
-	(*MasterSnapshot)(nil),       // 12: foreman.messages.MasterSnapshot
-	(*PackedMasterSnapshot)(nil), // 13: foreman.messages.PackedMasterSnapshot
-	(*Work)(nil),                 // 14: foreman.messages.Work
-	(WorkStatus)(0),              // 15: foreman.messages.WorkStatus
-	(*WorkHistoryEvent)(nil),     // 16: foreman.messages.WorkHistoryEvent
+	(*WaiterAdded)(nil),          // 9: foreman.messages.WaiterAdded
+	(*WaiterLeft)(nil),           // 10: foreman.messages.WaiterLeft
+	(*FinishedForgotten)(nil),    // 11: foreman.messages.FinishedForgotten
+	(*MasterRecovered)(nil),      // 12: foreman.messages.MasterRecovered
+	(*WorkEntry)(nil),            // 13: foreman.messages.WorkEntry
+	(*MasterSnapshot)(nil),       // 14: foreman.messages.MasterSnapshot
+	(*PackedMasterSnapshot)(nil), // 15: foreman.messages.PackedMasterSnapshot
+	(*Work)(nil),                 // 16: foreman.messages.Work
+	(*actor.PID)(nil),            // 17: actor.PID
+	(WorkStatus)(0),              // 18: foreman.messages.WorkStatus
+	(*WorkHistoryEvent)(nil),     // 19: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
-	14, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
-	14, // 1: foreman.messages.WorksAccepted.works:type_name -> foreman.messages.Work
-	14, // 2: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
-	15, // 3: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
-	16, // 4: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
-	11, // 5: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
-	12, // 6: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	16, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
+	16, // 1: foreman.messages.WorksAccepted.works:type_name -> foreman.messages.Work
+	17, // 2: foreman.messages.WaiterAdded.waiter:type_name -> actor.PID
+	16, // 3: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
+	18, // 4: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
+	19, // 5: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
+	13, // 6: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
+	14, // 7: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -1146,7 +1301,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -13,8 +13,8 @@ import (
 
 // callPollInterval is how often a waiting Call also asks the master for the
 // work's status: the outcome message to the waiter is sent once and may be
-// lost with a connection, and a work submitted again by id keeps the waiter
-// of its first submission.
+// lost with a connection, and a master keeps a bounded number of waiters
+// per work (a Call with the id of an unfinished work adds its own).
 const callPollInterval = 2 * time.Second
 
 // Call is one work submitted with its caller's interest (seed 003 across
@@ -22,7 +22,9 @@ const callPollInterval = 2 * time.Second
 // call's ctx, so a worker anywhere asks it before starting the job. When
 // ctx ends before the job starts, the job is not started; when it ends while
 // the job runs, the job's ctx is cancelled; either way the work ends
-// CANCELLED. The master sends the interest the outcome once durable.
+// CANCELLED, unless another Call (or POST /work?wait=) of the same work id
+// still waits: a work is skipped only once every caller waiting for it has
+// gone. The master sends the interest the outcome once durable.
 //
 // Make one with Client.NewCall and Start, or Client.Call; read the outcome
 // with Done, Wait or Poll; end it with Close (or Detach to let the job go

@@ -277,3 +277,121 @@ func TestConsumerReadsTheFeed(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// TestRetriedCallRuns: a job is skipped as cancelled only when no caller
+// that asked for it still waits (issue 34 item 1). A Call (or Do) retried
+// with the same work id after its first caller left must run the job, as
+// must a job that another caller still waits for.
+func TestRetriedCallRuns(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RetryAfterTheFirstCallerLeft", func(t *testing.T) {
+		t.Parallel()
+		r := newCallRig(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		call, err := r.client.Call(ctx, &messages.Work{WorkId: "r", JobType: "echo", Payload: []byte("x")})
+		require.NoError(t, err)
+		cancel() // the first caller gives up (a dropped connection) while the job is queued
+		call.Close()
+		// The retry, as an idempotent client makes it: same id, a caller
+		// that waits. Only once it is acknowledged does a worker come.
+		retry, err := r.client.Call(context.Background(), &messages.Work{WorkId: "r", JobType: "echo", Payload: []byte("x")})
+		require.NoError(t, err)
+		defer retry.Close()
+		r.startWorker(t)
+		res, err := retry.Wait(waitCtx(t))
+		require.NoError(t, err, "the retried call must run the job")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, res.GetStatus())
+		require.Equal(t, "x", string(res.GetResult()))
+	})
+
+	t.Run("AnotherCallerStillWaits", func(t *testing.T) {
+		t.Parallel()
+		r := newCallRig(t)
+		live, err := r.client.Call(context.Background(), &messages.Work{WorkId: "s", JobType: "echo", Payload: []byte("y")})
+		require.NoError(t, err)
+		defer live.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		gone, err := r.client.Call(ctx, &messages.Work{WorkId: "s", JobType: "echo", Payload: []byte("y")})
+		require.NoError(t, err)
+		cancel() // the later caller leaves; the first still waits
+		gone.Close()
+		r.startWorker(t)
+		res, err := live.Wait(waitCtx(t))
+		require.NoError(t, err)
+		require.Equal(t, "y", string(res.GetResult()))
+	})
+
+	t.Run("EveryCallerLeft", func(t *testing.T) {
+		t.Parallel()
+		r := newCallRig(t)
+		var calls []*frontend.Call
+		for range 3 {
+			ctx, cancel := context.WithCancel(context.Background())
+			call, err := r.client.Call(ctx, &messages.Work{WorkId: "u", JobType: "hold"})
+			require.NoError(t, err)
+			cancel()
+			calls = append(calls, call)
+		}
+		for _, c := range calls {
+			c.Close()
+		}
+		r.startWorker(t)
+		r.eventuallyStatus(t, "u", messages.WorkStatus_WORK_STATUS_CANCELLED)
+		select {
+		case id := <-r.started:
+			t.Fatalf("the job started (%q) though every caller had left", id)
+		default:
+		}
+	})
+
+	t.Run("SubmittedWithoutAWaiterRunsWhoeverLeaves", func(t *testing.T) {
+		t.Parallel()
+		r := newCallRig(t)
+		require.NoError(t, r.client.Submit(context.Background(), &messages.Work{WorkId: "v", JobType: "echo", Payload: []byte("z")}))
+		ctx, cancel := context.WithCancel(context.Background())
+		call, err := r.client.Call(ctx, &messages.Work{WorkId: "v", JobType: "echo", Payload: []byte("z")})
+		require.NoError(t, err)
+		cancel()
+		call.Close()
+		r.startWorker(t)
+		r.eventuallyStatus(t, "v", messages.WorkStatus_WORK_STATUS_DONE)
+	})
+
+	t.Run("RetryWhileTheAbandonedJobRuns", func(t *testing.T) {
+		t.Parallel()
+		r := newCallRig(t)
+		r.startWorker(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		first, err := r.client.Call(ctx, &messages.Work{WorkId: "w", JobType: "hold", Payload: []byte("1")})
+		require.NoError(t, err)
+		require.Equal(t, "1", <-r.started)
+		second, err := r.client.Call(context.Background(), &messages.Work{WorkId: "w", JobType: "hold", Payload: []byte("1")})
+		require.NoError(t, err)
+		defer second.Close()
+		cancel() // the first caller leaves while the job runs: its run is cancelled
+		first.Close()
+		require.ErrorIs(t, <-r.ended, worker.ErrCallerGone)
+		// The second caller still waits: the job runs again, for it.
+		select {
+		case p := <-r.started:
+			require.Equal(t, "1", p)
+		case <-second.Done():
+			res, _ := second.Poll()
+			t.Fatalf("the job did not run again for the caller still waiting; it ended %v", res.GetStatus())
+		case <-time.After(4 * testkit.Timeout()):
+			t.Fatal("the job did not run again for the caller still waiting")
+		}
+		close(r.release)
+		res, err := second.Wait(waitCtx(t))
+		require.NoError(t, err)
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_DONE, res.GetStatus())
+	})
+}
+
+// waitCtx bounds a test's wait for an outcome.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testkit.Timeout())
+	t.Cleanup(cancel)
+	return ctx
+}

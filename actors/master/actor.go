@@ -219,9 +219,10 @@ func (a *masterActor) persist(ev proto.Message, then func()) {
 	a.journal([]proto.Message{ev}, then)
 }
 
-// outcome is a work that an event just finished: what its waiter is told.
+// outcome is a work that an event just finished: what its waiters are told.
 type outcome struct {
 	waiter *actor.PID
+	more   []*actor.PID // further callers' waiters (WaiterAdded)
 	res    *messages.WorkResult
 }
 
@@ -249,8 +250,8 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 			entries = append(entries, e)
 		}
 		if id, ok := finishingID(ev); ok {
-			if res, waiter, finished := a.state.Outcome(id); finished {
-				outs = append(outs, outcome{waiter: waiter, res: res})
+			if res, waiter, more, finished := a.state.Outcome(id); finished {
+				outs = append(outs, outcome{waiter: waiter, more: more, res: res})
 			}
 		}
 	}
@@ -275,6 +276,9 @@ func (a *masterActor) journal(events []proto.Message, then func()) {
 		for _, o := range outs {
 			if o.waiter != nil {
 				a.tell(actor.NewPID(o.waiter.GetAddress(), o.waiter.GetId()), o.res)
+			}
+			for _, w := range o.more {
+				a.tell(actor.NewPID(w.GetAddress(), w.GetId()), o.res)
 			}
 			if o.res.GetStatus() == statusDone {
 				a.publisher.Publish(&messages.WorkResult{WorkId: o.res.GetWorkId(), JobType: o.res.GetJobType(), Result: o.res.GetResult()})
@@ -348,13 +352,17 @@ func (a *masterActor) onWork(c actor.Context, w *messages.Work) {
 		return
 	}
 	at := a.clock.Now().UnixNano()
-	if stored := a.admit(w, at); stored != nil {
+	stored, joined := a.admit(w, at)
+	switch {
+	case stored != nil:
 		ev := &messages.WorkAccepted{Work: stored, AtUnixNano: at}
 		id := stored.GetWorkId()
 		a.journal([]proto.Message{ev}, func() {
 			a.state.Release(id)
 			a.releasedWork = true
 		})
+	case joined != nil:
+		a.journal([]proto.Message{joined}, nil)
 	}
 	// Sent once what holds the work (this event, or a duplicate's earlier
 	// one) is durable.
@@ -399,19 +407,34 @@ func unavailable(msg proto.Message, reason string) proto.Message {
 // to persist, or nil for an id already accepted. The work is known at once
 // (a duplicate is recognised) but handed out only once the event is durable
 // and the caller releases it: a crash can never erase work a worker has run.
-func (a *masterActor) admit(w *messages.Work, at int64) *messages.Work {
-	if a.state.IsAccepted(w.GetWorkId()) {
-		if wp := w.GetWaiter(); wp != nil && a.state.IsFinished(w.GetWorkId()) {
+//
+// A duplicate of an unfinished work whose caller waits (a retried POST
+// /work?wait= after a dropped connection, a Call retried with the same id)
+// adds its waiter: joined is the WaiterAdded event, applied, to persist. The
+// work is then skipped as cancelled only once every caller that waits for it
+// has gone, not because the first one did.
+func (a *masterActor) admit(w *messages.Work, at int64) (stored *messages.Work, joined *messages.WaiterAdded) {
+	id := w.GetWorkId()
+	if a.state.IsAccepted(id) {
+		wp := w.GetWaiter()
+		switch {
+		case wp == nil:
+		case a.state.IsFinished(id):
 			// A caller waiting on a job that already finished (a retried
 			// POST ?wait): tell its waiter the outcome now.
-			res, _, _ := a.state.Outcome(w.GetWorkId())
+			res, _, _, _ := a.state.Outcome(id)
 			a.rt.Reply(actor.NewPID(wp.GetAddress(), wp.GetId()), res)
+		case a.state.WaiterJoins(id, wp):
+			joined = &messages.WaiterAdded{WorkId: id, Waiter: wp}
+			if err := a.state.Apply(joined); err != nil {
+				panic(err) // WorkState knows WaiterAdded
+			}
 		}
-		return nil
+		return nil, joined
 	}
-	stored := messages.StoredWork(w)
+	stored = messages.StoredWork(w)
 	a.state.acceptHeld(stored, at)
-	return stored
+	return stored, nil
 }
 
 // AfterDurable implements persistence.AfterDurable: once the work a group
@@ -627,6 +650,16 @@ func (a *masterActor) onWorkFailed(c actor.Context, m *messages.WorkFailed) {
 		return
 	}
 	if m.GetCancelled() {
+		if left, ok := a.state.WaiterLeftEvent(m.GetWorkId(), m.GetWorkerId(), m.GetError(), now); ok {
+			// The caller asked about it left, but another one still
+			// waits: the work goes back to its queue, asked about
+			// through that caller's waiter.
+			a.persist(left, nil)
+			a.log.Info("a caller of the work left; another still waits: handing it out again", "work_id", m.GetWorkId(),
+				"worker_id", m.GetWorkerId(), "error", m.GetError())
+			a.notifyWorkers(c)
+			return
+		}
 		// The caller stopped waiting: the work ends CANCELLED, not retried
 		// (no one would take the result) and not dead (nothing is wrong
 		// with it); re-submitting the id runs it again.

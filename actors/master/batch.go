@@ -28,6 +28,10 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 		group  *messages.WorksAccepted
 		size   int
 		ids    []string
+		// joins are the waiters duplicates added (WaiterAdded), written
+		// after the acceptances: one may be of a work accepted earlier in
+		// this batch.
+		joins []proto.Message
 	)
 	for i, w := range works {
 		if r := a.cfg.check(w); r != nil {
@@ -35,7 +39,10 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 			continue
 		}
 		out[i] = &messages.BatchOutcome{WorkId: w.GetWorkId(), Accepted: true}
-		stored := a.admit(w, at)
+		stored, joined := a.admit(w, at)
+		if joined != nil {
+			joins = append(joins, joined)
+		}
 		if stored == nil {
 			continue
 		}
@@ -48,6 +55,7 @@ func (a *masterActor) onWorkBatch(c actor.Context, b *messages.WorkBatch) {
 		size += n
 		ids = append(ids, stored.GetWorkId())
 	}
+	events = append(events, joins...)
 	if len(events) > 0 {
 		a.journal(events, func() {
 			for _, id := range ids {

@@ -17,7 +17,11 @@
 // Frontend -> master: Work, answered by Ack after WorkAccepted is durable
 // (also for an id already accepted or done), or by WorkRejected (INVALID,
 // TOO_LARGE, UNKNOWN_TYPE, UNAVAILABLE while recovering); GetWorkStatus and
-// GetMasterStatus, answered from the state.
+// GetMasterStatus, answered from the state. A Work whose id is accepted and
+// unfinished and whose waiter is new (a retried wait) adds that waiter
+// (WaiterAdded, durable before the Ack): the work is skipped as CANCELLED
+// only once every waiting caller has gone (WaiterLeft hands it out again
+// with the next caller's waiter), and every waiter is told the outcome.
 //
 // Worker -> master: RegisterWorker (every register interval), then
 // WorkerRequestsWork with a capacity: the master hands out up to that many

@@ -2,6 +2,8 @@ package master
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -22,8 +24,12 @@ type entry struct {
 	// data is the payload until the work is done, then its result: a done
 	// work keeps no payload (a re-submission brings its own), and only a
 	// done one has a result. See payload and result.
-	data     []byte
-	waiter   *actor.PID // never mutated; replaced by nil when detached
+	data []byte
+	// waiter is the waiter workers ask (the Work's waiter field): never
+	// mutated; replaced by nil when detached, by a later caller's when one
+	// joins (WaiterAdded) or the asked one leaves (WaiterLeft). nil means
+	// the work runs whoever leaves.
+	waiter   *actor.PID
 	cold     *entryCold // nil unless a field of it is set (see entryCold)
 	readyAt  int64      // pending: not handed out before (Unix ns)
 	order    int64      // pending: FIFO tie-breaker
@@ -58,6 +64,22 @@ type entryCold struct {
 	// attempt is the submitted Work's attempt field (0 unless a client set
 	// it), kept so that a snapshot restores the work exactly.
 	attempt int32
+	// rare is nil unless a field of it is set: a failed or retried work
+	// allocates its cold fields, and should not pay for these too.
+	rare *entryRare
+}
+
+// entryRare holds the fields of an entry that almost no work sets.
+type entryRare struct {
+	// waiters are the waiters of further callers of an unfinished work
+	// (WaiterAdded), oldest first, at most maxWaiters-1: told the outcome
+	// with waiter, and asked in turn, newest first, once the asked one has
+	// gone (WaiterLeft). With waiter nil they are only told the outcome.
+	waiters []*actor.PID
+	// extra holds the submitted Work's fields that the entry does not keep
+	// inline (see workOther), in wire form: nil for every Work this
+	// master's code knows field by field.
+	extra []byte
 }
 
 // payload returns the submitted payload; nil once the work is done.
@@ -135,27 +157,171 @@ func (e *entry) setSubmitted(deadline int64, attempt int32) {
 	}
 }
 
+// rareFields returns e's rare fields, nil when none is set.
+func (e *entry) rareFields() *entryRare {
+	if e.cold == nil {
+		return nil
+	}
+	return e.cold.rare
+}
+
+func (e *entry) moreWaiters() []*actor.PID {
+	if r := e.rareFields(); r != nil {
+		return r.waiters
+	}
+	return nil
+}
+
+func (e *entry) extra() []byte {
+	if r := e.rareFields(); r != nil {
+		return r.extra
+	}
+	return nil
+}
+
+// setRare sets one of e's rare fields with set, allocating them if need
+// be (only when v is set), and lets go of them once none is set.
+func (e *entry) setRare(isSet bool, set func(r *entryRare)) {
+	if !isSet && e.rareFields() == nil {
+		return
+	}
+	c := e.coldFields()
+	if c.rare == nil {
+		c.rare = &entryRare{}
+	}
+	set(c.rare)
+	if c.rare.waiters == nil && c.rare.extra == nil {
+		c.rare = nil
+	}
+	e.dropCold()
+}
+
+func (e *entry) setMoreWaiters(v []*actor.PID) {
+	e.setRare(v != nil, func(r *entryRare) { r.waiters = v })
+}
+
+func (e *entry) setExtra(v []byte) {
+	e.setRare(v != nil, func(r *entryRare) { r.extra = v })
+}
+
 // dropCold lets go of e's cold fields once none is set.
 func (e *entry) dropCold() {
-	if c := e.cold; c != nil && c.lastError == "" && c.history == nil && c.deadline == 0 && c.attempt == 0 {
+	if c := e.cold; c != nil && c.lastError == "" && c.history == nil && c.deadline == 0 && c.attempt == 0 &&
+		c.rare == nil {
 		e.cold = nil
 	}
+}
+
+// maxWaiters bounds the waiters one work keeps (entry.waiter and
+// entryCold.waiters): a client that retries without end adds a waiter each
+// time. Past it the oldest is let go: it is no longer asked or told (a
+// Call still learns the outcome by asking the status).
+const maxWaiters = 16
+
+// samePID reports whether a and b address the same process (the request id
+// aside: a PID of one process is sent with several).
+func samePID(a, b *actor.PID) bool {
+	return a.GetAddress() == b.GetAddress() && a.GetId() == b.GetId()
+}
+
+// hasWaiter reports whether p is one of e's waiters.
+func (e *entry) hasWaiter(p *actor.PID) bool {
+	if e.waiter != nil && samePID(e.waiter, p) {
+		return true
+	}
+	for _, w := range e.moreWaiters() {
+		if samePID(w, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Field numbers of the messages.Work fields an entry keeps inline (newEntry,
+// toWork, the packed snapshot). Any other field, one added to work.proto
+// since, or one this binary does not know (sent by a newer one), is kept
+// as wire bytes (entryCold.extra), so that none is silently dropped from
+// hand-outs and snapshots (TestWorkFieldsSurvive).
+const (
+	fieldWorkID           = 1
+	fieldJobType          = 2
+	fieldPayload          = 3
+	fieldAttempt          = 4
+	fieldDeadlineUnixNano = 5
+	fieldWaiter           = 6
+)
+
+// workOther lists messages.Work's fields that an entry does not keep inline:
+// none today. Read-only, derived from the generated descriptor.
+var workOther = func() []protoreflect.FieldDescriptor {
+	var out []protoreflect.FieldDescriptor
+	fields := (&messages.Work{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		switch fd := fields.Get(i); fd.Number() {
+		case fieldWorkID, fieldJobType, fieldPayload, fieldAttempt, fieldDeadlineUnixNano, fieldWaiter:
+		default:
+			out = append(out, fd)
+		}
+	}
+	return out
+}()
+
+// extraOf returns the wire form of w's fields that an entry does not keep
+// inline, nil when none is set: the common case costs a look at w's unknown
+// fields and at the fields of workOther.
+func extraOf(w *messages.Work) []byte {
+	m := w.ProtoReflect()
+	other := len(m.GetUnknown()) > 0
+	for _, fd := range workOther {
+		if other {
+			break
+		}
+		other = m.Has(fd)
+	}
+	if !other {
+		return nil
+	}
+	rest := proto.Clone(w).(*messages.Work)
+	rest.WorkId, rest.JobType, rest.Payload, rest.Attempt, rest.DeadlineUnixNano, rest.Waiter = "", "", nil, 0, 0, nil
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rest)
+	if err != nil || len(b) == 0 {
+		// A Work that was decoded, or is about to be marshalled into
+		// the journal, marshals; nothing else can be kept of it.
+		return nil
+	}
+	return b
 }
 
 // newEntry returns the entry of an accepted w.
 func newEntry(w *messages.Work) *entry {
 	e := &entry{id: w.GetWorkId(), jobType: w.GetJobType(), data: w.GetPayload(), waiter: w.GetWaiter(), heapIdx: -1}
 	e.setSubmitted(w.GetDeadlineUnixNano(), w.GetAttempt())
+	e.setExtra(extraOf(w))
 	return e
 }
 
 // toWork returns the work as submitted, a new message each call.
 func (e *entry) toWork() *messages.Work {
+	if e.cold != nil && e.cold.rare != nil && e.cold.rare.extra != nil {
+		return e.toWorkExtra()
+	}
 	return &messages.Work{WorkId: e.id, JobType: e.jobType, Payload: e.payload(), Attempt: e.attempt(),
 		DeadlineUnixNano: e.deadline(), Waiter: e.waiter}
 }
 
-// Waiter returns the waiter of id's submitter (nil when unknown or none).
+// toWorkExtra is toWork of an entry with extra fields, apart so that the
+// common toWork stays small.
+func (e *entry) toWorkExtra() *messages.Work {
+	w := &messages.Work{WorkId: e.id, JobType: e.jobType, Payload: e.payload(), Attempt: e.attempt(),
+		DeadlineUnixNano: e.deadline(), Waiter: e.waiter}
+	// The bytes came from a Work (extraOf, or a snapshot written from
+	// one): they decode.
+	_ = proto.UnmarshalOptions{Merge: true}.Unmarshal(e.extra(), w)
+	return w
+}
+
+// Waiter returns the waiter workers ask about id (nil when unknown or none:
+// then the work runs whoever leaves).
 func (s *WorkState) Waiter(id string) *actor.PID {
 	if e, ok := s.entries[id]; ok {
 		return e.waiter
@@ -163,15 +329,31 @@ func (s *WorkState) Waiter(id string) *actor.PID {
 	return nil
 }
 
-// Outcome returns what a finished id's waiter and the result publisher are
-// sent, and the waiter; ok is false unless id is finished. Unlike Status it
-// builds no history: it runs for every finishing event.
-func (s *WorkState) Outcome(id string) (res *messages.WorkResult, waiter *actor.PID, ok bool) {
+// Waiters returns every waiter of id's callers, the one workers ask first
+// (nil when unknown or none). A new slice.
+func (s *WorkState) Waiters(id string) []*actor.PID {
+	e, ok := s.entries[id]
+	if !ok {
+		return nil
+	}
+	var out []*actor.PID
+	if e.waiter != nil {
+		out = append(out, e.waiter)
+	}
+	return append(out, e.moreWaiters()...)
+}
+
+// Outcome returns what a finished id's waiters and the result publisher are
+// sent, the waiter workers asked, and the further callers' waiters (shared
+// with the state: not to be changed); ok is false unless id is finished.
+// Unlike Status it builds no history: it runs for every finishing event.
+func (s *WorkState) Outcome(id string) (res *messages.WorkResult, waiter *actor.PID, more []*actor.PID, ok bool) {
 	e, found := s.entries[id]
 	if !found || !e.finished() {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	return &messages.WorkResult{WorkId: id, JobType: e.jobType, Result: e.result(), Status: e.status, Error: e.lastError()}, e.waiter, true
+	return &messages.WorkResult{WorkId: id, JobType: e.jobType, Result: e.result(), Status: e.status, Error: e.lastError()},
+		e.waiter, e.moreWaiters(), true
 }
 
 // hist returns e's history; buf holds a plain one (see plain).
@@ -243,4 +425,40 @@ func (e *entry) shown() (readyAt, startedAt int64, workerID string) {
 		return 0, 0, ""
 	}
 	return e.readyAt, e.startedAt, e.workerID
+}
+
+// WaiterJoins reports whether a submission of id with waiter p, from a
+// caller that waits for the outcome, adds p to the work's waiters
+// (WaiterAdded): the work is known and unfinished, and p is not one of its
+// waiters already (a retry of the same call).
+func (s *WorkState) WaiterJoins(id string, p *actor.PID) bool {
+	e, ok := s.entries[id]
+	return ok && p != nil && !e.finished() && !e.hasWaiter(p)
+}
+
+// applyWaiterAdded adds p to the waiters of unfinished work id (see
+// messages.WaiterAdded). A work that runs whoever leaves (no waiter: a
+// caller who does not wait asked for it) keeps running so; p is only told
+// the outcome. A pending work is asked about from now on through p, the
+// newest caller's (the likeliest to be still there; the others are asked
+// if it leaves); a running one was asked already, and p is asked if the
+// asked one leaves (WaiterLeft).
+func (s *WorkState) applyWaiterAdded(id string, p *actor.PID) {
+	if !s.WaiterJoins(id, p) {
+		return
+	}
+	e := s.entries[id]
+	old := e.moreWaiters()
+	more := make([]*actor.PID, 0, len(old)+1)
+	more = append(more, old...)
+	if e.waiter != nil && e.pending() {
+		more = append(more, e.waiter)
+		e.waiter = p
+	} else {
+		more = append(more, p)
+	}
+	if n := len(more) - (maxWaiters - 1); n > 0 {
+		more = more[n:] // the oldest go
+	}
+	e.setMoreWaiters(more)
 }

@@ -19,6 +19,11 @@ func TestEntrySize(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(entry{}), uintptr(144),
 		"a field added to entry belongs in entryCold unless most works set it")
 	require.Equal(t, uintptr(16), unsafe.Sizeof(finishedRef{}))
+	// A failed or retried work allocates its cold fields: the fields
+	// almost no work sets (further waiters, extra Work fields) hang off
+	// them rather than grow them (issue 34: 64 bytes, 56 before, not 104).
+	require.LessOrEqual(t, unsafe.Sizeof(entryCold{}), uintptr(64),
+		"a field added to entryCold belongs in entryRare unless many works set it")
 }
 
 // TestEntryColdFields: a plain work keeps no cold fields from submission to

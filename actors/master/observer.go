@@ -112,6 +112,8 @@ func (a *masterActor) jobTypeOf(ev proto.Message) string {
 	switch ev := ev.(type) {
 	case *messages.WorkAccepted:
 		return ev.GetWork().GetJobType()
+	case *messages.WaiterLeft:
+		return ev.GetJobType()
 	case *messages.WorkStarted:
 		id = ev.GetWorkId()
 	case *messages.WorkCompleted:

@@ -27,16 +27,19 @@ import (
 //
 // A chunk is a header, then entries. The header:
 //
-//	byte format (packedFormat; packedFormatV1 is still read)
+//	byte format (packedFormat, or packedFormatV2 when no entry of the chunk
+//	     needs format 3; packedFormatV1 and packedFormatV2 are still read)
 //	uvarint entries, uvarint id bytes, uvarint payload bytes, uvarint history events
 //
 // Each entry:
 //
-//	uvarint flags (flagWaiter, flagPlain)
+//	uvarint flags (flagWaiter, flagPlain, flagWaiters, flagExtra)
 //	uvarint status
 //	string work_id, string job_type, bytes payload
 //	varint work.attempt, varint work.deadline_unix_nano
 //	[flagWaiter: string address, string id, uvarint request_id]
+//	[flagWaiters: uvarint count, then per waiter: string address, string id, uvarint request_id]
+//	[flagExtra: bytes extra (the Work's other fields, see entryCold.extra)]
 //	varint attempts, string last_error, bytes result
 //	varint ready_at, varint order, string worker_id
 //	varint started_at, varint finished_at
@@ -53,19 +56,31 @@ import (
 // history in full (three events for a done work, each with the worker id:
 // more than half of a drained million's snapshot) and ready_at, started_at
 // and worker_id as the state shows them (zero when done).
+//
+// flagWaiters and flagExtra (format 3) carry further callers' waiters
+// (WaiterAdded) and the fields of a Work that the entry does not keep inline
+// (a field added to work.proto, or one sent by a newer frontend). A chunk
+// none of whose entries has them is written in format 2, which a master
+// from before format 3 reads too.
 
 const (
-	// packedFormat is the first byte of every chunk written; a reader
-	// rejects a format it does not know (a newer master's snapshot) rather
-	// than misread it, so a master from before format 2 stops at recovery.
-	packedFormat = 2
+	// packedFormat is the first byte of a chunk that needs it (see
+	// packedFormatV2); a reader rejects a format it does not know (a newer
+	// master's snapshot) rather than misread it, so a master from before
+	// format 3 stops at recovery on such a chunk.
+	packedFormat = 3
+	// packedFormatV2 is the format before flagWaiters and flagExtra, still
+	// written for a chunk that has neither, and read.
+	packedFormatV2 = 2
 	// packedFormatV1 is the format before flagPlain, still read.
 	packedFormatV1 = 1
 	// chunkEntries is how many entries a chunk holds at most.
 	chunkEntries = 4096
 
-	flagWaiter = 1
-	flagPlain  = 2
+	flagWaiter  = 1
+	flagPlain   = 2
+	flagWaiters = 4 // format 3
+	flagExtra   = 8 // format 3
 )
 
 // errPacked is the cause of every malformed chunk.
@@ -82,6 +97,7 @@ type packer struct {
 	// totals of the open chunk, for its header
 	n, idBytes, payloadBytes, hist int
 	total                          int64
+	v3                             bool // an entry of the open chunk needs format 3
 	// size counts the bytes of finished and other entries (snapshotSize).
 	size snapshotSize
 }
@@ -123,6 +139,9 @@ func (p *packer) add(e *entry) {
 	}
 	before := len(p.body)
 	p.body = appendEntry(p.body, e)
+	if e.rareFields() != nil {
+		p.v3 = true
+	}
 	if e.finished() {
 		p.size.finishedBytes += len(p.body) - before
 		p.size.finished++
@@ -146,7 +165,11 @@ func (p *packer) close() {
 		return
 	}
 	var h [1 + 4*binary.MaxVarintLen64]byte
-	hdr := append(h[:0], packedFormat)
+	format := byte(packedFormatV2)
+	if p.v3 {
+		format = packedFormat
+	}
+	hdr := append(h[:0], format)
 	for _, v := range []int{p.n, p.idBytes, p.payloadBytes, p.hist} {
 		hdr = binary.AppendUvarint(hdr, uint64(v))
 	}
@@ -160,7 +183,7 @@ func (p *packer) close() {
 		p.chunks = append(p.chunks, append(append(c, hdr...), p.body...))
 	}
 	p.body = p.body[:0]
-	p.n, p.idBytes, p.payloadBytes, p.hist = 0, 0, 0, 0
+	p.n, p.idBytes, p.payloadBytes, p.hist, p.v3 = 0, 0, 0, 0, false
 }
 
 func (p *packer) done() [][]byte {
@@ -222,6 +245,12 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
+func appendPID(b []byte, p *actor.PID) []byte {
+	b = appendString(b, p.GetAddress())
+	b = appendString(b, p.GetId())
+	return binary.AppendUvarint(b, uint64(p.GetRequestId()))
+}
+
 func appendEntry(b []byte, e *entry) []byte {
 	var flags uint64
 	if e.waiter != nil {
@@ -229,6 +258,14 @@ func appendEntry(b []byte, e *entry) []byte {
 	}
 	if e.plain {
 		flags |= flagPlain
+	}
+	if r := e.rareFields(); r != nil {
+		if r.waiters != nil {
+			flags |= flagWaiters
+		}
+		if r.extra != nil {
+			flags |= flagExtra
+		}
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(e.status))
@@ -238,9 +275,16 @@ func appendEntry(b []byte, e *entry) []byte {
 	b = binary.AppendVarint(b, int64(e.attempt()))
 	b = binary.AppendVarint(b, e.deadline())
 	if flags&flagWaiter != 0 {
-		b = appendString(b, e.waiter.GetAddress())
-		b = appendString(b, e.waiter.GetId())
-		b = binary.AppendUvarint(b, uint64(e.waiter.GetRequestId()))
+		b = appendPID(b, e.waiter)
+	}
+	if flags&flagWaiters != 0 {
+		b = binary.AppendUvarint(b, uint64(len(e.moreWaiters())))
+		for _, w := range e.moreWaiters() {
+			b = appendPID(b, w)
+		}
+	}
+	if flags&flagExtra != 0 {
+		b = appendBytes(b, e.extra())
 	}
 	b = binary.AppendVarint(b, int64(e.attempts))
 	b = appendString(b, e.lastError())
@@ -325,6 +369,10 @@ func (u *unpacker) raw() []byte {
 
 func (u *unpacker) string() string { return string(u.raw()) }
 
+func (u *unpacker) pid() *actor.PID {
+	return &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+}
+
 // shared returns the string read, one copy per distinct value (job types
 // and worker ids repeat across a million entries).
 func (u *unpacker) shared() string {
@@ -343,8 +391,8 @@ func (u *unpacker) shared() string {
 // chunk decodes one chunk into entries that share its arrays (see the
 // format above).
 func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
-	if len(chunk) == 0 || (chunk[0] != packedFormat && chunk[0] != packedFormatV1) {
-		return nil, fmt.Errorf("not in packed format %d or %d (written by a newer master?)", packedFormatV1, packedFormat)
+	if len(chunk) == 0 || chunk[0] < packedFormatV1 || chunk[0] > packedFormat {
+		return nil, fmt.Errorf("not in packed format %d to %d (written by a newer master?)", packedFormatV1, packedFormat)
 	}
 	format := chunk[0]
 	u.b, u.err = chunk[1:], nil
@@ -382,7 +430,31 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 		attempt := int32(u.varint())
 		e.setSubmitted(u.varint(), attempt)
 		if flags&flagWaiter != 0 {
-			e.waiter = &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+			e.waiter = u.pid()
+		}
+		if flags&(flagWaiters|flagExtra) != 0 && format < packedFormat {
+			u.fail()
+		}
+		if flags&flagWaiters != 0 {
+			k := u.count()
+			if k == 0 || k >= maxWaiters {
+				u.fail()
+			}
+			ws := make([]*actor.PID, 0, k)
+			for range k {
+				if u.err != nil {
+					break
+				}
+				ws = append(ws, u.pid())
+			}
+			e.setMoreWaiters(ws)
+		}
+		if flags&flagExtra != 0 {
+			x := u.raw()
+			if len(x) == 0 {
+				u.fail()
+			}
+			e.setExtra(append([]byte(nil), x...))
 		}
 		e.heapIdx = -1
 		e.attempts = int32(u.varint())

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -93,5 +94,28 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkEntryRoundTrip: a submitted Work into an entry and back, per
+// work: what accepting a work (newEntry) and handing it out (toWork) cost
+// beside the queue (issue 34 item 6: the look for fields kept as extra
+// bytes rides on every acceptance).
+func BenchmarkEntryRoundTrip(b *testing.B) {
+	w := &messages.Work{WorkId: "job-123456", JobType: "square", Payload: []byte("7"),
+		Waiter: &actor.PID{Address: "127.0.0.1:8090", Id: "interest$42"}}
+	// Kept, as the master keeps the entry and sends the Work: neither
+	// lives on the benchmark's stack.
+	keep := make([]*messages.Work, 64)
+	entries := make([]*entry, 64)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		e := newEntry(w)
+		entries[i%64], keep[i%64] = e, e.toWork()
+		i++
+	}
+	if keep[0].GetWorkId() == "" || entries[0] == nil {
+		b.Fatal("lost the id")
 	}
 }

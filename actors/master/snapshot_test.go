@@ -135,9 +135,9 @@ func TestPackedSnapshot(t *testing.T) {
 		require.NoError(t, err)
 		s := mixedState(t)
 		requireSame(t, s, r)
-		require.True(t, proto.Equal(s.Snapshot(), r.Snapshot()), "a restored format 1 snapshot is written as format 2, plain entries flagged")
+		require.True(t, proto.Equal(s.Snapshot(), r.Snapshot()), "a restored format 1 snapshot is written as format 2 (3 only for entries that need it), plain entries flagged")
 		now := s.Snapshot()
-		require.Equal(t, byte(packedFormat), now.GetChunks()[0][0])
+		require.Equal(t, byte(packedFormatV2), now.GetChunks()[0][0])
 		require.Less(t, proto.Size(now), proto.Size(old.GetSnapshot()), "plain histories are not written out")
 	})
 

@@ -161,6 +161,10 @@ func (s *WorkState) Apply(ev proto.Message) error {
 		s.applyFailed(histTimedOut, ev.GetWorkId(), ev.GetWorkerId(), "work timed out", ev.GetAtUnixNano(), ev.GetNotBeforeUnixNano(), end)
 	case *messages.WaiterDetached:
 		s.applyWaiterDetached(ev.GetWorkId())
+	case *messages.WaiterAdded:
+		s.applyWaiterAdded(ev.GetWorkId(), ev.GetWaiter())
+	case *messages.WaiterLeft:
+		s.applyWaiterLeft(ev)
 	case *messages.WorkExpired:
 		s.applyExpired(ev)
 	case *messages.FinishedForgotten:
@@ -411,6 +415,45 @@ func (s *WorkState) applyWaiterDetached(id string) {
 		return
 	}
 	e.waiter = nil
+}
+
+// WaiterLeftEvent returns the WaiterLeft event for a cancellation of workID
+// reported by workerID at now (the waiter it asked said its caller had
+// gone), when another caller still waits; ok is false when none does (the
+// work ends CANCELLED) or workerID does not hold the work.
+func (s *WorkState) WaiterLeftEvent(workID, workerID, reason string, now time.Time) (*messages.WaiterLeft, bool) {
+	e, ok := s.entries[workID]
+	if !ok || e.status != statusRunning || e.workerID != workerID || e.waiter == nil || len(e.moreWaiters()) == 0 {
+		return nil, false
+	}
+	return &messages.WaiterLeft{WorkId: workID, WorkerId: workerID, Error: reason, AtUnixNano: now.UnixNano(), JobType: e.jobType}, true
+}
+
+// applyWaiterLeft hands the work back to its place in its queue with the
+// newest remaining caller's waiter (see messages.WaiterLeft).
+func (s *WorkState) applyWaiterLeft(ev *messages.WaiterLeft) {
+	e, ok := s.entries[ev.GetWorkId()]
+	if !ok || e.status != statusRunning || e.workerID != ev.GetWorkerId() || e.waiter == nil || len(e.moreWaiters()) == 0 {
+		return
+	}
+	more := e.moreWaiters()
+	worker := e.workerID // the shared copy
+	e.unplain()
+	s.removeRunning(e)
+	e.record(histEvent{kind: histRequeued, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: worker, err: ev.GetError()})
+	e.waiter = more[len(more)-1]
+	if len(more) == 1 {
+		e.setMoreWaiters(nil)
+	} else {
+		e.setMoreWaiters(slices.Clone(more[:len(more)-1]))
+	}
+	e.status = statusAccepted
+	if e.lastError() != "" {
+		e.status = statusFailed
+	}
+	// Its ready time and arrival order are those it was handed out with:
+	// it goes back to its old place, as after a recovery.
+	s.push(e)
 }
 
 func (s *WorkState) applyForgotten(before int64) {

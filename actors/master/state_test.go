@@ -276,17 +276,17 @@ func TestWorkStateQueries(t *testing.T) {
 			},
 			check: func(t *testing.T, s *WorkState) {
 				for _, id := range []string{"done", "dead", "cancel"} {
-					res, _, ok := s.Outcome(id)
+					res, _, _, ok := s.Outcome(id)
 					require.True(t, ok, id)
 					st := s.Status(id)
 					require.True(t, proto.Equal(&messages.WorkResult{WorkId: id, JobType: st.GetJobType(), Result: st.GetResult(),
 						Status: st.GetStatus(), Error: st.GetLastError()}, res), "%s: the outcome is the status's", id)
 				}
-				res, _, _ := s.Outcome("done")
+				res, _, _, _ := s.Outcome("done")
 				require.Equal(t, "49", string(res.GetResult()))
 				require.Equal(t, "sq", res.GetJobType())
 				for _, id := range []string{"running", "pending", "nope"} {
-					_, _, ok := s.Outcome(id)
+					_, _, _, ok := s.Outcome(id)
 					require.False(t, ok, "%s is not finished", id)
 				}
 			},
