@@ -99,10 +99,13 @@ func (a *masterActor) onResubmit(c actor.Context, m *messages.ResubmitWork) {
 			Reason: "only dead or cancelled works can be re-submitted; this one is " + e.status.String()})
 		return
 	}
-	// The caller who set a deadline is long gone: a re-submission is a new
-	// request, without it.
+	// The caller who set a deadline or waited is long gone: a re-submission
+	// is a new request, without either. With the old waiter kept, a worker
+	// would ask that caller, hear "no longer interested" and skip the
+	// re-run as cancelled.
 	w := e.toWork()
 	w.DeadlineUnixNano = 0
+	w.Waiter = nil
 	ev := &messages.WorkAccepted{Work: w, AtUnixNano: a.clock.Now().UnixNano()}
 	a.state.AcceptHeld(ev)
 	a.journal([]proto.Message{ev}, func() {

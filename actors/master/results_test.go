@@ -240,3 +240,25 @@ func ids(p *messages.ResultsPage) []string {
 	}
 	return out
 }
+
+// A re-submission (the dashboard's Re-submit) is a new request: the caller
+// whose waiter ended the work cancelled is gone, so the re-run must not
+// carry that waiter, or the worker asks it, hears "no longer interested"
+// and the re-run ends cancelled without ever running.
+func TestResubmitDropsTheGoneCallersWaiter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	waiter := testkit.NewProbe(t, b.sys)
+	b.submitWaited(t, "c", waiter)
+	b.register(t, b.worker, "w1")
+	require.Len(t, b.take(t, 1), 1)
+	b.worker.Send(b.master, &messages.WorkFailed{WorkerId: "w1", WorkId: "c", Error: "caller gone", Permanent: true, Cancelled: true})
+	testkit.ExpectMsgType[*messages.WorkResult](waiter, testkit.Timeout())
+
+	b.front.Request(b.master, &messages.ResubmitWork{WorkId: "c"})
+	require.True(t, testkit.ExpectMsgType[*messages.ResubmitReply](b.front, testkit.Timeout()).GetAccepted())
+	b.restart(t) // the journal's record of the re-submission, replayed
+	works := b.take(t, 1)
+	require.Len(t, works, 1)
+	require.Nil(t, works[0].GetWaiter(), "the re-run carries the gone caller's waiter: a worker would skip it as cancelled")
+}
