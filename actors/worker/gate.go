@@ -179,7 +179,7 @@ func (w *workerActor) afterPermit(slot int, m *messages.Work) {
 	waiterPID := actor.NewPID(wp.GetAddress(), wp.GetId())
 	g.watcher = w.actx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &interestWatch{slot: slot, seq: g.seq, workID: m.GetWorkId(), waiter: waiterPID,
-			clock: w.cfg.clock, retry: w.cfg.interestRetry, gone: w.cfg.waiterGone}
+			clock: w.cfg.clock, retry: w.cfg.interestRetry, gone: w.cfg.waiterGone, book: w.goneBook}
 	}))
 	sys, self, id, seq, d := w.sys, w.self, m.GetWorkId(), g.seq, w.cfg.interestTimeout
 	g.askTimer = w.cfg.clock.AfterFunc(d, func() {
@@ -443,11 +443,14 @@ func (w *workerActor) dropPermits() {
 // connection being re-made): asked again, gone only once gone says the
 // node is. Once the job runs, the same tick checks gone, so a job whose
 // caller's node left is cancelled. gone is believed only once it has held
-// for goneConfirm while the watcher asked again every tick without an
-// answer: asking makes protoactor re-make a connection a blip cut, and an
-// answer from the waiter clears the suspicion.
+// for goneConfirm while the worker's watchers asked that node again every
+// tick without an answer: asking makes protoactor re-make a connection a
+// blip cut, and an answer from the node clears the suspicion. The
+// suspicion is the worker's, per node (book): once a node is confirmed
+// gone, the next jobs whose waiters are on it are skipped at once instead
+// of each waiting goneConfirm again.
 type interestWatch struct {
-	suspect  time.Time // when gone first said the waiter's node has gone (zero: it did not)
+	book     *goneBook
 	slot     int
 	seq      uint64
 	workID   string
@@ -461,15 +464,67 @@ type interestWatch struct {
 }
 
 // goneConfirm is how long WithWaiterGone must go on reporting a waiter's
-// node gone, while the watcher asks again every tick and gets no answer,
-// before the caller counts as gone. cluster/node reports a frontend gone
-// once its connection stayed lost for 2 s, but protoactor re-makes a lost
-// connection only when something is sent over it, and its endpoint writer
-// waits 2 s after a failed attempt: without asking again and waiting a
-// little longer than that, a connection cut for a second would cancel a
-// running job of a live caller (nothing else is sent to its node) and
-// could skip a waiting one.
+// node gone, while the worker's watchers ask that node again every tick and
+// get no answer, before its callers count as gone (goneBook). cluster/node
+// reports a frontend gone once its connection stayed lost for 2 s, but
+// protoactor re-makes a lost connection only when something is sent over
+// it, and its endpoint writer waits 2 s after a failed attempt: without
+// asking again and waiting a little longer than that, a connection cut for
+// a second would cancel a running job of a live caller (nothing else is
+// sent to its node) and could skip a waiting one.
 const goneConfirm = 3 * time.Second
+
+// goneBook is one worker's suspicion of waiter nodes that WithWaiterGone
+// reports gone, by address, shared by its interest watchers (each on its
+// own goroutine, hence the mutex). Keeping it per node rather than per job
+// means that a frontend killed with many waited jobs queued costs one
+// goneConfirm per worker, not one per job: the first job's watcher
+// confirms the node, and the later ones find it confirmed.
+type goneBook struct {
+	mu    sync.Mutex
+	nodes map[string]suspicion
+}
+
+// suspicion is how long a node has been reported gone while watchers asked
+// it without an answer: since the first such question, asked the last.
+type suspicion struct{ since, asked time.Time }
+
+func newGoneBook() *goneBook { return &goneBook{nodes: make(map[string]suspicion)} }
+
+// asking records that a watcher, at now, asks again a waiter whose node at
+// addr is reported gone, and reports whether that node is confirmed gone:
+// suspected for goneConfirm, asked every retry without an answer. A gap of
+// more than two retries without a question (no watcher of that node was
+// left) starts the suspicion afresh: a connection is re-made only when
+// something is sent over it, so the time nothing was asked proves nothing.
+func (b *goneBook) asking(addr string, now time.Time, retry time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.nodes[addr]
+	if !ok {
+		// A new suspicion: forget the stale ones, so the book holds only
+		// nodes still being asked.
+		for a, old := range b.nodes {
+			if now.Sub(old.asked) > 2*retry {
+				delete(b.nodes, a)
+			}
+		}
+	}
+	if !ok || now.Sub(s.asked) > 2*retry {
+		s.since = now
+	}
+	s.asked = now
+	b.nodes[addr] = s
+	return now.Sub(s.since) >= goneConfirm
+}
+
+// clear forgets the suspicion of the node at addr: it answered, or it is no
+// longer reported gone.
+func (b *goneBook) clear(addr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.nodes, addr)
+}
 
 // watchTick is the interestWatch's retry tick.
 type watchTick struct{}
@@ -478,37 +533,39 @@ type watchTick struct{}
 func (a *interestWatch) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		if a.nodeGone() {
-			a.suspect = a.clock.Now()
-		}
+		// Asked even when the node is confirmed gone: the question makes
+		// protoactor re-make the connection if the node is back, which
+		// ends the report that it has gone.
 		a.ask(c)
+		if a.nodeGone() && a.book.asking(a.waiter.GetAddress(), a.clock.Now(), a.retry) {
+			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
+				fmt.Errorf("%w: the node of waiter %s left the cluster", ErrCallerGone, a.waiter))
+		}
 	case *watchTick:
 		a.tick = nil
 		if a.left {
 			return
 		}
 		switch gone := a.nodeGone(); {
-		case gone && !a.suspect.IsZero() && a.clock.Now().Sub(a.suspect) >= goneConfirm:
+		case gone && a.book.asking(a.waiter.GetAddress(), a.clock.Now(), a.retry):
 			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
 				fmt.Errorf("%w: the node of waiter %s left the cluster", ErrCallerGone, a.waiter))
 		case gone:
 			// Not believed yet: ask, which makes protoactor re-make a lost
 			// connection (an answer clears the suspicion).
-			if a.suspect.IsZero() {
-				a.suspect = a.clock.Now()
-			}
 			a.ask(c)
 		case !a.answered:
-			a.suspect = time.Time{}
+			a.book.clear(a.waiter.GetAddress())
 			a.ask(c)
 		default:
-			a.suspect = time.Time{}
+			a.book.clear(a.waiter.GetAddress())
 			a.arm(c)
 		}
 	case *messages.IAmStillInterested:
-		a.suspect = time.Time{}
+		a.book.clear(a.waiter.GetAddress())
 		a.answer(c, nil)
 	case *messages.IAmNoLongerInterested:
+		a.book.clear(a.waiter.GetAddress())
 		a.callerGone(c, m.GetReason(), fmt.Errorf("%w: waiter %s answered IAmNoLongerInterested (%s)", ErrCallerGone, a.waiter, m.GetReason()))
 	case *actor.DeadLetterResponse:
 		switch {
@@ -517,8 +574,9 @@ func (a *interestWatch) Receive(c actor.Context) {
 			// found no waiter: its node is there, and the waiter may have
 			// been released (the caller let the job go on), so the job runs
 			// on; a caller who gave up has said so with IAmNoLongerInterested.
-			a.suspect = time.Time{}
+			a.book.clear(a.waiter.GetAddress())
 		case deadLetterGone(m, a.waiter, c.Self()):
+			a.book.clear(a.waiter.GetAddress()) // its node answered
 			a.callerGone(c, messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED,
 				fmt.Errorf("%w: waiter %s is gone (dead letter from its node)", ErrCallerGone, a.waiter))
 		case a.nodeGone() && !a.answered:

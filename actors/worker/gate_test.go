@@ -525,3 +525,94 @@ func TestWorkerConfirmsAGoneNodeBeforeCancelling(t *testing.T) {
 		}
 	})
 }
+
+// Issue 34 item 3: the confirmation that a waiter's node has gone is the
+// worker's, per node, not per job. When a frontend node is killed with many
+// waited jobs queued, only the first job on a slot waits goneConfirm (the
+// node is asked every tick without answer); the jobs handed to the slot
+// after it are skipped at once while the node stays reported gone, not
+// after another goneConfirm each (seed 003: fail fast under this
+// overload). An answer from the node clears its suspicion: the next job of
+// that node is given the whole confirmation again.
+func TestWorkerConfirmsAGoneNodeOncePerNode(t *testing.T) {
+	t.Parallel()
+	start := func(t *testing.T, gone *atomic.Bool) (*actor.PID, *testBundle) {
+		return setup(t, worker.WithWindow(1), worker.WithInterestTimeout(time.Minute), worker.WithInterestRetry(time.Second),
+			worker.WithRegisterInterval(time.Hour), worker.WithResultHold(0),
+			worker.WithWaiterGone(func(string) bool { return gone.Load() }))
+	}
+	tick := func(t *testing.T, b *testBundle) {
+		t.Helper()
+		waitTimers(t, b.clk, 3) // register, the ask timer, the watcher's tick
+		b.clk.Advance(time.Second)
+	}
+
+	t.Run("LaterJobsOfAConfirmedNodeAreSkippedAtOnce", func(t *testing.T) {
+		t.Parallel()
+		var gone atomic.Bool
+		gone.Store(true) // the frontend node was killed: reported gone, never answers
+		pid, b := start(t, &gone)
+		silent := testkit.NewProbe(t, b.sys)
+		const n = 6
+		for i := range n {
+			b.master.Send(pid, withWaiter(work(fmt.Sprint("j", i), "block", "x"), silent.PID()))
+		}
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](silent, testkit.Timeout()) // j0, suspected at 0 s
+		// Asked again at 1 s and 2 s without answer; confirmed gone at 3 s
+		// (goneConfirm). The clock advances no further: every later job
+		// must be skipped at once, not after its own goneConfirm.
+		var advanced time.Duration
+		for range 3 {
+			tick(t, b)
+			advanced += time.Second
+		}
+		skipped := map[string]bool{}
+		for len(skipped) < n {
+			e, ok := b.master.ReceiveOne(testkit.Timeout())
+			if !ok {
+				break
+			}
+			if f, ok := e.Message.(*messages.WorkFailed); ok {
+				require.True(t, f.GetCancelled(), "a job given up for its caller ends cancelled: %s", f.GetError())
+				skipped[f.GetWorkId()] = true
+			}
+		}
+		require.Len(t, skipped, n, "after %v on the manual clock (goneConfirm 3 s, tick 1 s) only %v of the %d jobs "+
+			"whose waiter's node was confirmed gone were skipped: each later job waits its own goneConfirm", advanced, skipped, n)
+		require.Empty(t, b.started, "no job of a gone caller started")
+	})
+
+	t.Run("AnAnswerFromTheNodeClearsIt", func(t *testing.T) {
+		t.Parallel()
+		var gone atomic.Bool
+		gone.Store(true) // reported gone, yet still answering (a blip)
+		pid, b := start(t, &gone)
+		w := testkit.NewProbe(t, b.sys)
+		b.master.Send(pid, withWaiter(work("a", "echo", "1"), w.PID()))
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](w, testkit.Timeout()) // suspected at 0 s
+		tick(t, b)
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](w, testkit.Timeout())
+		tick(t, b)
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](w, testkit.Timeout())
+		w.Reply(&messages.IAmStillInterested{WorkId: "a"}) // at 2 s: the node answers
+		d := b.master.FishForMessage(testkit.Timeout(), func(m any) bool { _, ok := m.(*messages.WorkIsDone); return ok })
+		require.Equal(t, "a", d.(*messages.WorkIsDone).GetWorkId())
+		b.master.Reply(&messages.Ack{WorkId: "a"})
+
+		// Still reported gone: the next job's waiter on that node is
+		// suspected afresh at 2 s, asked again at 3 s and 4 s (not taken
+		// for confirmed at 3 s from the old suspicion), given up at 5 s.
+		other := testkit.NewProbe(t, b.sys)
+		b.master.Send(pid, withWaiter(work("b", "block", "b"), other.PID()))
+		testkit.ExpectMsgType[*messages.AreYouStillInterested](other, testkit.Timeout())
+		for range 2 {
+			tick(t, b)
+			testkit.ExpectMsgType[*messages.AreYouStillInterested](other, testkit.Timeout())
+		}
+		tick(t, b)
+		f := b.master.FishForMessage(testkit.Timeout(), func(m any) bool { _, ok := m.(*messages.WorkFailed); return ok })
+		require.Equal(t, "b", f.(*messages.WorkFailed).GetWorkId())
+		require.True(t, f.(*messages.WorkFailed).GetCancelled())
+		require.Empty(t, b.started)
+	})
+}

@@ -155,10 +155,12 @@ func WithInterestRetry(d time.Duration) Option {
 // WithWaiterGone gives the worker a way to tell that the node of a waiter
 // has gone for good (it left the cluster, or the connection to it was lost
 // and not re-made): gone(addr) reporting true for the waiter's address, and
-// still 3 s later while the worker asks the waiter again every interest
+// still 3 s later while the worker asks that node again every interest
 // retry without an answer (asking re-makes a connection a blip cut), ends
 // the wait as "the caller has gone", and cancels a running job of that
-// waiter. Default: no node is known gone; an unreachable waiter is
+// waiter. The worker confirms a node once, not per job: while it stays
+// reported gone, later jobs whose waiters are on it are skipped at once;
+// any answer from it clears the suspicion. Default: no node is known gone; an unreachable waiter is
 // given up after the interest timeout. It is called on the worker's
 // goroutines and must be safe for concurrent use and quick.
 func WithWaiterGone(gone func(addr string) bool) Option {

@@ -54,7 +54,7 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 		if id == "" {
 			id = newWorkerID()
 		}
-		return &workerActor{cfg: cfg, master: master, reg: reg, id: id}
+		return &workerActor{cfg: cfg, master: master, reg: reg, id: id, goneBook: newGoneBook()}
 	}, actor.WithDispatcher(newExecDispatcher(1, execIdle))), nil // its runs too keep the stack they grew (dispatch.go)
 }
 
@@ -97,6 +97,10 @@ type workerActor struct {
 	// conns are the worker's masters, one per shard of the route (one
 	// when it is not sharded).
 	conns []*masterConn
+
+	// goneBook is the suspicion of waiter nodes reported gone, shared by
+	// the worker's interest watchers (gate.go).
+	goneBook *goneBook
 
 	execs []*actor.PID
 	// execDispatch runs the executors' mailboxes (dispatch.go).
