@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -43,10 +45,6 @@ const (
 	configShards = "shards"
 	configRates  = "rate_limits"
 )
-
-// configRecordAttempts bounds how often a backend reads the record again
-// after another backend wrote it while it was writing its own.
-const configRecordAttempts = 5
 
 // clusterSettings are the settings ConfigStream records.
 type clusterSettings struct {
@@ -123,7 +121,17 @@ func checkClusterConfig(ctx context.Context, j persistence.Journal, shards int, 
 	defer cancel()
 	mine := clusterSettings{shards: shards, rates: RateSpec(limits)}
 	var lastErr error
-	for range configRecordAttempts {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			// Each racer's AcquireEpoch fences the others' appends, so
+			// racers that retry in step can fence each other round after
+			// round (seen with four backends on a loaded machine). A
+			// random pause, growing with the attempts, lets one append
+			// land; the others then read it and compare.
+			if err := sleepCtx(ctx, configRetryPause(attempt)); err != nil {
+				return configCheck{}, fmt.Errorf("node: cannot record the cluster's settings in the journal stream %s: other backends kept writing it (%d attempts): %w", ConfigStream, attempt, errors.Join(lastErr, err))
+			}
+		}
 		rec, found, last, err := loadSettings(ctx, j)
 		if err != nil {
 			return configCheck{}, fmt.Errorf("node: cannot read the cluster's settings from the journal stream %s: %w", ConfigStream, err)
@@ -169,7 +177,24 @@ func checkClusterConfig(ctx context.Context, j persistence.Journal, shards int, 
 		}
 		lastErr = err // another backend is recording: compare with what it wrote
 	}
-	return configCheck{}, fmt.Errorf("node: cannot record the cluster's settings in the journal stream %s: other backends kept writing it (%d attempts): %w", ConfigStream, configRecordAttempts, lastErr)
+}
+
+// configRetryPause is the pause before attempt (1, 2, ...) of recording the
+// settings: random in [0, 5 ms << attempt), at most 320 ms.
+func configRetryPause(attempt int) time.Duration {
+	return rand.N(5 * time.Millisecond << min(attempt, 6))
+}
+
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // loadSettings returns the settings of the last event of ConfigStream that
