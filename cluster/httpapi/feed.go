@@ -136,7 +136,15 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 			defer release()
 			holdFor(w, wait)
 			var page *frontend.FeedPage
-			if page, err = fb.ReadFeed(r.Context(), cur, limit, wait); err == nil {
+			page, err = fb.ReadFeed(r.Context(), cur, limit, wait)
+			if revoked(r) {
+				// Even when the read returned a page: the revocation cancels
+				// the token's waited jobs, and their outcomes can end the
+				// read before the ended context does.
+				s.leftOrRevoked(w, r)
+				return
+			}
+			if err == nil {
 				h := w.Header()
 				h.Set("Content-Type", "application/x-ndjson")
 				h.Set("X-Content-Type-Options", "nosniff")

@@ -96,6 +96,12 @@ func (s *Server) submitWait(submit context.Context, w http.ResponseWriter, r *ht
 	defer cancel()
 	res, err := call.Wait(wctx)
 	switch {
+	case revoked(r):
+		// Checked first: the revocation cancels the job, and its CANCELLED
+		// outcome can reach Wait before the ended context does (a loaded
+		// machine); the answer is still the revocation's 401.
+		s.log.Debug("token revoked before the work finished; cancelling it", "work_id", id)
+		s.leftOrRevoked(w, r)
 	case res != nil:
 		s.log.Debug("work finished while its caller waited", "work_id", id, "status", res.GetStatus())
 		writeJSON(w, http.StatusOK, outcomeInfo(res))
