@@ -9,6 +9,5 @@ command -v protoc >/dev/null || { echo "gen.sh: protoc not found: apt-get instal
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
-actor=$(go list -m -f '{{.Dir}}' github.com/asynkron/protoactor-go)/actor
-protoc -I . -I "$actor" --plugin=protoc-gen-go="$bin/protoc-gen-go" \
+protoc -I . --plugin=protoc-gen-go="$bin/protoc-gen-go" \
   --go_out=. --go_opt=paths=source_relative ./*.proto

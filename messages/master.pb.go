@@ -12,7 +12,6 @@
 package messages
 
 import (
-	actor "github.com/asynkron/protoactor-go/actor"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -655,7 +654,7 @@ func (x *WaiterDetached) GetWorkId() string {
 type WaiterAdded struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
-	Waiter        *actor.PID             `protobuf:"bytes,2,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	Waiter        *PID                   `protobuf:"bytes,2,opt,name=waiter,proto3" json:"waiter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -697,7 +696,7 @@ func (x *WaiterAdded) GetWorkId() string {
 	return ""
 }
 
-func (x *WaiterAdded) GetWaiter() *actor.PID {
+func (x *WaiterAdded) GetWaiter() *PID {
 	if x != nil {
 		return x.Waiter
 	}
@@ -1144,7 +1143,7 @@ var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
 	"\n" +
-	"\fmaster.proto\x12\x10foreman.messages\x1a\vactor.proto\x1a\n" +
+	"\fmaster.proto\x12\x10foreman.messages\x1a\n" +
 	"work.proto\"\\\n" +
 	"\fWorkAccepted\x12*\n" +
 	"\x04work\x18\x01 \x01(\v2\x16.foreman.messages.WorkR\x04work\x12 \n" +
@@ -1196,11 +1195,10 @@ const file_master_proto_rawDesc = "" +
 	"atUnixNano\x12\x19\n" +
 	"\bjob_type\x18\x04 \x01(\tR\ajobType\")\n" +
 	"\x0eWaiterDetached\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\"J\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"U\n" +
 	"\vWaiterAdded\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\"\n" +
-	"\x06waiter\x18\x02 \x01(\v2\n" +
-	".actor.PIDR\x06waiter\"\x95\x01\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\x12-\n" +
+	"\x06waiter\x18\x02 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\"\x95\x01\n" +
 	"\n" +
 	"WaiterLeft\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
@@ -1269,14 +1267,14 @@ var file_master_proto_goTypes = []any{
 	(*MasterSnapshot)(nil),       // 14: foreman.messages.MasterSnapshot
 	(*PackedMasterSnapshot)(nil), // 15: foreman.messages.PackedMasterSnapshot
 	(*Work)(nil),                 // 16: foreman.messages.Work
-	(*actor.PID)(nil),            // 17: actor.PID
+	(*PID)(nil),                  // 17: foreman.messages.PID
 	(WorkStatus)(0),              // 18: foreman.messages.WorkStatus
 	(*WorkHistoryEvent)(nil),     // 19: foreman.messages.WorkHistoryEvent
 }
 var file_master_proto_depIdxs = []int32{
 	16, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
 	16, // 1: foreman.messages.WorksAccepted.works:type_name -> foreman.messages.Work
-	17, // 2: foreman.messages.WaiterAdded.waiter:type_name -> actor.PID
+	17, // 2: foreman.messages.WaiterAdded.waiter:type_name -> foreman.messages.PID
 	16, // 3: foreman.messages.WorkEntry.work:type_name -> foreman.messages.Work
 	18, // 4: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
 	19, // 5: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent

@@ -12,7 +12,6 @@
 package messages
 
 import (
-	actor "github.com/asynkron/protoactor-go/actor"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -33,7 +32,7 @@ const (
 type PullingRegister struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The worker to send WorkAvailable and work to.
-	Worker *actor.PID `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker *PID `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
 	// How many items the worker wants to hold at once (flow-control window);
 	// 0 means 1. The master caps it with its own maximum window.
 	Window        uint32 `protobuf:"varint,2,opt,name=window,proto3" json:"window,omitempty"`
@@ -71,7 +70,7 @@ func (*PullingRegister) Descriptor() ([]byte, []int) {
 	return file_pulling_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *PullingRegister) GetWorker() *actor.PID {
+func (x *PullingRegister) GetWorker() *PID {
 	if x != nil {
 		return x.Worker
 	}
@@ -128,7 +127,7 @@ func (*PullingWorkAvailable) Descriptor() ([]byte, []int) {
 // credit items (one when credit is 0), or with silence when nothing is left.
 type PullingGimmeWork struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Worker        *actor.PID             `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker        *PID                   `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
 	Credit        uint32                 `protobuf:"varint,2,opt,name=credit,proto3" json:"credit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -164,7 +163,7 @@ func (*PullingGimmeWork) Descriptor() ([]byte, []int) {
 	return file_pulling_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *PullingGimmeWork) GetWorker() *actor.PID {
+func (x *PullingGimmeWork) GetWorker() *PID {
 	if x != nil {
 		return x.Worker
 	}
@@ -247,7 +246,7 @@ func (x *PullingWork) GetPayload() []byte {
 // asks for more work in the same message.
 type PullingWorkDone struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
-	Worker *actor.PID             `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker *PID                   `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
 	ItemId uint64                 `protobuf:"varint,2,opt,name=item_id,json=itemId,proto3" json:"item_id,omitempty"`
 	// Empty when the work succeeded; otherwise why it failed. A failed item is
 	// handed out again until the master's attempt limit.
@@ -288,7 +287,7 @@ func (*PullingWorkDone) Descriptor() ([]byte, []int) {
 	return file_pulling_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *PullingWorkDone) GetWorker() *actor.PID {
+func (x *PullingWorkDone) GetWorker() *PID {
 	if x != nil {
 		return x.Worker
 	}
@@ -905,23 +904,21 @@ var File_pulling_proto protoreflect.FileDescriptor
 
 const file_pulling_proto_rawDesc = "" +
 	"\n" +
-	"\rpulling.proto\x12\x10foreman.messages\x1a\vactor.proto\"M\n" +
-	"\x0fPullingRegister\x12\"\n" +
-	"\x06worker\x18\x01 \x01(\v2\n" +
-	".actor.PIDR\x06worker\x12\x16\n" +
+	"\rpulling.proto\x12\x10foreman.messages\x1a\n" +
+	"work.proto\"X\n" +
+	"\x0fPullingRegister\x12-\n" +
+	"\x06worker\x18\x01 \x01(\v2\x15.foreman.messages.PIDR\x06worker\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\rR\x06window\"\x16\n" +
-	"\x14PullingWorkAvailable\"N\n" +
-	"\x10PullingGimmeWork\x12\"\n" +
-	"\x06worker\x18\x01 \x01(\v2\n" +
-	".actor.PIDR\x06worker\x12\x16\n" +
+	"\x14PullingWorkAvailable\"Y\n" +
+	"\x10PullingGimmeWork\x12-\n" +
+	"\x06worker\x18\x01 \x01(\v2\x15.foreman.messages.PIDR\x06worker\x12\x16\n" +
 	"\x06credit\x18\x02 \x01(\rR\x06credit\"Z\n" +
 	"\vPullingWork\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\x04R\x06itemId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x18\n" +
-	"\apayload\x18\x03 \x01(\fR\apayload\"|\n" +
-	"\x0fPullingWorkDone\x12\"\n" +
-	"\x06worker\x18\x01 \x01(\v2\n" +
-	".actor.PIDR\x06worker\x12\x17\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\"\x87\x01\n" +
+	"\x0fPullingWorkDone\x12-\n" +
+	"\x06worker\x18\x01 \x01(\v2\x15.foreman.messages.PIDR\x06worker\x12\x17\n" +
 	"\aitem_id\x18\x02 \x01(\x04R\x06itemId\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
 	"\x06credit\x18\x04 \x01(\rR\x06credit\"\x14\n" +
@@ -996,12 +993,12 @@ var file_pulling_proto_goTypes = []any{
 	(*PullingEpicFinished)(nil),    // 11: foreman.messages.PullingEpicFinished
 	(*PullingMasterRecovered)(nil), // 12: foreman.messages.PullingMasterRecovered
 	(*PullingEpicSnapshot)(nil),    // 13: foreman.messages.PullingEpicSnapshot
-	(*actor.PID)(nil),              // 14: actor.PID
+	(*PID)(nil),                    // 14: foreman.messages.PID
 }
 var file_pulling_proto_depIdxs = []int32{
-	14, // 0: foreman.messages.PullingRegister.worker:type_name -> actor.PID
-	14, // 1: foreman.messages.PullingGimmeWork.worker:type_name -> actor.PID
-	14, // 2: foreman.messages.PullingWorkDone.worker:type_name -> actor.PID
+	14, // 0: foreman.messages.PullingRegister.worker:type_name -> foreman.messages.PID
+	14, // 1: foreman.messages.PullingGimmeWork.worker:type_name -> foreman.messages.PID
+	14, // 2: foreman.messages.PullingWorkDone.worker:type_name -> foreman.messages.PID
 	8,  // 3: foreman.messages.PullingConfirmed.items:type_name -> foreman.messages.PullingItemPosition
 	8,  // 4: foreman.messages.PullingEpicSnapshot.beyond:type_name -> foreman.messages.PullingItemPosition
 	5,  // [5:5] is the sub-list for method output_type
@@ -1016,6 +1013,7 @@ func file_pulling_proto_init() {
 	if File_pulling_proto != nil {
 		return
 	}
+	file_work_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -11,7 +11,6 @@
 package messages
 
 import (
-	actor "github.com/asynkron/protoactor-go/actor"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -245,7 +244,7 @@ type Work struct {
 	// Optional WorkWaiter of the submitting caller (seed 003, actors/waiter):
 	// a worker asks it AreYouStillInterested before starting and skips the
 	// work when the caller has gone.
-	Waiter        *actor.PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	Waiter        *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -315,7 +314,7 @@ func (x *Work) GetDeadlineUnixNano() int64 {
 	return 0
 }
 
-func (x *Work) GetWaiter() *actor.PID {
+func (x *Work) GetWaiter() *PID {
 	if x != nil {
 		return x.Waiter
 	}
@@ -434,7 +433,7 @@ func (x *WorkRejected) GetReason() string {
 type RegisterWorker struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Worker   *actor.PID             `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker   *PID                   `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
 	// Job types the worker can run; empty means any.
 	JobTypes []string `protobuf:"bytes,3,rep,name=job_types,json=jobTypes,proto3" json:"job_types,omitempty"`
 	// The number of shards (masters) the worker's node routes over, each of
@@ -483,7 +482,7 @@ func (x *RegisterWorker) GetWorkerId() string {
 	return ""
 }
 
-func (x *RegisterWorker) GetWorker() *actor.PID {
+func (x *RegisterWorker) GetWorker() *PID {
 	if x != nil {
 		return x.Worker
 	}
@@ -553,7 +552,7 @@ func (x *DeregisterWorker) GetWorkerId() string {
 type WorkerRequestsWork struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Worker   *actor.PID             `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker   *PID                   `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
 	// How many jobs the worker can take now (its free window); 0 means 1.
 	Capacity int32 `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	// The worker takes a WorkBundle: the master may send the works of this
@@ -601,7 +600,7 @@ func (x *WorkerRequestsWork) GetWorkerId() string {
 	return ""
 }
 
-func (x *WorkerRequestsWork) GetWorker() *actor.PID {
+func (x *WorkerRequestsWork) GetWorker() *PID {
 	if x != nil {
 		return x.Worker
 	}
@@ -1722,38 +1721,100 @@ func (x *MasterStatus) GetCancelled() int64 {
 	return 0
 }
 
+// PID names an actor. It is protoactor's actor.PID field for field, so the
+// bytes are the same and journals and snapshots written when these
+// messages carried actor.PID read back unchanged; it is declared here so
+// that the protocol's pure cores and the simulator, which use these
+// messages, do not depend on protoactor. Shells convert with actors/pids.
+type PID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	RequestId     uint32                 `protobuf:"varint,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PID) Reset() {
+	*x = PID{}
+	mi := &file_work_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PID) ProtoMessage() {}
+
+func (x *PID) ProtoReflect() protoreflect.Message {
+	mi := &file_work_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PID.ProtoReflect.Descriptor instead.
+func (*PID) Descriptor() ([]byte, []int) {
+	return file_work_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PID) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *PID) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PID) GetRequestId() uint32 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
 var File_work_proto protoreflect.FileDescriptor
 
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\x1a\vactor.proto\"\xc0\x01\n" +
+	"work.proto\x12\x10foreman.messages\"\xcb\x01\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12,\n" +
-	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12\"\n" +
-	"\x06waiter\x18\x06 \x01(\v2\n" +
-	".actor.PIDR\x06waiter\"\x1e\n" +
+	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12-\n" +
+	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\"\x1e\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\"q\n" +
 	"\fWorkRejected\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x120\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x1c.foreman.messages.RejectCodeR\x04code\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x86\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x91\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\"\n" +
-	"\x06worker\x18\x02 \x01(\v2\n" +
-	".actor.PIDR\x06worker\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12-\n" +
+	"\x06worker\x18\x02 \x01(\v2\x15.foreman.messages.PIDR\x06worker\x12\x1b\n" +
 	"\tjob_types\x18\x03 \x03(\tR\bjobTypes\x12\x16\n" +
 	"\x06shards\x18\x04 \x01(\x05R\x06shards\"/\n" +
 	"\x10DeregisterWorker\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x8b\x01\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x96\x01\n" +
 	"\x12WorkerRequestsWork\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\"\n" +
-	"\x06worker\x18\x02 \x01(\v2\n" +
-	".actor.PIDR\x06worker\x12\x1a\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12-\n" +
+	"\x06worker\x18\x02 \x01(\v2\x15.foreman.messages.PIDR\x06worker\x12\x1a\n" +
 	"\bcapacity\x18\x03 \x01(\x05R\bcapacity\x12\x18\n" +
 	"\abundles\x18\x04 \x01(\bR\abundles\"\r\n" +
 	"\vWorkIsReady\"Z\n" +
@@ -1839,7 +1900,12 @@ const file_work_proto_rawDesc = "" +
 	"\aaddress\x18\b \x01(\tR\aaddress\x12\x14\n" +
 	"\x05epoch\x18\t \x01(\x03R\x05epoch\x12\x1c\n" +
 	"\tcancelled\x18\n" +
-	" \x01(\x03R\tcancelled*\x98\x01\n" +
+	" \x01(\x03R\tcancelled\"N\n" +
+	"\x03PID\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\rR\trequestId*\x98\x01\n" +
 	"\n" +
 	"RejectCode\x12\x1b\n" +
 	"\x17REJECT_CODE_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -1880,7 +1946,7 @@ func file_work_proto_rawDescGZIP() []byte {
 }
 
 var file_work_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_work_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_work_proto_goTypes = []any{
 	(RejectCode)(0),            // 0: foreman.messages.RejectCode
 	(WorkStatus)(0),            // 1: foreman.messages.WorkStatus
@@ -1907,13 +1973,13 @@ var file_work_proto_goTypes = []any{
 	(*WorkHistoryEvent)(nil),   // 22: foreman.messages.WorkHistoryEvent
 	(*GetMasterStatus)(nil),    // 23: foreman.messages.GetMasterStatus
 	(*MasterStatus)(nil),       // 24: foreman.messages.MasterStatus
-	(*actor.PID)(nil),          // 25: actor.PID
+	(*PID)(nil),                // 25: foreman.messages.PID
 }
 var file_work_proto_depIdxs = []int32{
-	25, // 0: foreman.messages.Work.waiter:type_name -> actor.PID
+	25, // 0: foreman.messages.Work.waiter:type_name -> foreman.messages.PID
 	0,  // 1: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
-	25, // 2: foreman.messages.RegisterWorker.worker:type_name -> actor.PID
-	25, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> actor.PID
+	25, // 2: foreman.messages.RegisterWorker.worker:type_name -> foreman.messages.PID
+	25, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> foreman.messages.PID
 	10, // 4: foreman.messages.WorkIsDoneBatch.done:type_name -> foreman.messages.WorkIsDone
 	3,  // 5: foreman.messages.WorkBundle.works:type_name -> foreman.messages.Work
 	1,  // 6: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
@@ -1940,7 +2006,7 @@ func file_work_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_work_proto_rawDesc), len(file_work_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -51,7 +52,7 @@ func (c *Client) NewCall(ctx context.Context, w *messages.Work) *Call {
 	if work == nil {
 		work = &messages.Work{}
 	}
-	work.Waiter = in.PID()
+	work.Waiter = pids.Wire(in.PID())
 	call := &Call{c: c, gone: ctx.Done(), work: work, interest: in, done: make(chan struct{})}
 	go call.watch()
 	return call

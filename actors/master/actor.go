@@ -9,6 +9,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -221,8 +222,8 @@ func (a *masterActor) persist(ev proto.Message, then func()) {
 
 // outcome is a work that an event just finished: what its waiters are told.
 type outcome struct {
-	waiter *actor.PID
-	more   []*actor.PID // further callers' waiters (WaiterAdded)
+	waiter *messages.PID
+	more   []*messages.PID // further callers' waiters (WaiterAdded)
 	res    *messages.WorkResult
 }
 
@@ -472,7 +473,7 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 	if m.GetWorkerId() == "" {
 		return
 	}
-	pid := m.GetWorker()
+	pid := pids.Actor(m.GetWorker())
 	if pid == nil {
 		pid = c.Sender()
 	}
@@ -503,11 +504,16 @@ func (a *masterActor) onRegister(c actor.Context, m *messages.RegisterWorker) {
 
 func (a *masterActor) onRequestsWork(c actor.Context, m *messages.WorkerRequestsWork) {
 	now := a.clock.Now()
-	pid := m.GetWorker()
-	if pid == nil {
+	w := a.workers.get(m.GetWorkerId())
+	var pid *actor.PID
+	switch wp := m.GetWorker(); {
+	case wp != nil && w != nil && pids.Same(wp, w.pid):
+		pid = w.pid // the usual case: keep the PID that caches its process
+	case wp != nil:
+		pid = pids.Actor(wp)
+	default:
 		pid = c.Sender()
 	}
-	w := a.workers.get(m.GetWorkerId())
 	if w == nil {
 		if pid == nil || m.GetWorkerId() == "" {
 			return

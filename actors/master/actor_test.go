@@ -21,6 +21,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
@@ -93,7 +94,7 @@ func (b *bundle) submit2(t *testing.T, m *actor.PID, id string) {
 
 func (b *bundle) register(t *testing.T, p *testkit.Probe, id string) {
 	t.Helper()
-	p.Send(b.master, &messages.RegisterWorker{WorkerId: id, Worker: p.PID()})
+	p.Send(b.master, &messages.RegisterWorker{WorkerId: id, Worker: pids.Wire(p.PID())})
 }
 
 func (b *bundle) status(t *testing.T) *messages.MasterStatus {
@@ -112,7 +113,7 @@ func (b *bundle) workStatus(t *testing.T, id string) *messages.WorkStatusReply {
 // out (waiting for the master to answer a status request after them).
 func (b *bundle) requestWork(t *testing.T, p *testkit.Probe, id string, n int) []*messages.Work {
 	t.Helper()
-	p.Send(b.master, &messages.WorkerRequestsWork{WorkerId: id, Worker: p.PID(), Capacity: int32(n)})
+	p.Send(b.master, &messages.WorkerRequestsWork{WorkerId: id, Worker: pids.Wire(p.PID()), Capacity: int32(n)})
 	p.Request(b.master, &messages.GetMasterStatus{})
 	var works []*messages.Work
 	for {
@@ -224,9 +225,9 @@ func TestMaster(t *testing.T) {
 			return logs.Write(p)
 		}), nil))
 		b := setup(t, master.WithShard(0, 4), master.WithLogger(log))
-		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "right", Worker: b.worker.PID(), Shards: 4})
-		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "wrong", Worker: b.worker.PID(), Shards: 2})
-		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "silent", Worker: b.worker.PID()})
+		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "right", Worker: pids.Wire(b.worker.PID()), Shards: 4})
+		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "wrong", Worker: pids.Wire(b.worker.PID()), Shards: 2})
+		b.worker.Send(b.master, &messages.RegisterWorker{WorkerId: "silent", Worker: pids.Wire(b.worker.PID())})
 		st := b.status(t) // after the three registrations: one mailbox
 		require.EqualValues(t, 3, st.GetIdleWorkers())
 		mu.Lock()
@@ -294,7 +295,7 @@ func TestMaster(t *testing.T) {
 		}
 		base := kinds() // the recovery marker and the two acceptances
 
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1})
 		b.worker.ExpectMsg(&messages.Work{WorkId: "a", JobType: "square", Payload: []byte("a"), Attempt: 1}, testkit.Timeout())
 		require.Equal(t, base, kinds(), "the hand-out is held, not written")
 
@@ -304,7 +305,7 @@ func TestMaster(t *testing.T) {
 		require.Equal(t, append(slices.Clone(base), "started a", "completed a"), kinds())
 
 		// An answer that shows the state writes what it shows first.
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1})
 		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
 		require.Equal(t, messages.WorkStatus_WORK_STATUS_RUNNING, b.workStatus(t, "b").GetStatus())
 		require.Equal(t, append(slices.Clone(base), "started a", "completed a", "started b"), kinds())
@@ -316,7 +317,7 @@ func TestMaster(t *testing.T) {
 		b.register(t, b.worker, "w1")
 		b.submit(t, "a")
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1})
 		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
 		require.Eventually(t, func() bool {
 			for _, ev := range events(t, b.j) {
@@ -338,7 +339,7 @@ func TestMaster(t *testing.T) {
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
 		// Three asked, three ready, by a worker that takes bundles: one
 		// message, in order.
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 3, Bundles: true})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 3, Bundles: true})
 		bun := testkit.ExpectMsgType[*messages.WorkBundle](b.worker, testkit.Timeout())
 		ids := func(ws []*messages.Work) (out []string) {
 			for _, w := range ws {
@@ -349,7 +350,7 @@ func TestMaster(t *testing.T) {
 		require.Equal(t, []string{"a", "b", "c"}, ids(bun.GetWorks()))
 		require.Equal(t, int32(1), bun.GetWorks()[0].GetAttempt())
 		// One asked: a plain Work.
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1, Bundles: true})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1, Bundles: true})
 		b.worker.ExpectMsg(&messages.Work{WorkId: "d", JobType: "square", Payload: []byte("d"), Attempt: 1}, testkit.Timeout())
 		// A worker from before bundles (a rolling upgrade) gets one Work each.
 		b.submit(t, "e")
@@ -357,7 +358,7 @@ func TestMaster(t *testing.T) {
 		old := testkit.NewProbe(t, b.sys)
 		b.register(t, old, "old")
 		old.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
-		old.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "old", Worker: old.PID(), Capacity: 2})
+		old.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "old", Worker: pids.Wire(old.PID()), Capacity: 2})
 		old.ExpectMsg(&messages.Work{WorkId: "e", JobType: "square", Payload: []byte("e"), Attempt: 1}, testkit.Timeout())
 		old.ExpectMsg(&messages.Work{WorkId: "f", JobType: "square", Payload: []byte("f"), Attempt: 1}, testkit.Timeout())
 
@@ -440,7 +441,7 @@ func TestMaster(t *testing.T) {
 		b := setup(t)
 		b.register(t, b.worker, "w1")
 		waiterPID := actor.NewPID("nonhost", "some-waiter")
-		res, err := b.sys.Root.RequestFuture(b.master, &messages.Work{WorkId: "w", JobType: "square", Payload: []byte("2"), Waiter: waiterPID}, testkit.Timeout()).Result()
+		res, err := b.sys.Root.RequestFuture(b.master, &messages.Work{WorkId: "w", JobType: "square", Payload: []byte("2"), Waiter: pids.Wire(waiterPID)}, testkit.Timeout()).Result()
 		require.NoError(t, err)
 		require.IsType(t, &messages.Ack{}, res)
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
@@ -800,7 +801,7 @@ func TestMasterAwaitStarted(t *testing.T) {
 		b.submit(t, "a")
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
 		b.j.FailWrites(errDiskFull)
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1})
 		b.worker.ExpectNoMsg(100 * time.Millisecond)
 	})
 
@@ -810,7 +811,7 @@ func TestMasterAwaitStarted(t *testing.T) {
 		b.register(t, b.worker, "w1")
 		b.submit(t, "a")
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1})
 		w := testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
 		require.Equal(t, "a", w.GetWorkId())
 	})
@@ -822,7 +823,7 @@ func TestMasterAwaitStarted(t *testing.T) {
 		b.submit(t, "a")
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
 		b.j.FailWrites(errDiskFull)
-		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: b.worker.PID(), Capacity: 1})
+		b.worker.Send(b.master, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(b.worker.PID()), Capacity: 1})
 		testkit.ExpectMsgType[*messages.Work](b.worker, testkit.Timeout())
 	})
 }

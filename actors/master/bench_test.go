@@ -16,6 +16,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/messages"
@@ -84,7 +85,7 @@ type benchWorker struct {
 func (w *benchWorker) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		c.Request(w.master, &messages.RegisterWorker{WorkerId: w.id, Worker: c.Self()})
+		c.Request(w.master, &messages.RegisterWorker{WorkerId: w.id, Worker: pids.Wire(c.Self())})
 		w.ask(c)
 	case *messages.WorkIsReady:
 		w.ask(c)
@@ -110,7 +111,7 @@ func (w *benchWorker) served(c actor.Context, n int) {
 
 func (w *benchWorker) ask(c actor.Context) {
 	w.awaiting = w.window
-	c.Request(w.master, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: int32(w.window), Bundles: true})
+	c.Request(w.master, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: pids.Wire(c.Self()), Capacity: int32(w.window), Bundles: true})
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/journal/journaltest"
@@ -29,11 +30,11 @@ func TestWorkIsHandedOutOnlyOnceDurable(t *testing.T) {
 	front, wk := testkit.NewProbe(t, sys), testkit.NewProbe(t, sys)
 	front.Request(m, &messages.GetMasterStatus{}) // recovered
 	testkit.ExpectMsgType[*messages.MasterStatus](front, testkit.Timeout())
-	wk.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: wk.PID()})
+	wk.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: pids.Wire(wk.PID())})
 
 	j.HoldWrites()
 	front.Request(m, &messages.Work{WorkId: "j1", JobType: "square", Payload: []byte("3")})
-	wk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: wk.PID(), Capacity: 1})
+	wk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(wk.PID()), Capacity: 1})
 	front.Request(m, &messages.GetWorkStatus{WorkId: "j1"})
 	wk.ExpectNoMsg(100 * time.Millisecond) // neither WorkIsReady nor the Work
 	front.ExpectNoMsg(10 * time.Millisecond)
@@ -43,7 +44,7 @@ func TestWorkIsHandedOutOnlyOnceDurable(t *testing.T) {
 	st := testkit.ExpectMsgType[*messages.WorkStatusReply](front, testkit.Timeout())
 	require.Equal(t, messages.WorkStatus_WORK_STATUS_ACCEPTED, st.GetStatus())
 	testkit.ExpectMsgType[*messages.WorkIsReady](wk, testkit.Timeout())
-	wk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: wk.PID(), Capacity: 1})
+	wk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(wk.PID()), Capacity: 1})
 	w := testkit.ExpectMsgType[*messages.Work](wk, testkit.Timeout())
 	require.Equal(t, "j1", w.GetWorkId())
 	require.Equal(t, int32(1), w.GetAttempt())

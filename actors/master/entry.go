@@ -1,7 +1,6 @@
 package master
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -29,7 +28,7 @@ type entry struct {
 	// mutated; replaced by nil when detached, by a later caller's when one
 	// joins (WaiterAdded) or the asked one leaves (WaiterLeft). nil means
 	// the work runs whoever leaves.
-	waiter   *actor.PID
+	waiter   *messages.PID
 	cold     *entryCold // nil unless a field of it is set (see entryCold)
 	readyAt  int64      // pending: not handed out before (Unix ns)
 	order    int64      // pending: FIFO tie-breaker
@@ -75,7 +74,7 @@ type entryRare struct {
 	// (WaiterAdded), oldest first, at most maxWaiters-1: told the outcome
 	// with waiter, and asked in turn, newest first, once the asked one has
 	// gone (WaiterLeft). With waiter nil they are only told the outcome.
-	waiters []*actor.PID
+	waiters []*messages.PID
 	// extra holds the submitted Work's fields that the entry does not keep
 	// inline (see workOther), in wire form: nil for every Work this
 	// master's code knows field by field.
@@ -165,7 +164,7 @@ func (e *entry) rareFields() *entryRare {
 	return e.cold.rare
 }
 
-func (e *entry) moreWaiters() []*actor.PID {
+func (e *entry) moreWaiters() []*messages.PID {
 	if r := e.rareFields(); r != nil {
 		return r.waiters
 	}
@@ -196,7 +195,7 @@ func (e *entry) setRare(isSet bool, set func(r *entryRare)) {
 	e.dropCold()
 }
 
-func (e *entry) setMoreWaiters(v []*actor.PID) {
+func (e *entry) setMoreWaiters(v []*messages.PID) {
 	e.setRare(v != nil, func(r *entryRare) { r.waiters = v })
 }
 
@@ -220,12 +219,12 @@ const maxWaiters = 16
 
 // samePID reports whether a and b address the same process (the request id
 // aside: a PID of one process is sent with several).
-func samePID(a, b *actor.PID) bool {
+func samePID(a, b *messages.PID) bool {
 	return a.GetAddress() == b.GetAddress() && a.GetId() == b.GetId()
 }
 
 // hasWaiter reports whether p is one of e's waiters.
-func (e *entry) hasWaiter(p *actor.PID) bool {
+func (e *entry) hasWaiter(p *messages.PID) bool {
 	if e.waiter != nil && samePID(e.waiter, p) {
 		return true
 	}
@@ -322,7 +321,7 @@ func (e *entry) toWorkExtra() *messages.Work {
 
 // Waiter returns the waiter workers ask about id (nil when unknown or none:
 // then the work runs whoever leaves).
-func (s *WorkState) Waiter(id string) *actor.PID {
+func (s *WorkState) Waiter(id string) *messages.PID {
 	if e, ok := s.entries[id]; ok {
 		return e.waiter
 	}
@@ -331,12 +330,12 @@ func (s *WorkState) Waiter(id string) *actor.PID {
 
 // Waiters returns every waiter of id's callers, the one workers ask first
 // (nil when unknown or none). A new slice.
-func (s *WorkState) Waiters(id string) []*actor.PID {
+func (s *WorkState) Waiters(id string) []*messages.PID {
 	e, ok := s.entries[id]
 	if !ok {
 		return nil
 	}
-	var out []*actor.PID
+	var out []*messages.PID
 	if e.waiter != nil {
 		out = append(out, e.waiter)
 	}
@@ -347,7 +346,7 @@ func (s *WorkState) Waiters(id string) []*actor.PID {
 // sent, the waiter workers asked, and the further callers' waiters (shared
 // with the state: not to be changed); ok is false unless id is finished.
 // Unlike Status it builds no history: it runs for every finishing event.
-func (s *WorkState) Outcome(id string) (res *messages.WorkResult, waiter *actor.PID, more []*actor.PID, ok bool) {
+func (s *WorkState) Outcome(id string) (res *messages.WorkResult, waiter *messages.PID, more []*messages.PID, ok bool) {
 	e, found := s.entries[id]
 	if !found || !e.finished() {
 		return nil, nil, nil, false
@@ -431,7 +430,7 @@ func (e *entry) shown() (readyAt, startedAt int64, workerID string) {
 // caller that waits for the outcome, adds p to the work's waiters
 // (WaiterAdded): the work is known and unfinished, and p is not one of its
 // waiters already (a retry of the same call).
-func (s *WorkState) WaiterJoins(id string, p *actor.PID) bool {
+func (s *WorkState) WaiterJoins(id string, p *messages.PID) bool {
 	e, ok := s.entries[id]
 	return ok && p != nil && !e.finished() && !e.hasWaiter(p)
 }
@@ -443,13 +442,13 @@ func (s *WorkState) WaiterJoins(id string, p *actor.PID) bool {
 // newest caller's (the likeliest to be still there; the others are asked
 // if it leaves); a running one was asked already, and p is asked if the
 // asked one leaves (WaiterLeft).
-func (s *WorkState) applyWaiterAdded(id string, p *actor.PID) {
+func (s *WorkState) applyWaiterAdded(id string, p *messages.PID) {
 	if !s.WaiterJoins(id, p) {
 		return
 	}
 	e := s.entries[id]
 	old := e.moreWaiters()
-	more := make([]*actor.PID, 0, len(old)+1)
+	more := make([]*messages.PID, 0, len(old)+1)
 	more = append(more, old...)
 	if e.waiter != nil && e.pending() {
 		more = append(more, e.waiter)

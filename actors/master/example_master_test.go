@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -38,9 +39,9 @@ func Example() {
 	worker := func(c actor.Context) {
 		switch w := c.Message().(type) {
 		case *actor.Started:
-			c.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: c.Self()})
+			c.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: pids.Wire(c.Self())})
 		case *messages.WorkIsReady:
-			c.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: c.Self(), Capacity: 1})
+			c.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(c.Self()), Capacity: 1})
 		case *messages.Work:
 			n, err := strconv.Atoi(string(w.GetPayload()))
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -20,7 +21,7 @@ import (
 // submitWaited submits id with waiter as its Work.waiter.
 func (b *bundle) submitWaited(t *testing.T, id string, waiter *testkit.Probe) {
 	t.Helper()
-	b.front.Send(b.master, &messages.Work{WorkId: id, JobType: "square", Payload: []byte(id), Waiter: waiter.PID()})
+	b.front.Send(b.master, &messages.Work{WorkId: id, JobType: "square", Payload: []byte(id), Waiter: pids.Wire(waiter.PID())})
 	b.front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
 }
 

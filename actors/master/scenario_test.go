@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/messages"
@@ -46,7 +47,7 @@ func (w *scenarioWorker) Receive(c actor.Context) {
 		}
 	case *messages.WorkIsReady:
 		if !w.dead {
-			c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2, Bundles: true})
+			c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: pids.Wire(c.Self()), Capacity: 2, Bundles: true})
 		}
 	case *messages.WorkBundle:
 		for _, work := range msg.GetWorks() {
@@ -77,15 +78,15 @@ func (w *scenarioWorker) run(c actor.Context, m *actor.PID, msg *messages.Work) 
 		w.unacked[msg.GetWorkId()] = res
 		c.Request(m, &messages.WorkIsDone{WorkerId: w.id, WorkId: msg.GetWorkId(), Result: res})
 	}
-	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 1})
+	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: pids.Wire(c.Self()), Capacity: 1})
 }
 
 func (w *scenarioWorker) tick(c actor.Context, m *actor.PID) {
-	c.Request(m, &messages.RegisterWorker{WorkerId: w.id, Worker: c.Self()})
+	c.Request(m, &messages.RegisterWorker{WorkerId: w.id, Worker: pids.Wire(c.Self())})
 	for id, res := range w.unacked {
 		c.Request(m, &messages.WorkIsDone{WorkerId: w.id, WorkId: id, Result: res})
 	}
-	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: c.Self(), Capacity: 2, Bundles: true})
+	c.Request(m, &messages.WorkerRequestsWork{WorkerId: w.id, Worker: pids.Wire(c.Self()), Capacity: 2, Bundles: true})
 	self, root := c.Self(), c.ActorSystem().Root
 	time.AfterFunc(100*time.Millisecond, func() { root.Send(self, workerTick{}) })
 }

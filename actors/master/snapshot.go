@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -245,7 +244,7 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-func appendPID(b []byte, p *actor.PID) []byte {
+func appendPID(b []byte, p *messages.PID) []byte {
 	b = appendString(b, p.GetAddress())
 	b = appendString(b, p.GetId())
 	return binary.AppendUvarint(b, uint64(p.GetRequestId()))
@@ -369,8 +368,8 @@ func (u *unpacker) raw() []byte {
 
 func (u *unpacker) string() string { return string(u.raw()) }
 
-func (u *unpacker) pid() *actor.PID {
-	return &actor.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
+func (u *unpacker) pid() *messages.PID {
+	return &messages.PID{Address: u.shared(), Id: u.string(), RequestId: uint32(u.uvarint())}
 }
 
 // shared returns the string read, one copy per distinct value (job types
@@ -440,7 +439,7 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 			if k == 0 || k >= maxWaiters {
 				u.fail()
 			}
-			ws := make([]*actor.PID, 0, k)
+			ws := make([]*messages.PID, 0, k)
 			for range k {
 				if u.err != nil {
 					break

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -103,7 +102,7 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 // bytes rides on every acceptance).
 func BenchmarkEntryRoundTrip(b *testing.B) {
 	w := &messages.Work{WorkId: "job-123456", JobType: "square", Payload: []byte("7"),
-		Waiter: &actor.PID{Address: "127.0.0.1:8090", Id: "interest$42"}}
+		Waiter: &messages.PID{Address: "127.0.0.1:8090", Id: "interest$42"}}
 	// Kept, as the master keeps the entry and sends the Work: neither
 	// lives on the benchmark's stack.
 	keep := make([]*messages.Work, 64)

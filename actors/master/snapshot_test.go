@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -51,7 +50,7 @@ func mixedState(t *testing.T) *WorkState {
 	p := Policy{MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second}
 	at := func(d int) int64 { return t0.Add(time.Duration(d) * time.Millisecond).UnixNano() }
 	apply := func(ev proto.Message) { require.NoError(t, s.Apply(ev)) }
-	waiter := &actor.PID{Address: "127.0.0.1:3001", Id: "waiter$1", RequestId: 7}
+	waiter := &messages.PID{Address: "127.0.0.1:3001", Id: "waiter$1", RequestId: 7}
 	for i, id := range []string{"done", "dead", "cancelled", "retry", "running", "pending", "expired", "late"} {
 		w := &messages.Work{WorkId: id, JobType: []string{"square", "sleep"}[i%2], Payload: []byte(id), DeadlineUnixNano: int64(i) * 1000}
 		if i%3 == 0 {

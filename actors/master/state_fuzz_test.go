@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -35,7 +34,7 @@ func genEvents(data []byte) []proto.Message {
 		case 0:
 			w := &messages.Work{WorkId: id, JobType: types[arg%2], Payload: []byte{byte(arg)}}
 			if arg%3 == 1 {
-				w.Waiter = &actor.PID{Address: "fe", Id: fmt.Sprintf("c%d", arg%5)}
+				w.Waiter = &messages.PID{Address: "fe", Id: fmt.Sprintf("c%d", arg%5)}
 			}
 			if p := w.GetWaiter(); p != nil && s.WaiterJoins(id, p) {
 				emit(&messages.WaiterAdded{WorkId: id, Waiter: p}) // a retried wait (issue 34 item 1)

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -197,7 +196,7 @@ func TestWorkStateEvents(t *testing.T) {
 		},
 		{
 			name: "WaiterDetachedDropsTheWaiter",
-			evs: []proto.Message{&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "sq", Waiter: &actor.PID{Address: "x", Id: "y"}}},
+			evs: []proto.Message{&messages.WorkAccepted{Work: &messages.Work{WorkId: "a", JobType: "sq", Waiter: &messages.PID{Address: "x", Id: "y"}}},
 				&messages.WaiterDetached{WorkId: "a"}},
 			check: func(t *testing.T, s *WorkState) {
 				require.Nil(t, s.Work("a").GetWaiter())

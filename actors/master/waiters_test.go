@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // pidsOf names pids by their ids, for comparing.
-func pidsOf(pids []*actor.PID) []string {
+func pidsOf(pids []*messages.PID) []string {
 	out := make([]string, 0, len(pids))
 	for _, p := range pids {
 		out = append(out, p.GetId())
@@ -28,13 +27,13 @@ func TestWaitersJoin(t *testing.T) {
 	t.Parallel()
 	pol := Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: time.Second}
 	now := time.Unix(100, 0)
-	a := &actor.PID{Address: "fe1:1", Id: "a"}
-	b := &actor.PID{Address: "fe2:1", Id: "b"}
-	accept := func(t *testing.T, s *WorkState, w *actor.PID) {
+	a := &messages.PID{Address: "fe1:1", Id: "a"}
+	b := &messages.PID{Address: "fe2:1", Id: "b"}
+	accept := func(t *testing.T, s *WorkState, w *messages.PID) {
 		t.Helper()
 		require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "x", JobType: "j", Waiter: w}, AtUnixNano: 1}))
 	}
-	join := func(t *testing.T, s *WorkState, p *actor.PID) {
+	join := func(t *testing.T, s *WorkState, p *messages.PID) {
 		t.Helper()
 		require.True(t, s.WaiterJoins("x", p))
 		require.NoError(t, s.Apply(&messages.WaiterAdded{WorkId: "x", Waiter: p}))
@@ -68,7 +67,7 @@ func TestWaitersJoin(t *testing.T) {
 		require.Equal(t, "b", s.NextReady(now, nil).GetWaiter().GetId(), "the hand-out carries it")
 		// The same caller again (a Submit's own retry) adds nothing.
 		require.False(t, s.WaiterJoins("x", a))
-		require.False(t, s.WaiterJoins("x", &actor.PID{Address: "fe2:1", Id: "b", RequestId: 9}))
+		require.False(t, s.WaiterJoins("x", &messages.PID{Address: "fe2:1", Id: "b", RequestId: 9}))
 		require.False(t, s.WaiterJoins("x", nil))
 		require.False(t, s.WaiterJoins("unknown", b))
 	})
@@ -144,7 +143,7 @@ func TestWaitersJoin(t *testing.T) {
 		s := NewWorkState()
 		accept(t, s, a)
 		for i := range 3 * maxWaiters {
-			join(t, s, &actor.PID{Address: "fe", Id: string(rune('A' + i))})
+			join(t, s, &messages.PID{Address: "fe", Id: string(rune('A' + i))})
 		}
 		require.Len(t, s.Waiters("x"), maxWaiters)
 		require.Equal(t, string(rune('A'+3*maxWaiters-1)), s.Waiter("x").GetId(), "the newest is asked")
@@ -156,7 +155,7 @@ func TestWaitersJoin(t *testing.T) {
 			&messages.WorkAccepted{Work: &messages.Work{WorkId: "x", JobType: "j", Waiter: a}, AtUnixNano: 1},
 			&messages.WorkAccepted{Work: &messages.Work{WorkId: "y", JobType: "j"}, AtUnixNano: 2},
 			&messages.WaiterAdded{WorkId: "x", Waiter: b},
-			&messages.WaiterAdded{WorkId: "x", Waiter: &actor.PID{Address: "fe3:1", Id: "c", RequestId: 4}},
+			&messages.WaiterAdded{WorkId: "x", Waiter: &messages.PID{Address: "fe3:1", Id: "c", RequestId: 4}},
 		}
 		s := NewWorkState()
 		for _, ev := range events {

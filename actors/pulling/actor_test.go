@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/pulling"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/messages"
@@ -112,22 +113,22 @@ func TestMasterSeedProtocolWithProbeWorker(t *testing.T) {
 	worker := testkit.NewProbe(t, sys)
 	client := testkit.NewProbe(t, sys)
 
-	worker.Send(master, &messages.PullingRegister{Worker: worker.PID()})
+	worker.Send(master, &messages.PullingRegister{Worker: pids.Wire(worker.PID())})
 	client.Request(master, &pulling.StartEpic[string]{Epic: pulling.SliceEpic([]string{"a", "b"})})
 	started := testkit.ExpectMsgType[*pulling.EpicStarted](client, testkit.Timeout())
 	require.Equal(t, uint64(1), started.Epic)
 	worker.ExpectMsg(&messages.PullingWorkAvailable{}, testkit.Timeout())
 
-	worker.Send(master, &messages.PullingGimmeWork{Worker: worker.PID()})
+	worker.Send(master, &messages.PullingGimmeWork{Worker: pids.Wire(worker.PID())})
 	w := testkit.ExpectMsgType[*pulling.Work[string]](worker, testkit.Timeout())
 	require.Equal(t, "a", w.Item)
 	require.Equal(t, 1, w.Attempt)
 	worker.ExpectNoMsg(50 * time.Millisecond) // one item per GimmeWork
 
-	worker.Send(master, &messages.PullingWorkDone{Worker: worker.PID(), ItemId: uint64(w.ID), Credit: 1})
+	worker.Send(master, &messages.PullingWorkDone{Worker: pids.Wire(worker.PID()), ItemId: uint64(w.ID), Credit: 1})
 	w2 := testkit.ExpectMsgType[*pulling.Work[string]](worker, testkit.Timeout())
 	require.Equal(t, "b", w2.Item)
-	worker.Send(master, &messages.PullingGimmeWork{Worker: worker.PID()})
+	worker.Send(master, &messages.PullingGimmeWork{Worker: pids.Wire(worker.PID())})
 	worker.ExpectNoMsg(50 * time.Millisecond) // nothing left: silence
 
 	// A second Epic is refused while the first runs.
@@ -141,7 +142,7 @@ func TestMasterSeedProtocolWithProbeWorker(t *testing.T) {
 	require.Equal(t, uint64(1), p.GetInFlight())
 	require.Equal(t, int64(1), p.GetRemaining())
 
-	worker.Send(master, &messages.PullingWorkDone{Worker: worker.PID(), ItemId: uint64(w2.ID)})
+	worker.Send(master, &messages.PullingWorkDone{Worker: pids.Wire(worker.PID()), ItemId: uint64(w2.ID)})
 	done := testkit.ExpectMsgType[*pulling.EpicDone](client, testkit.Timeout())
 	require.NoError(t, done.Err)
 	require.Equal(t, uint64(2), done.Stats.Confirmed)
@@ -155,11 +156,11 @@ func TestMasterRedeliversOnAckTimeout(t *testing.T) {
 	worker := testkit.NewProbe(t, sys)
 	client := testkit.NewProbe(t, sys)
 
-	worker.Send(master, &messages.PullingRegister{Worker: worker.PID()})
+	worker.Send(master, &messages.PullingRegister{Worker: pids.Wire(worker.PID())})
 	client.Request(master, &pulling.StartEpic[string]{Epic: pulling.SliceEpic([]string{"a"})})
 	testkit.ExpectMsgType[*pulling.EpicStarted](client, testkit.Timeout())
 	worker.ExpectMsg(&messages.PullingWorkAvailable{}, testkit.Timeout())
-	worker.Send(master, &messages.PullingGimmeWork{Worker: worker.PID()})
+	worker.Send(master, &messages.PullingGimmeWork{Worker: pids.Wire(worker.PID())})
 	w := testkit.ExpectMsgType[*pulling.Work[string]](worker, testkit.Timeout())
 
 	done := make(chan struct{})
@@ -169,12 +170,12 @@ func TestMasterRedeliversOnAckTimeout(t *testing.T) {
 	worker.ExpectNoMsg(50 * time.Millisecond)
 	clk.Advance(time.Second)
 	worker.ExpectMsg(&messages.PullingWorkAvailable{}, testkit.Timeout())
-	worker.Send(master, &messages.PullingGimmeWork{Worker: worker.PID()})
+	worker.Send(master, &messages.PullingGimmeWork{Worker: pids.Wire(worker.PID())})
 	again := testkit.ExpectMsgType[*pulling.Work[string]](worker, testkit.Timeout())
 	require.Equal(t, w.ID, again.ID)
 	require.Equal(t, 2, again.Attempt)
 
-	worker.Send(master, &messages.PullingWorkDone{Worker: worker.PID(), ItemId: uint64(w.ID)})
+	worker.Send(master, &messages.PullingWorkDone{Worker: pids.Wire(worker.PID()), ItemId: uint64(w.ID)})
 	d := testkit.ExpectMsgType[*pulling.EpicDone](client, testkit.Timeout())
 	require.Equal(t, uint64(1), d.Stats.Redelivered)
 }
@@ -200,10 +201,10 @@ func TestMasterRedeliversWhenWorkerStops(t *testing.T) {
 		t.Fatal("the worker got no item")
 	}
 
-	survivor.Send(master, &messages.PullingRegister{Worker: survivor.PID()})
+	survivor.Send(master, &messages.PullingRegister{Worker: pids.Wire(survivor.PID())})
 	// A worker that joins mid-Epic is told WorkAvailable (the seed's join).
 	testkit.ExpectMsgType[*messages.PullingWorkAvailable](survivor, testkit.Timeout())
-	survivor.Send(master, &messages.PullingGimmeWork{Worker: survivor.PID()})
+	survivor.Send(master, &messages.PullingGimmeWork{Worker: pids.Wire(survivor.PID())})
 	survivor.ExpectNoMsg(50 * time.Millisecond) // held by the stuck worker
 	require.NoError(t, sys.Root.StopFuture(stuck).Wait())
 	w := testkit.ExpectMsgType[*pulling.Work[string]](survivor, testkit.Timeout())

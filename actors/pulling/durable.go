@@ -13,6 +13,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/persistence"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -155,11 +156,11 @@ func (m *durableMaster[T]) Receive(c actor.Context) {
 		}
 		m.command(c, c.Sender(), msg)
 	case *messages.PullingGimmeWork:
-		if w := m.known(msg.GetWorker()); w != "" {
+		if w := m.known(pids.Actor(msg.GetWorker())); w != "" {
 			m.handle(c, m.state.Request(w, int(msg.GetCredit()), m.cfg.clock.Now()))
 		}
 	case *messages.PullingWorkDone:
-		if w := m.known(msg.GetWorker()); w != "" {
+		if w := m.known(pids.Actor(msg.GetWorker())); w != "" {
 			m.handle(c, m.state.Done(w, ItemID(msg.GetItemId()), msg.GetError(), int(msg.GetCredit()), m.cfg.clock.Now()))
 		}
 	case *actor.Terminated:
@@ -440,7 +441,7 @@ func (m *durableMaster[T]) known(pid *actor.PID) WorkerID {
 }
 
 func (m *durableMaster[T]) register(c actor.Context, sender *actor.PID, msg *messages.PullingRegister) {
-	pid := msg.GetWorker()
+	pid := pids.Actor(msg.GetWorker())
 	if pid == nil {
 		pid = sender
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -114,11 +115,11 @@ func (m *master[T]) Receive(c actor.Context) {
 	case *messages.PullingRegister:
 		m.register(c, msg)
 	case *messages.PullingGimmeWork:
-		if w := m.known(msg.GetWorker()); w != "" {
+		if w := m.known(pids.Actor(msg.GetWorker())); w != "" {
 			m.apply(c, m.state.Request(w, int(msg.GetCredit()), m.cfg.clock.Now()))
 		}
 	case *messages.PullingWorkDone:
-		if w := m.known(msg.GetWorker()); w != "" {
+		if w := m.known(pids.Actor(msg.GetWorker())); w != "" {
 			m.apply(c, m.state.Done(w, ItemID(msg.GetItemId()), msg.GetError(), int(msg.GetCredit()), m.cfg.clock.Now()))
 		}
 	case *actor.Terminated:
@@ -174,7 +175,7 @@ func (m *master[T]) startEpic(c actor.Context, msg *StartEpic[T]) {
 }
 
 func (m *master[T]) register(c actor.Context, msg *messages.PullingRegister) {
-	pid := msg.GetWorker()
+	pid := pids.Actor(msg.GetWorker())
 	if pid == nil {
 		pid = c.Sender()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -133,6 +134,7 @@ type worker[T any] struct {
 
 	log      *slog.Logger
 	self     *actor.PID
+	wire     *messages.PID // self as the protocol names it
 	root     *actor.RootContext
 	inflight int
 	ctx      context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so running work ends; never a caller's context
@@ -143,6 +145,7 @@ func (w *worker[T]) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		w.self, w.root = c.Self(), c.ActorSystem().Root
+		w.wire = pids.Wire(w.self)
 		w.log = w.logger.With("component", "pulling_worker", "pid", c.Self().String())
 		w.ctx, w.cancel = context.WithCancel(context.Background())
 		if !w.route.IsResolver() {
@@ -182,7 +185,7 @@ func (w *worker[T]) Receive(c actor.Context) {
 		w.startRemote(c, msg)
 	case *completed:
 		w.inflight--
-		done := &messages.PullingWorkDone{Worker: w.self, ItemId: uint64(msg.id), Credit: 1}
+		done := &messages.PullingWorkDone{Worker: w.wire, ItemId: uint64(msg.id), Credit: 1}
 		if msg.err != nil {
 			done.Error = msg.err.Error()
 			w.log.Warn("work failed", "item", uint64(msg.id), "error", msg.err)
@@ -233,7 +236,7 @@ func (w *worker[T]) setMaster(c actor.Context, pid *actor.PID) {
 			w.log.Info("master found", "master", w.master.String())
 		}
 	}
-	c.Send(w.master, &messages.PullingRegister{Worker: w.self, Window: uint32(w.window)})
+	c.Send(w.master, &messages.PullingRegister{Worker: w.wire, Window: uint32(w.window)})
 	if same {
 		return
 	}
@@ -258,7 +261,7 @@ func (w *worker[T]) ask(c actor.Context) {
 		return // asked when a master is found
 	}
 	if credit := w.window - w.inflight; credit > 0 {
-		c.Send(w.master, &messages.PullingGimmeWork{Worker: w.self, Credit: uint32(credit)})
+		c.Send(w.master, &messages.PullingGimmeWork{Worker: w.wire, Credit: uint32(credit)})
 	}
 }
 
@@ -271,7 +274,7 @@ func (w *worker[T]) startRemote(c actor.Context, msg *messages.PullingWork) {
 	if err != nil {
 		w.log.Error("cannot decode item", "item", msg.GetItemId(), "error", err)
 		w.sendDone(c, &messages.PullingWorkDone{
-			Worker: w.self, ItemId: msg.GetItemId(), Error: fmt.Sprintf("pulling: decode item: %v", err), Credit: 1,
+			Worker: w.wire, ItemId: msg.GetItemId(), Error: fmt.Sprintf("pulling: decode item: %v", err), Credit: 1,
 		})
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/actors/worker"
@@ -58,7 +59,7 @@ func BenchmarkWorkerGates(b *testing.B) {
 
 			done := make(chan struct{})
 			master := spawnBenchMaster(sys, b.N, func(id string) *messages.Work {
-				return &messages.Work{WorkId: id, JobType: "noop", Waiter: waiterPID}
+				return &messages.Work{WorkId: id, JobType: "noop", Waiter: pids.Wire(waiterPID)}
 			}, done)
 			props, err := worker.Props(route.Fixed(master), reg, opts...)
 			if err != nil {

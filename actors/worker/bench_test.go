@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
@@ -59,11 +60,11 @@ func spawnBenchMaster(sys *actor.ActorSystem, n int, work func(id string) *messa
 	return sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *messages.RegisterWorker:
-			c.Send(m.GetWorker(), &messages.WorkIsReady{})
+			c.Send(pids.Actor(m.GetWorker()), &messages.WorkIsReady{})
 		case *messages.WorkerRequestsWork:
 			for i := int32(0); i < m.GetCapacity() && handed < n; i++ {
 				handed++
-				c.Send(m.GetWorker(), work(strconv.Itoa(handed)))
+				c.Send(pids.Actor(m.GetWorker()), work(strconv.Itoa(handed)))
 			}
 		case *messages.WorkIsDone:
 			c.Respond(&messages.Ack{WorkId: m.GetWorkId()})

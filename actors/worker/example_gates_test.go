@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/actors/worker"
@@ -34,8 +35,8 @@ func ExampleWithLimiter() {
 	defer liveCaller.Close()
 
 	jobs := []*messages.Work{
-		{WorkId: "job-1", JobType: "square", Payload: []byte("6"), Waiter: goneCaller},
-		{WorkId: "job-2", JobType: "square", Payload: []byte("7"), Waiter: liveCaller.PID()},
+		{WorkId: "job-1", JobType: "square", Payload: []byte("6"), Waiter: pids.Wire(goneCaller)},
+		{WorkId: "job-2", JobType: "square", Payload: []byte("7"), Waiter: pids.Wire(liveCaller.PID())},
 	}
 	done := make(chan struct{})
 	master := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
@@ -43,7 +44,7 @@ func ExampleWithLimiter() {
 		case *messages.WorkerRequestsWork:
 			// One job per permit held: capacity is 1.
 			if len(jobs) > 0 {
-				c.Send(m.GetWorker(), jobs[0])
+				c.Send(pids.Actor(m.GetWorker()), jobs[0])
 				jobs = jobs[1:]
 			}
 		case *messages.WorkFailed:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/messages"
@@ -32,11 +33,11 @@ func Example() {
 		switch m := c.Message().(type) {
 		case *messages.RegisterWorker:
 			fmt.Println("registered", m.GetWorkerId(), m.GetJobTypes())
-			c.Send(m.GetWorker(), &messages.WorkIsReady{})
+			c.Send(pids.Actor(m.GetWorker()), &messages.WorkIsReady{})
 		case *messages.WorkerRequestsWork:
 			if !handedOut {
 				handedOut = true
-				c.Send(m.GetWorker(), &messages.Work{WorkId: "job-1", JobType: "square", Payload: []byte("7")})
+				c.Send(pids.Actor(m.GetWorker()), &messages.Work{WorkId: "job-1", JobType: "square", Payload: []byte("7")})
 			}
 		case *messages.WorkIsDone:
 			fmt.Printf("%s is done: %s\n", m.GetWorkId(), m.GetResult())

@@ -333,7 +333,7 @@ func (w *workerActor) onPermit(m *permitGranted) {
 		w.afterPermit(slot, w.st.running(slot))
 	case w.hungry && !w.draining && len(w.spare) < w.st.capacity(0):
 		w.pushSpare(m.permit)
-		w.tell(&messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: 1})
+		w.tell(&messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.wire, Capacity: 1})
 	default:
 		m.permit.Abandon()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/waiter"
@@ -24,7 +25,7 @@ import (
 // system does the same with the Work's waiter (messages.Work.waiter).
 
 func withWaiter(w *messages.Work, pid *actor.PID) *messages.Work {
-	w.Waiter = pid
+	w.Waiter = pids.Wire(pid)
 	return w
 }
 
@@ -228,7 +229,7 @@ func TestWorkersShareALimiter(t *testing.T) {
 
 		// The master hands each requester a job; both run.
 		for i, m := range reqs {
-			lb.master.Send(m.(*messages.WorkerRequestsWork).GetWorker(), work(fmt.Sprint("j", i), "block", fmt.Sprint("j", i)))
+			lb.master.Send(pids.Actor(m.(*messages.WorkerRequestsWork).GetWorker()), work(fmt.Sprint("j", i), "block", fmt.Sprint("j", i)))
 		}
 		require.NotEmpty(t, startedWithin(lb.testBundle, testkit.Timeout()))
 		require.NotEmpty(t, startedWithin(lb.testBundle, testkit.Timeout()))
@@ -267,8 +268,8 @@ func TestWorkersShareALimiter(t *testing.T) {
 		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
 		w := req.GetWorker()
 		// The master sends two (it may, for example after a WorkIsReady).
-		lb.master.Send(w, work("a", "block", "a"))
-		lb.master.Send(w, work("b", "echo", "b"))
+		lb.master.Send(pids.Actor(w), work("a", "block", "a"))
+		lb.master.Send(pids.Actor(w), work("b", "echo", "b"))
 		require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
 		lb.master.ExpectNoMsg(50 * time.Millisecond) // b waits for a permit
 		lb.release <- struct{}{}
@@ -298,7 +299,7 @@ func TestWorkersShareALimiter(t *testing.T) {
 		require.Eventually(t, func() bool { return lb.lim.Stats().InFlight == 0 }, testkit.Timeout(), time.Millisecond)
 		require.Equal(t, uint64(0), lb.lim.Stats().Completed, "an unused permit teaches the policy nothing")
 		lb.master.ExpectNoMsg(50 * time.Millisecond) // no new request without WorkIsReady
-		lb.master.Send(req.GetWorker(), &messages.WorkIsReady{})
+		lb.master.Send(pids.Actor(req.GetWorker()), &messages.WorkIsReady{})
 		testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
 		require.Equal(t, 1, lb.lim.Stats().InFlight)
 	})
@@ -308,7 +309,7 @@ func TestWorkersShareALimiter(t *testing.T) {
 		lb := setupShared(t, 1, 1, 1)
 		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
 		dead := actor.NewPID(lb.sys.Address(), "no-such-waiter")
-		lb.master.Send(req.GetWorker(), withWaiter(work("g", "block", "g"), dead))
+		lb.master.Send(pids.Actor(req.GetWorker()), withWaiter(work("g", "block", "g"), dead))
 		f := testkit.ExpectMsgType[*messages.WorkFailed](lb.master, testkit.Timeout())
 		require.Contains(t, f.GetError(), worker.ErrCallerGone.Error())
 		testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
@@ -319,8 +320,8 @@ func TestWorkersShareALimiter(t *testing.T) {
 		t.Parallel()
 		lb := setupShared(t, 1, 2, 1)
 		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout())
-		lb.master.Send(req.GetWorker(), work("a", "block", "a"))
-		lb.master.Send(req.GetWorker(), work("b", "echo", "b"))
+		lb.master.Send(pids.Actor(req.GetWorker()), work("a", "block", "a"))
+		lb.master.Send(pids.Actor(req.GetWorker()), work("b", "echo", "b"))
 		require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
 		lb.lim.Close()
 		f := testkit.ExpectMsgType[*messages.WorkFailed](lb.master, testkit.Timeout())
@@ -334,7 +335,7 @@ func TestWorkersShareALimiter(t *testing.T) {
 		t.Parallel()
 		lb := setupShared(t, 2, 2, 3)
 		reqs := lb.master.ReceiveN(3, testkit.Timeout())
-		lb.master.Send(reqs[0].(*messages.WorkerRequestsWork).GetWorker(), work("a", "block", "a"))
+		lb.master.Send(pids.Actor(reqs[0].(*messages.WorkerRequestsWork).GetWorker()), work("a", "block", "a"))
 		require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
 		require.Equal(t, 3, lb.lim.Stats().InFlight)
 		for _, pid := range lb.workers {
@@ -356,9 +357,9 @@ func TestCrashedWorkerGivesPermitsBack(t *testing.T) {
 	})
 	lb := setupShared(t, 1, 2, 2, crash)
 	w := testkit.ExpectMsgType[*messages.WorkerRequestsWork](lb.master, testkit.Timeout()).GetWorker()
-	lb.master.Send(w, work("a", "block", "a"))
+	lb.master.Send(pids.Actor(w), work("a", "block", "a"))
 	require.Equal(t, "a", startedWithin(lb.testBundle, testkit.Timeout()))
-	lb.master.Send(w, work("b", "block", "b")) // crashes the worker
+	lb.master.Send(pids.Actor(w), work("b", "block", "b")) // crashes the worker
 	f := lb.master.FishForMessage(testkit.Timeout(), func(m any) bool { _, ok := m.(*messages.WorkFailed); return ok })
 	require.ErrorContains(t, errorOf(f.(*messages.WorkFailed)), worker.ErrWorkerStopping.Error())
 	// The new incarnation asks for work again.

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -84,6 +85,8 @@ type workerActor struct {
 
 	sys  *actor.ActorSystem
 	self *actor.PID
+	// wire is self as the protocol names it, made once.
+	wire *messages.PID
 	// actx is the worker's own actor.Context, used only on its goroutine to
 	// spawn and stop interest watchers outside Receive's call chain.
 	actx actor.Context
@@ -268,6 +271,7 @@ func (w *workerActor) closeExecDispatch() {
 
 func (w *workerActor) start(c actor.Context) {
 	w.sys, w.self, w.actx = c.ActorSystem(), c.Self(), c
+	w.wire = pids.Wire(w.self)
 	w.log = w.cfg.logger
 	if w.log == nil {
 		w.log = c.Logger()
@@ -327,7 +331,7 @@ func (w *workerActor) register() {
 }
 
 func (w *workerActor) sendRegister(k int) {
-	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.id, Worker: w.self, JobTypes: w.reg.Types(), Shards: int32(len(w.conns))})
+	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.id, Worker: w.wire, JobTypes: w.reg.Types(), Shards: int32(len(w.conns))})
 }
 
 // resolve calls shard k's resolver off the actor goroutine; one call at a
@@ -425,7 +429,7 @@ func (w *workerActor) tellTo(k int, msg any) {
 // more than it has tells WorkIsReady when it has some). Work beyond the
 // window waits in the worker's queue.
 func (w *workerActor) requestWork(n int) {
-	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.self, Capacity: int32(n), Bundles: true}
+	req := &messages.WorkerRequestsWork{WorkerId: w.id, Worker: w.wire, Capacity: int32(n), Bundles: true}
 	if len(w.conns) == 1 {
 		w.ra.requested(w.cfg.clock.Now().UnixNano())
 		w.tellTo(0, req)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/worker"
@@ -95,7 +96,7 @@ func setupProps(t *testing.T, configure func(*actor.Props), opts ...worker.Optio
 	t.Cleanup(b.stop)
 	reg := testkit.ExpectMsgType[*messages.RegisterWorker](b.master, testkit.Timeout())
 	require.Equal(t, "w1", reg.GetWorkerId())
-	require.True(t, pid.Equal(reg.GetWorker()))
+	require.True(t, pid.Equal(pids.Actor(reg.GetWorker())))
 	require.Equal(t, []string{"block", "echo", "fail", "panic"}, reg.GetJobTypes())
 	require.EqualValues(t, 1, reg.GetShards(), "one master: one shard")
 	// It asks for work at once: work may be pending already.
@@ -160,7 +161,7 @@ func TestWorker(t *testing.T) {
 		req := testkit.ExpectMsgType[*messages.WorkerRequestsWork](b.master, testkit.Timeout())
 		require.Equal(t, "w1", req.GetWorkerId())
 		require.Equal(t, int32(1), req.GetCapacity())
-		require.True(t, pid.Equal(req.GetWorker()))
+		require.True(t, pid.Equal(pids.Actor(req.GetWorker())))
 	})
 
 	t.Run("RunsWorkAndResendsDoneUntilAck", func(t *testing.T) {
@@ -170,7 +171,7 @@ func TestWorker(t *testing.T) {
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
 		require.True(t, pid.Equal(b.master.LastSender()), "WorkIsDone is sent by the worker, so the Ack finds it")
 		// It keeps pulling while the completion is made durable.
-		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1, Bundles: true}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(pid), Capacity: 1, Bundles: true}, testkit.Timeout())
 		waitTimers(t, b.clk, 2) // register + resend
 		b.clk.Advance(5 * time.Second)
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "a", Result: []byte("49")}, testkit.Timeout())
@@ -217,7 +218,7 @@ func TestWorker(t *testing.T) {
 		pid, b := setup(t)
 		b.master.Send(pid, work("f", "fail", "7"))
 		b.master.ExpectMsg(&messages.WorkFailed{WorkerId: "w1", WorkId: "f", Error: "bad input 7"}, testkit.Timeout())
-		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 1, Bundles: true}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(pid), Capacity: 1, Bundles: true}, testkit.Timeout())
 	})
 
 	t.Run("UnknownJobTypeReportsAClearError", func(t *testing.T) {
@@ -243,7 +244,7 @@ func TestWorker(t *testing.T) {
 		t.Parallel()
 		pid, b := setup(t, worker.WithWindow(3))
 		b.master.Send(pid, &messages.WorkIsReady{})
-		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pid, Capacity: 3, Bundles: true}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(pid), Capacity: 3, Bundles: true}, testkit.Timeout())
 		for i := range 4 { // one more than the window: queued locally
 			b.master.Send(pid, work(fmt.Sprint(i), "block", fmt.Sprint(i)))
 		}

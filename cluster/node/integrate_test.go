@@ -12,6 +12,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/throttler"
 	"github.com/foreman-actors/foreman/actors/worker"
@@ -145,12 +146,12 @@ func TestRateLimitedMasterHandsOutAtMostNPerPeriod(t *testing.T) {
 		front.Send(m, &messages.Work{WorkId: id, JobType: "echo"})
 		front.ExpectMsg(&messages.Ack{WorkId: id}, testkit.Timeout())
 	}
-	wrk.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: wrk.PID()})
+	wrk.Send(m, &messages.RegisterWorker{WorkerId: "w1", Worker: pids.Wire(wrk.PID())})
 	wrk.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
 
 	// request asks for up to 20 works and returns those handed out.
 	request := func() []*messages.Work {
-		wrk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: wrk.PID(), Capacity: 20})
+		wrk.Send(m, &messages.WorkerRequestsWork{WorkerId: "w1", Worker: pids.Wire(wrk.PID()), Capacity: 20})
 		wrk.Request(m, &messages.GetMasterStatus{})
 		var got []*messages.Work
 		for {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
+	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/actors/waiter"
@@ -110,7 +111,7 @@ func TestRemoteWorkerSkipsAbandonedJobsAtOnce(t *testing.T) {
 		in.Close() // the caller left, and its Interest's linger is over
 		require.Eventually(t, func() bool { _, alive := callers.ProcessRegistry.Get(pid); return !alive },
 			testkit.Timeout(), time.Millisecond)
-		works[i] = &messages.Work{WorkId: fmt.Sprint("abandoned-", i), JobType: "echo", Waiter: pid}
+		works[i] = &messages.Work{WorkId: fmt.Sprint("abandoned-", i), JobType: "echo", Waiter: pids.Wire(pid)}
 	}
 	for i, err := range r.client.SubmitMany(t.Context(), works) {
 		require.NoError(t, err, works[i].GetWorkId())
@@ -182,7 +183,7 @@ func TestRemoteWorkerRunsLiveCallersJobsThroughABlip(t *testing.T) {
 	submit := func(id, jobType string) {
 		in := waiter.NewInterest(t.Context(), callers) // a live caller
 		t.Cleanup(in.Close)
-		require.NoError(t, r.client.Submit(t.Context(), &messages.Work{WorkId: id, JobType: jobType, Payload: []byte(id), Waiter: in.PID()}))
+		require.NoError(t, r.client.Submit(t.Context(), &messages.Work{WorkId: id, JobType: jobType, Payload: []byte(id), Waiter: pids.Wire(in.PID())}))
 	}
 	submit("running", "hold")
 	select {
