@@ -447,7 +447,7 @@ func TestMaster(t *testing.T) {
 		b.worker.ExpectMsg(&messages.WorkIsReady{}, testkit.Timeout())
 		works := b.requestWork(t, b.worker, "w1", 1)
 		require.Len(t, works, 1)
-		require.True(t, proto.Equal(waiterPID, works[0].GetWaiter()), "the worker needs the caller's waiter to ask it")
+		require.True(t, proto.Equal(pids.Wire(waiterPID), works[0].GetWaiter()), "the worker needs the caller's waiter to ask it")
 	})
 
 	t.Run("IdleStaleActivationStops", func(t *testing.T) {

@@ -260,7 +260,7 @@ func TestWorkerProtocol(t *testing.T) {
 	w := sys.Root.Spawn(props)
 
 	reg := testkit.ExpectMsgType[*messages.PullingRegister](master, testkit.Timeout())
-	require.Equal(t, w.String(), reg.GetWorker().String())
+	require.Equal(t, w.String(), pids.Actor(reg.GetWorker()).String())
 	require.Equal(t, uint32(3), reg.GetWindow())
 	require.Equal(t, uint32(3), testkit.ExpectMsgType[*messages.PullingGimmeWork](master, testkit.Timeout()).GetCredit(),
 		"asks for a full window at start")
