@@ -47,8 +47,10 @@ type masterActor struct {
 	// it once, not per message.
 	pids map[*messages.PID]*actor.PID
 	// from and sender are the sender of the message being stepped, as the
-	// core's input names it and as protoactor does.
+	// core's input names it (nil, or &wire overwritten per message: the
+	// core copies what it keeps) and as protoactor does.
 	from   *messages.PID
+	wire   messages.PID
 	sender *actor.PID
 
 	// feed wakes the result feed's readers (feed.go); shared with their
@@ -126,8 +128,11 @@ func (a *masterActor) Receive(c actor.Context) {
 // sent returns the sender of the request being stepped, for its input: a
 // Reply to it goes to protoactor's PID unconverted.
 func (a *masterActor) sent(c actor.Context) *messages.PID {
-	a.sender = c.Sender()
-	a.from = pids.Wire(a.sender)
+	a.sender, a.from = c.Sender(), nil
+	if a.sender != nil {
+		a.wire.Address, a.wire.Id, a.wire.RequestId = a.sender.GetAddress(), a.sender.GetId(), a.sender.GetRequestId()
+		a.from = &a.wire
+	}
 	return a.from
 }
 

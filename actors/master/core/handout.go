@@ -28,7 +28,7 @@ func (m *Master) onRegister(now time.Time, in Register) {
 	}
 	pid := msg.GetWorker()
 	if pid == nil {
-		pid = in.From
+		pid = keep(in.From)
 	}
 	if pid == nil {
 		m.log(slog.LevelWarn, "RegisterWorker without a worker PID or sender; ignored", "worker_id", msg.GetWorkerId())
@@ -66,7 +66,7 @@ func (m *Master) onRequestWork(now time.Time, in RequestWork) {
 	case wp != nil:
 		pid = wp
 	default:
-		pid = in.From
+		pid = keep(in.From)
 	}
 	if w == nil {
 		if pid == nil || msg.GetWorkerId() == "" {
@@ -103,7 +103,7 @@ func (m *Master) dispatch(now time.Time, w *workerInfo, n int, bundles bool) {
 	case m.cfg.StartedHold > 0 && !m.cfg.AwaitStarted && onlyStarts(p.events):
 		m.holdStarts(now, p.events)
 	default:
-		m.journal(p.events, nil)
+		m.journal(p.events, release{})
 	}
 	send := func(out proto.Message) {
 		if m.cfg.AwaitStarted {

@@ -7,7 +7,10 @@ import (
 )
 
 // Inputs of Master.Step besides effect.Fired and effect.Durable. From is
-// the sender of a request: where its Reply goes.
+// the sender of a request: where its Reply goes. The core reads From only
+// during the Step and copies what it keeps, so a runner may pass one PID
+// that it overwrites for every input (the actor does: no allocation per
+// message); the messages themselves it may keep.
 type (
 	// Submit is a Work from a frontend.
 	Submit struct {

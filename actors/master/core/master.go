@@ -34,7 +34,7 @@ type Master struct {
 	startsArmed bool
 
 	token   uint64
-	waiting map[uint64]*afterDurable
+	waiting map[uint64]afterDurable
 
 	out []effect.Effect
 }
@@ -49,8 +49,17 @@ type stashed struct {
 // afterDurable is what waits for one Append to be durable.
 type afterDurable struct {
 	outs    []outcome
-	release []string
+	release release
 }
+
+// release names the accepted works an Append makes ready: one, or many
+// (a batch); one needs no slice, on the submission's hot path.
+type release struct {
+	one  string
+	many []string
+}
+
+func (r release) empty() bool { return r.one == "" && len(r.many) == 0 }
 
 // outcome is a work that an event finished: what its waiters are told.
 type outcome struct {
@@ -61,7 +70,7 @@ type outcome struct {
 
 // New returns a master core with an empty state, not serving.
 func New(cfg Config) *Master {
-	return &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]*afterDurable)}
+	return &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]afterDurable)}
 }
 
 // State is the decision state. A runner replays the journal into it
@@ -273,6 +282,7 @@ func (m *Master) holdWhileRecovering(now time.Time, s stashed) bool {
 		return false
 	}
 	if !m.failing && len(m.stash) < m.cfg.RecoveryStash {
+		s.from = keep(s.from)
 		m.stash = append(m.stash, s)
 		return true
 	}
@@ -281,17 +291,17 @@ func (m *Master) holdWhileRecovering(now time.Time, s stashed) bool {
 }
 
 // persist applies ev to the state and journals it.
-func (m *Master) persist(now time.Time, ev proto.Message, release ...string) {
+func (m *Master) persist(ev proto.Message) {
 	if err := m.state.Apply(ev); err != nil {
 		panic(err) // the master only persists events WorkState knows
 	}
-	m.journal([]proto.Message{ev}, release)
+	m.journal([]proto.Message{ev}, release{})
 }
 
 // flushHeld journals the held hand-out records, when serving.
 func (m *Master) flushHeld(now time.Time) {
 	if len(m.heldStarts) > 0 && m.serving(now) {
-		m.journal(nil, nil)
+		m.journal(nil, release{})
 	}
 }
 
@@ -300,7 +310,7 @@ func (m *Master) flushHeld(now time.Time) {
 // Once durable (Durable with its token) the works in release are handed
 // out from then on, and the waiters of each work the events finished are
 // told its outcome.
-func (m *Master) journal(events []proto.Message, release []string) {
+func (m *Master) journal(events []proto.Message, rel release) {
 	if len(m.heldStarts) > 0 {
 		events = append(m.heldStarts, events...) // applied first: written first
 		m.heldStarts = nil
@@ -308,25 +318,16 @@ func (m *Master) journal(events []proto.Message, release []string) {
 	if len(events) == 0 {
 		return
 	}
-	var w *afterDurable
+	w := afterDurable{release: rel}
 	for _, ev := range events {
 		if id, ok := finishingID(ev); ok {
 			if res, waiter, more, finished := m.state.Outcome(id); finished {
-				if w == nil {
-					w = &afterDurable{}
-				}
 				w.outs = append(w.outs, outcome{waiter: waiter, more: more, res: res})
 			}
 		}
 	}
-	if len(release) > 0 {
-		if w == nil {
-			w = &afterDurable{}
-		}
-		w.release = release
-	}
 	var token uint64
-	if w != nil {
+	if len(w.outs) > 0 || !rel.empty() {
 		m.token++
 		token = m.token
 		m.waiting[token] = w
@@ -335,15 +336,18 @@ func (m *Master) journal(events []proto.Message, release []string) {
 }
 
 func (m *Master) onDurable(token uint64) {
-	w := m.waiting[token]
-	if w == nil {
+	w, ok := m.waiting[token]
+	if !ok {
 		return
 	}
 	delete(m.waiting, token)
-	for _, id := range w.release {
-		m.state.Release(id)
-	}
-	if len(w.release) > 0 {
+	if !w.release.empty() {
+		if w.release.one != "" {
+			m.state.Release(w.release.one)
+		}
+		for _, id := range w.release.many {
+			m.state.Release(id)
+		}
 		m.releasedWork = true
 	}
 	for _, o := range w.outs {
@@ -370,4 +374,12 @@ func finishingID(ev proto.Message) (string, bool) {
 		return ev.GetWorkId(), true
 	}
 	return "", false
+}
+
+// keep copies an input's From for the core to keep (see the inputs).
+func keep(p *messages.PID) *messages.PID {
+	if p == nil {
+		return nil
+	}
+	return &messages.PID{Address: p.GetAddress(), Id: p.GetId(), RequestId: p.GetRequestId()}
 }

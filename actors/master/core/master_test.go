@@ -376,6 +376,29 @@ func TestMasterStep(t *testing.T) {
 		require.Empty(t, h.step(effect.Fired{Name: StartsTimer}), "nothing left to write")
 	})
 
+	t.Run("FromIsCopiedWhereKept", func(t *testing.T) {
+		t.Parallel()
+		h := serving(t, testConfig())
+		h.step(Serving{})
+		scratch := &messages.PID{Address: "node1", Id: "caller-1"}
+		require.Empty(t, h.step(Submit{From: scratch, Work: work("j1", nil)}), "held")
+		scratch.Id = "caller-2" // the runner reuses its PID
+		h.step(Serving{Until: forever})
+		rec := h.step(Recovered{})
+		require.Len(t, replies(rec), 1)
+		require.True(t, samePID(&messages.PID{Address: "node1", Id: "caller-1"}, replies(rec)[0].To), "the held submission's caller")
+		h.durable(rec)
+		h.step(request(worker1, 1)) // takes j1
+
+		// A worker that names no PID of its own is known by its request's
+		// sender; it wants work, and is told at that PID.
+		anon := &messages.PID{Address: "node3", Id: "worker-9"}
+		require.Empty(t, handedOut(h.step(RequestWork{From: anon, Msg: &messages.WorkerRequestsWork{WorkerId: "worker-9", Capacity: 1}}), anon))
+		anon.Id = "someone-else"
+		told := h.durable(h.step(Submit{From: frontend, Work: work("j2", nil)}))
+		require.Len(t, sentTo(told, &messages.PID{Address: "node3", Id: "worker-9"}, false), 1)
+	})
+
 	t.Run("LogsAreEffects", func(t *testing.T) {
 		t.Parallel()
 		h := serving(t, testConfig())

@@ -48,7 +48,7 @@ func (m *Master) onDetach(now time.Time, in Detach) {
 		return
 	}
 	if m.state.Waiter(id) != nil && !m.state.IsFinished(id) {
-		m.persist(now, &messages.WaiterDetached{WorkId: id})
+		m.persist(&messages.WaiterDetached{WorkId: id})
 	}
 	m.reply(in.From, &messages.Ack{WorkId: id}, true)
 }
@@ -81,7 +81,7 @@ func (m *Master) onResubmit(now time.Time, in Resubmit) {
 	w.Waiter = nil
 	at := now.UnixNano()
 	m.state.accept(w, at, m.cfg.Planted != HandOutBeforeDurable)
-	m.journal([]proto.Message{&messages.WorkAccepted{Work: w, AtUnixNano: at}}, m.releaseOnDurable(id))
+	m.journal([]proto.Message{&messages.WorkAccepted{Work: w, AtUnixNano: at}}, m.releaseOnDurable(release{one: id}))
 	m.reply(in.From, &messages.ResubmitReply{WorkId: id, Accepted: true}, true)
 	m.log(slog.LevelInfo, "dead work re-submitted", "work_id", id)
 }

@@ -27,7 +27,7 @@ func (m *Master) onDone(now time.Time, in Done) {
 		return // the worker re-sends until acknowledged
 	}
 	if ev := m.completion(in.Msg, now); ev != nil {
-		m.persist(now, ev)
+		m.persist(ev)
 	}
 	m.reply(to, &messages.Ack{WorkId: in.Msg.GetWorkId()}, true)
 }
@@ -54,7 +54,7 @@ func (m *Master) onDoneBatch(now time.Time, in DoneBatch) {
 		ids = append(ids, d.GetWorkId())
 	}
 	if len(events) > 0 {
-		m.journal(events, nil)
+		m.journal(events, release{})
 	}
 	m.reply(to, &messages.AckBatch{WorkIds: ids}, true)
 }
@@ -94,7 +94,7 @@ func (m *Master) onFailed(now time.Time, msg *messages.WorkFailed) {
 			// The caller asked about it left, but another one still
 			// waits: the work goes back to its queue, asked about
 			// through that caller's waiter.
-			m.persist(now, left)
+			m.persist(left)
 			m.log(slog.LevelInfo, "a caller of the work left; another still waits: handing it out again", "work_id", msg.GetWorkId(),
 				"worker_id", msg.GetWorkerId(), "error", msg.GetError())
 			m.notifyWorkers(now)
@@ -111,7 +111,7 @@ func (m *Master) onFailed(now time.Time, msg *messages.WorkFailed) {
 		// decision, so replay agrees.
 		ev.Dead, ev.NotBeforeUnixNano = true, 0
 	}
-	m.persist(now, ev)
+	m.persist(ev)
 	switch {
 	case ev.GetCancelled():
 		m.log(slog.LevelInfo, "work cancelled: its caller stopped waiting", "work_id", msg.GetWorkId(), "error", msg.GetError())
@@ -134,7 +134,7 @@ func (m *Master) onDeregister(now time.Time, msg *messages.DeregisterWorker) {
 	}
 	held := m.state.InProgressBy(msg.GetWorkerId())
 	for _, id := range held {
-		m.persist(now, &messages.WorkerFailed{WorkId: id, WorkerId: msg.GetWorkerId(), Error: "worker deregistered",
+		m.persist(&messages.WorkerFailed{WorkId: id, WorkerId: msg.GetWorkerId(), Error: "worker deregistered",
 			AtUnixNano: now.UnixNano(), NotBeforeUnixNano: now.UnixNano()})
 	}
 	m.log(slog.LevelInfo, "worker deregistered", "worker_id", msg.GetWorkerId(), "returned_work", len(held))
@@ -157,7 +157,7 @@ func (m *Master) onCleanup(now time.Time) {
 		}
 	}
 	if len(events) > 0 {
-		m.journal(events, nil)
+		m.journal(events, release{})
 	}
 	for _, id := range m.workers.stale(now, m.cfg.WorkerDeadAfter, func(id string) bool { return m.state.RunningCount(id) > 0 }) {
 		m.log(slog.LevelInfo, "too long since heard from worker; pruning", "worker_id", id)

@@ -21,9 +21,9 @@ func (m *Master) onSubmit(now time.Time, from *messages.PID, w *messages.Work) {
 	switch {
 	case stored != nil:
 		ev := &messages.WorkAccepted{Work: stored, AtUnixNano: at}
-		m.journal([]proto.Message{ev}, m.releaseOnDurable(stored.GetWorkId()))
+		m.journal([]proto.Message{ev}, m.releaseOnDurable(release{one: stored.GetWorkId()}))
 	case joined != nil:
-		m.journal([]proto.Message{joined}, nil)
+		m.journal([]proto.Message{joined}, release{})
 	}
 	// Sent once what holds the work (this event, or a duplicate's earlier
 	// one) is durable.
@@ -32,12 +32,12 @@ func (m *Master) onSubmit(now time.Time, from *messages.PID, w *messages.Work) {
 
 // releaseOnDurable is the release list of accepted works: none with the
 // planted HandOutBeforeDurable, which accepted them ready.
-func (m *Master) releaseOnDurable(ids ...string) []string {
+func (m *Master) releaseOnDurable(rel release) release {
 	if m.cfg.Planted == HandOutBeforeDurable {
 		m.releasedWork = true
-		return nil
+		return release{}
 	}
-	return ids
+	return rel
 }
 
 // admit takes a valid submission into the state as accepted at at: it
@@ -123,7 +123,7 @@ func (m *Master) onBatch(now time.Time, from *messages.PID, b *messages.WorkBatc
 	}
 	events = append(events, joins...)
 	if len(events) > 0 {
-		m.journal(events, m.releaseOnDurable(ids...))
+		m.journal(events, m.releaseOnDurable(release{many: ids}))
 	}
 	m.reply(from, &messages.WorkBatchAck{Outcomes: out}, m.cfg.Planted != AckBeforeFsync)
 }
