@@ -455,10 +455,20 @@ func (s *Submission) polled(msg proto.Message) []effect.Effect {
 	if !ok {
 		return nil
 	}
-	switch st.GetStatus() {
-	case messages.WorkStatus_WORK_STATUS_DONE, messages.WorkStatus_WORK_STATUS_DEAD, messages.WorkStatus_WORK_STATUS_CANCELLED:
-		return s.end(nil, &messages.WorkResult{WorkId: st.GetWorkId(), JobType: st.GetJobType(), Result: st.GetResult(),
-			Status: st.GetStatus(), Error: st.GetLastError()})
+	if r, final := FinalResult(st); final {
+		return s.end(nil, r)
 	}
 	return nil
+}
+
+// FinalResult is the outcome that a status answer shows, when the work
+// has ended (DONE, DEAD or CANCELLED): what a waiting Call settles with
+// when the outcome's own message was lost.
+func FinalResult(st *messages.WorkStatusReply) (*messages.WorkResult, bool) {
+	switch st.GetStatus() {
+	case messages.WorkStatus_WORK_STATUS_DONE, messages.WorkStatus_WORK_STATUS_DEAD, messages.WorkStatus_WORK_STATUS_CANCELLED:
+		return &messages.WorkResult{WorkId: st.GetWorkId(), JobType: st.GetJobType(), Result: st.GetResult(),
+			Status: st.GetStatus(), Error: st.GetLastError()}, true
+	}
+	return nil, false
 }
