@@ -164,7 +164,7 @@ type WorkOutcome struct {
 	Code     messages.RejectCode // StatusRejected, or the last UNAVAILABLE
 	Reason   string
 	Last     Result // the last attempt's result
-	Attempts int
+	Attempts int    // asks sent with this work
 }
 
 type phase uint8
@@ -305,6 +305,9 @@ func (s *Submission) askTimer() string {
 func (s *Submission) ask(now time.Time, out []effect.Effect) []effect.Effect {
 	s.attempt++
 	s.phase = phaseAsking
+	for _, i := range s.pending {
+		s.out[i].Attempts++
+	}
 	var msg proto.Message
 	if s.batch {
 		b := &messages.WorkBatch{Works: make([]*messages.Work, len(s.pending))}
@@ -323,9 +326,6 @@ func (s *Submission) ask(now time.Time, out []effect.Effect) []effect.Effect {
 // answered folds the master's answer into the outcomes.
 func (s *Submission) answered(now time.Time, msg proto.Message) []effect.Effect {
 	out := []effect.Effect{effect.StopTimer{Name: s.askTimer()}}
-	for _, i := range s.pending {
-		s.out[i].Attempts++
-	}
 	r := Failed
 	switch m := msg.(type) {
 	case *messages.Ack:
