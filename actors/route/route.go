@@ -216,4 +216,6 @@ type Member = core.Member
 // tests check it against protoactor's), without protoactor's types, so
 // that the pure cores and the simulator place masters as the cluster does.
 // "" when no member hosts kind.
-func Owner(members []Member, kind, identity string) string { return core.Owner(members, kind, identity) }
+func Owner(members []Member, kind, identity string) string {
+	return core.Owner(members, kind, identity)
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// ErrInvalidCursor: a cursor token that cannot be parsed (frontend's
+// ErrInvalidCursor means a cursor token that cannot be parsed (frontend's
 // ErrInvalidCursor is this error).
 var ErrInvalidCursor = errors.New("frontend: invalid result feed cursor")
 

@@ -10,22 +10,22 @@ import (
 type Result uint8
 
 const (
-	// Acked: the master acknowledged (the work is durable) or answered.
+	// Acked means the master acknowledged (the work is durable) or answered.
 	Acked Result = iota + 1
-	// Rejected: the master refused for good (a permanent WorkRejected).
+	// Rejected means the master refused for good (a permanent WorkRejected).
 	Rejected
-	// Unavailable: REJECT_CODE_UNAVAILABLE, the master is recovering:
+	// Unavailable means REJECT_CODE_UNAVAILABLE, the master is recovering:
 	// retried with backoff.
 	Unavailable
-	// TimedOut: no answer within the ask timeout: retried with backoff.
+	// TimedOut means no answer within the ask timeout: retried with backoff.
 	TimedOut
-	// NoMaster: the route found no master, or the answer was a dead
+	// NoMaster means the route found no master, or the answer was a dead
 	// letter: retried with backoff.
 	NoMaster
-	// MasterGone: the master's node left the cluster while the ask was in
+	// MasterGone means the master's node left the cluster while the ask was in
 	// flight: retried at once, once (its successor is being found now).
 	MasterGone
-	// Failed: anything not worth retrying (an unexpected reply, invalid
+	// Failed means anything not worth retrying (an unexpected reply, invalid
 	// work).
 	Failed
 )
@@ -79,12 +79,12 @@ type Backoff struct {
 type Action uint8
 
 const (
-	// Stop: the attempt's answer is final (acked, rejected for good, not
+	// Stop means the attempt's answer is final (acked, rejected for good, not
 	// retryable) or the caller has left: return.
 	Stop Action = iota + 1
-	// Again: send the next attempt at once.
+	// Again means send the next attempt at once.
 	Again
-	// Wait: send the next attempt after Decision.Wait, unless the caller
+	// Wait means send the next attempt after Decision.Wait, unless the caller
 	// leaves first.
 	Wait
 )

@@ -131,14 +131,14 @@ func (Outcome) IsEffect() {}
 type Status uint8
 
 const (
-	// StatusAccepted: acknowledged, the work is durable.
+	// StatusAccepted means acknowledged, the work is durable.
 	StatusAccepted Status = iota + 1
-	// StatusRejected: refused for good (Code, Reason).
+	// StatusRejected means refused for good (Code, Reason).
 	StatusRejected
-	// StatusGaveUp: the caller left (or its deadline passed) before an
+	// StatusGaveUp means the caller left (or its deadline passed) before an
 	// acknowledgement; Last is the last attempt's result.
 	StatusGaveUp
-	// StatusFailed: an answer not worth retrying (Last is Failed).
+	// StatusFailed means an answer not worth retrying (Last is Failed).
 	StatusFailed
 )
 

@@ -107,7 +107,7 @@ func (i *Interest) Step(now time.Time, in any) []effect.Effect {
 			return nil // only the first outcome counts
 		}
 		i.delivered = true
-		return []effect.Effect{Deliver{Result: m.Result}}
+		return []effect.Effect{Deliver(m)}
 	case Released:
 		if i.w.Phase() != PhaseInterested || i.released {
 			return nil

@@ -14,7 +14,7 @@ const (
 	// result. Left for PhaseNotInterested when the caller gives up, for
 	// PhaseDone when the result arrives or the job is dropped.
 	PhaseInterested Phase = iota + 1
-	// PhaseNotInterested: the caller gave up (deadline, cancel). The waiter
+	// PhaseNotInterested means the caller gave up (deadline, cancel). The waiter
 	// stays to answer the worker's question (seed: "the hangabout of the
 	// WorkWaiter") and leaves for PhaseDone once it has.
 	PhaseNotInterested
@@ -40,11 +40,11 @@ func (p Phase) String() string {
 type Answer int
 
 const (
-	// AnswerNone: no reply.
+	// AnswerNone means no reply.
 	AnswerNone Answer = iota
-	// AnswerStill: IAmStillInterested.
+	// AnswerStill means IAmStillInterested.
 	AnswerStill
-	// AnswerNoLonger: IAmNoLongerInterested.
+	// AnswerNoLonger means IAmNoLongerInterested.
 	AnswerNoLonger
 )
 
@@ -62,11 +62,11 @@ type Effects struct {
 type Reason int
 
 const (
-	// ReasonDeadline: the caller's deadline passed.
+	// ReasonDeadline means the caller's deadline passed.
 	ReasonDeadline Reason = iota + 1
-	// ReasonCancelled: the caller cancelled.
+	// ReasonCancelled means the caller cancelled.
 	ReasonCancelled
-	// ReasonClosed: the API is stopping.
+	// ReasonClosed means the API is stopping.
 	ReasonClosed
 )
 
