@@ -123,17 +123,17 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	if err != nil {
 		return err
 	}
-	switch r := res.(type) {
-	case *messages.Ack:
-		if r.GetWorkId() != w.GetWorkId() {
-			return fmt.Errorf("%w: Ack for %q while submitting %q", ErrUnexpectedReply, r.GetWorkId(), w.GetWorkId())
-		}
+	switch core.JudgeAnswer(w.GetWorkId(), res) {
+	case core.Acked:
 		return nil
-	case *messages.WorkRejected:
+	case core.Rejected, core.Unavailable:
+		r := res.(*messages.WorkRejected)
 		return &RejectedError{WorkID: w.GetWorkId(), Code: r.GetCode(), Reason: r.GetReason()}
-	default:
-		return fmt.Errorf("%w: %T answering Work %q", ErrUnexpectedReply, res, w.GetWorkId())
 	}
+	if r, ok := res.(*messages.Ack); ok {
+		return fmt.Errorf("%w: Ack for %q while submitting %q", ErrUnexpectedReply, r.GetWorkId(), w.GetWorkId())
+	}
+	return fmt.Errorf("%w: %T answering Work %q", ErrUnexpectedReply, res, w.GetWorkId())
 }
 
 // WorkStatus asks the master about one job (one attempt). A master still

@@ -327,17 +327,17 @@ func (s *Submission) ask(now time.Time, out []effect.Effect) []effect.Effect {
 func (s *Submission) answered(now time.Time, msg proto.Message) []effect.Effect {
 	out := []effect.Effect{effect.StopTimer{Name: s.askTimer()}}
 	r := Failed
-	switch m := msg.(type) {
-	case *messages.Ack:
-		if !s.batch && m.GetWorkId() == s.works[0].GetWorkId() {
-			s.out[0].Status, r = StatusAccepted, Acked
-		}
-	case *messages.WorkRejected:
-		if !s.batch {
-			r = s.rejected(0, m.GetCode(), m.GetReason())
-		}
-	case *messages.WorkBatchAck:
+	if m, ok := msg.(*messages.WorkBatchAck); ok && s.batch {
 		r = s.batchAnswered(m)
+	} else if !s.batch {
+		r = JudgeAnswer(s.works[0].GetWorkId(), msg)
+		switch r {
+		case Acked:
+			s.out[0].Status = StatusAccepted
+		case Rejected, Unavailable:
+			rej := msg.(*messages.WorkRejected)
+			s.rejected(0, rej.GetCode(), rej.GetReason())
+		}
 	}
 	if r == Acked || r == Rejected {
 		s.pending = s.pending[:0]
@@ -354,11 +354,31 @@ func (s *Submission) rejected(i int, code messages.RejectCode, reason string) Re
 	return Rejected
 }
 
+// JudgeAnswer classifies the master's answer msg to the Work workID:
+// Acked (an Ack for that id), Rejected or Unavailable (a WorkRejected,
+// UNAVAILABLE being temporary), Failed (an Ack for another id, or any
+// other message: an unexpected reply). The Client's SubmitOnce and the
+// Submission judge by it.
+func JudgeAnswer(workID string, msg any) Result {
+	switch m := msg.(type) {
+	case *messages.Ack:
+		if m.GetWorkId() == workID {
+			return Acked
+		}
+	case *messages.WorkRejected:
+		if m.GetCode() == messages.RejectCode_REJECT_CODE_UNAVAILABLE {
+			return Unavailable
+		}
+		return Rejected
+	}
+	return Failed
+}
+
 // batchAnswered applies a WorkBatchAck (outcomes by position in the batch
 // sent): works rejected as UNAVAILABLE stay pending.
 func (s *Submission) batchAnswered(m *messages.WorkBatchAck) Result {
 	outs := m.GetOutcomes()
-	if !s.batch || len(outs) != len(s.pending) {
+	if len(outs) != len(s.pending) {
 		return Failed
 	}
 	for j, o := range outs {
