@@ -17,8 +17,9 @@
 // Carry out the effects in order:
 //
 //   - Ask{Shard, Attempt, Msg}: send Msg to shard Shard's master as your
-//     route finds it (see actors/route/core: ShardKind/ShardName and Owner
-//     over the node's membership view); step the answer back as
+//     route finds it (see actors/route/core: Owner(members,
+//     ShardKind("master", k, n), ShardName("master", k, n)) over the node's
+//     membership view); step the answer back as
 //     Answered{Attempt, Msg}, or Unreachable{Attempt} when no master was
 //     found or the answer was a dead letter (Gone: the master's node left
 //     while the ask was in flight). Answers to older attempts are ignored.

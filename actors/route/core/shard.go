@@ -29,3 +29,17 @@ func ShardName(base string, k, n int) string {
 	}
 	return base + "/" + strconv.Itoa(k)
 }
+
+// ShardKind returns the cluster kind of shard k's master of n, given the
+// master's kind base (cluster/node's MasterKind, "master"): base itself
+// with one shard, base-k with more (each shard its own kind, so that
+// placement spreads the shards over the backends). It mirrors
+// cluster/node.ShardKind, which the simulator may not import; with
+// ShardName and Owner it places shard k's master as the cluster does:
+// Owner(members, ShardKind("master", k, n), ShardName("master", k, n)).
+func ShardKind(base string, k, n int) string {
+	if n < 2 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(k)
+}

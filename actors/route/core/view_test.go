@@ -154,6 +154,8 @@ func TestShardOf(t *testing.T) {
 	require.Equal(t, 0, ShardOf("x", 1))
 	require.Equal(t, "master", ShardName("master", 0, 1))
 	require.Equal(t, "master/2", ShardName("master", 2, 3))
+	require.Equal(t, "master", ShardKind("master", 0, 1))
+	require.Equal(t, "master-2", ShardKind("master", 2, 3))
 	counts := make([]int, 4)
 	for i := range 4000 {
 		counts[ShardOf("work-"+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('0'+i/676)), 4)]++
