@@ -36,6 +36,13 @@
 // SubmitConfig.Deadline's own timer), and Delivered{Result} when the
 // call's interest (actors/waiter/core.Interest) delivers the outcome.
 //
+// A Call attaches its waiter as the Client's does: give the work's
+// Waiter field the address of an actors/waiter/core.Interest made for
+// this caller before NewSubmission; step the Interest with CallerGone when
+// the caller leaves (workers then skip or cancel the job), Released for a
+// Detach (and Ask the shard's master DetachWaiter), and Closed once the
+// Call's Outcome came while the caller still waited.
+//
 // # Driving a Consumer
 //
 //	c := core.NewConsumer(core.ConsumerConfig{Window: core.DefaultDedupeWindow})
