@@ -53,18 +53,18 @@ func (p Phase) String() string {
 type Failure int
 
 const (
-	// FailNone: the call succeeded.
+	// FailNone means the call succeeded.
 	FailNone Failure = iota
-	// FailAway: the journal did not answer (a timeout, a lost connection):
+	// FailAway means the journal did not answer (a timeout, a lost connection):
 	// it may answer again soon, so the session probes it.
 	FailAway
-	// FailRefused: the journal answered with a refusal that says what is
+	// FailRefused means the journal answered with a refusal that says what is
 	// wrong (what it holds cannot be replayed, the call is invalid, the
 	// journal is closed): the session backs off.
 	FailRefused
-	// FailFenced: a newer writer took the stream's epoch.
+	// FailFenced means a newer writer took the stream's epoch.
 	FailFenced
-	// FailLeaseHeld: another holder's lease is live.
+	// FailLeaseHeld means another holder's lease is live.
 	FailLeaseHeld
 )
 

@@ -31,11 +31,11 @@ func Grantable(exists bool, cur string, expires, now time.Time, holder string) b
 type Write int
 
 const (
-	// WriteOK: stored.
+	// WriteOK means stored.
 	WriteOK Write = iota
-	// WriteFenced: the writer's epoch is no longer the stream's.
+	// WriteFenced means the writer's epoch is no longer the stream's.
 	WriteFenced
-	// WriteConflict: the first sequence number does not follow the last
+	// WriteConflict means the first sequence number does not follow the last
 	// stored one.
 	WriteConflict
 )

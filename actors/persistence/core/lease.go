@@ -165,18 +165,18 @@ func (h *Holder) Granted(now, start time.Time, ttl time.Duration) bool {
 type DeadlineAction int
 
 const (
-	// DeadlineRearm: a renewal came in time meanwhile; arm the deadline
+	// DeadlineRearm means a renewal came in time meanwhile; arm the deadline
 	// timer again for At (the new deadline).
 	DeadlineRearm DeadlineAction = iota + 1
-	// DeadlineRecover: a renewal was granted late; recover under a new
+	// DeadlineRecover means a renewal was granted late; recover under a new
 	// epoch before serving again (the lease stays this holder's).
 	DeadlineRecover
-	// DeadlineLastChance: no renewal came; renew at once and check again
+	// DeadlineLastChance means no renewal came; renew at once and check again
 	// at At (a third of the ttl later). The holder does not serve
 	// meanwhile: this is for a pause (GC, SIGSTOP, a starved machine), and
 	// costs it a recovery, not its activation.
 	DeadlineLastChance
-	// DeadlineStop: the last chance passed with no renewal either; stop,
+	// DeadlineStop means the last chance passed with no renewal either; stop,
 	// since another activation may take the lease.
 	DeadlineStop
 )

@@ -80,7 +80,7 @@ type (
 		Token       uint64
 		RepliesOnly bool
 	}
-	// Serve: recovered under Epoch with Seq the last event; the actor may
+	// Serve says the session recovered under Epoch with Seq the last event: the actor may
 	// decide (the runtime's onRecovered).
 	Serve struct {
 		Epoch int64
