@@ -116,8 +116,8 @@ func TestHolder(t *testing.T) {
 func TestLastChanceOverlapPlant(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		planted core.Bug
+		name        string
+		planted     core.Bug
 		wantServing bool // A serves at T0+ttl+20ms
 	}{
 		{"Fixed", core.NoBug, false},
