@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,14 +93,22 @@ func (b *bundle) requireHeld(t *testing.T) persistence.LeaseState {
 	return st
 }
 
-// waitRenewed waits until a holds the lease with the whole ttl left: it
-// renewed at the clock's present time.
+// waitRenewed waits until a holds the lease with the whole ttl left (it
+// renewed at the clock's present time) and its keeper has armed the next
+// renewal, a step from now. The journal shows the renewal before the keeper
+// has armed its next tick: a clock advanced in between would leave that
+// tick due at once on a manual clock, which fires only at the next advance
+// (a loaded run of BusyMailboxKeepsTheLease failed so).
 func (b *bundle) waitRenewed(t *testing.T, a *activation) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		st, err := b.observe()
 		return errors.Is(err, persistence.ErrLeaseHeld) && a.holds(st) && st.Remaining == ttl
 	}, testkit.Timeout(), time.Millisecond, "the holder renews its lease")
+	require.Eventually(t, func() bool {
+		next := b.clk.Now().Add(step)
+		return slices.ContainsFunc(b.clk.NextDue(), next.Equal)
+	}, testkit.Timeout(), time.Millisecond, "the keeper arms its next renewal")
 }
 
 // advance moves the manual clock by d once at least n timers are armed
