@@ -432,7 +432,11 @@ func TestExploreLease(t *testing.T) {
 		require.Positive(t, st.logs["took the lease again after its deadline; recovering under a new epoch before serving"])
 		require.Positive(t, st.halts[core.HaltDeadline])
 		require.Positive(t, st.halts[core.HaltLeaseLost])
-		require.Positive(t, st.halts[core.HaltFenced])
+		// No fenced halt is required: the 3 this search reached in 400
+		// seeds were all gone once a grant handled after the lease could
+		// have lapsed stopped counting (the simulator's seed 8355: an
+		// activation took its epoch on such a grant and fenced the
+		// rightful holder). Fencing is covered by TestSessionRecovery.
 	})
 	t.Run("DriftBeyondTheMarginIsCaught", func(t *testing.T) {
 		t.Parallel()

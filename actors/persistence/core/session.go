@@ -371,6 +371,18 @@ func (s *Session) onTake(now time.Time, m LeaseAnswer, out []effect.Effect) []ef
 		s.leaseHeld = true
 		s.waitingSince = time.Time{}
 		h := NewHolder(HolderConfig{TTL: s.cfg.LeaseTTL, Planted: s.cfg.Planted}, s.takeStart)
+		if !h.Serving(now) && s.cfg.Planted != LastChanceOverlap {
+			// Granted, but handled only after the lease it granted could
+			// have lapsed (a pause between the answer and this step, an
+			// answer that took the whole ttl): another activation may
+			// hold the lease by now, and the epoch this one would take
+			// next fences that rightful holder (the simulator's seeds
+			// 8355 and 11585). Take it again: the journal renews it if it
+			// is still this one's.
+			out = logf(out, slog.LevelWarn, "the lease's grant was handled after it could have lapsed; taking it again",
+				"asked_at", s.takeStart, "handled_at", now)
+			return s.recover(now, out)
+		}
 		s.holder, s.lost = &h, false
 		s.load = s.nextCall()
 		return append(out,

@@ -182,6 +182,22 @@ func TestSessionLease(t *testing.T) {
 		s.Step(at(deadline), effect.Fired{Name: core.TimerDeadline})
 		require.True(t, s.Serving(at(deadline+time.Millisecond)))
 	})
+	t.Run("AGrantHandledAfterItsDeadlineTakesNoEpoch", func(t *testing.T) {
+		// Found by the simulator (actors/sim, seeds 8355 and 11585): the
+		// take was granted, then the activation paused before it handled
+		// the answer; by then the lease could have lapsed and another
+		// activation held it, and the epoch this one went on to take
+		// fenced that rightful holder. A grant handled after its own
+		// deadline counts for nothing: take the lease again first.
+		t.Parallel()
+		s := core.NewSession(leased())
+		s.Step(at(0), core.Start{})
+		out := visible(s.Step(at(deadline), core.LeaseAnswer{Call: 1, State: core.LeaseState{Holder: "me", Remaining: ttl}}))
+		require.Equal(t, []effect.Effect{core.LeaseCall{Call: 2, TTL: ttl}}, out, "a new take, no Load")
+		require.Equal(t, core.PhaseRecovering, s.Phase())
+		require.Equal(t, []effect.Effect{effect.Timer{Name: core.TimerRenew, At: at(deadline + core.RenewEvery(ttl))}, core.Load{Call: 3}},
+			visible(s.Step(at(deadline), core.LeaseAnswer{Call: 2, State: core.LeaseState{Holder: "me", Remaining: ttl}})), "a grant in time loads")
+	})
 	t.Run("RefusedRenewalStops", func(t *testing.T) {
 		t.Parallel()
 		s := serving(t, leased())
