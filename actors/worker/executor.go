@@ -39,6 +39,12 @@ type doWork struct {
 	ctx  context.Context //nolint:containedctx // the message is the executor's call: it carries the job's ctx to fn(ctx, payload) and is dropped when the job returns
 }
 
+// runRef is the ctx of the job a slot's executor runs, for passage seq.
+type runRef struct {
+	seq    uint64
+	cancel context.CancelCauseFunc
+}
+
 // execResult is a WorkExecutor's answer to doWork (a panic is reported
 // through supervision instead, see workerActor.HandleFailure).
 type execResult struct {

@@ -142,28 +142,11 @@ func (w *workerActor) onPermit(m *permitGranted) {
 		m.permit.Abandon()
 		return
 	}
-	w.permitSeq++
-	w.permits[w.permitSeq] = m.permit
-	w.do(w.core.PermitGranted(w.clockNow(), w.permitSeq))
+	w.do(w.core.PermitGranted(w.clockNow(), w.permits.name(m.permit)))
 }
 
 func (w *workerActor) onPermitFailed(m *permitFailed) {
 	if m.box == w.box && w.ctx.Err() == nil {
 		w.do(w.core.PermitFailed(w.clockNow(), m.err))
-	}
-}
-
-// endPermit gives back the permit named id: released with the job's timing
-// when its job ran, else abandoned.
-func (w *workerActor) endPermit(id uint64, ran bool) {
-	p, ok := w.permits[id]
-	if !ok {
-		return
-	}
-	delete(w.permits, id)
-	if ran {
-		p.Release()
-	} else {
-		p.Abandon()
 	}
 }

@@ -52,3 +52,32 @@ func (b *permitBox) close() []*adaptive.Permit {
 	clear(b.pending)
 	return out
 }
+
+// permitSet holds the permits the core names by id (PermitGranted, Release,
+// Abandon).
+type permitSet struct {
+	held map[uint64]*adaptive.Permit
+	seq  uint64
+}
+
+// name returns the id the core knows p by.
+func (s *permitSet) name(p *adaptive.Permit) uint64 {
+	s.seq++
+	s.held[s.seq] = p
+	return s.seq
+}
+
+// end gives back the permit named id: released with the job's timing when
+// its job ran, else abandoned (teaching the limiter nothing).
+func (s *permitSet) end(id uint64, ran bool) {
+	p, ok := s.held[id]
+	if !ok {
+		return
+	}
+	delete(s.held, id)
+	if ran {
+		p.Release()
+	} else {
+		p.Abandon()
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
-	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/effect"
 	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/route"
@@ -39,19 +38,9 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry; use NewRegistry and RegisterBuiltins", ErrInvalidOption)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.settle(); err != nil {
 		return nil, err
 	}
-	if cfg.prefetch < 0 {
-		cfg.prefetch = cfg.window
-	}
-	if cfg.limiter != nil {
-		cfg.prefetch = 0 // the permits decide (see WithPrefetch)
-	}
-	if cfg.maxUnacked == 0 {
-		cfg.maxUnacked = max(DefaultMaxUnacked, unackedPerSlot*(cfg.window+cfg.prefetch))
-	}
-	cfg.clock = clock.OrReal(cfg.clock)
 	return actor.PropsFromProducer(func() actor.Actor {
 		id := cfg.workerID
 		if id == "" {
@@ -61,20 +50,12 @@ func Props(master route.Master, reg *Registry, opts ...Option) (*actor.Props, er
 	}, actor.WithDispatcher(newExecDispatcher(1, execIdle))), nil // its runs too keep the stack they grew (dispatch.go)
 }
 
-// Messages the worker sends itself.
-type (
-	// fired is a timer's or a Yield's firing; gen ties it to the timer it
-	// came from (0: a Yield).
-	fired struct {
-		name string
-		gen  uint64
-	}
-	resolved struct {
-		shard int
-		pid   *actor.PID
-		err   error
-	}
-)
+// resolved is a resolver call's answer, which the worker sends itself.
+type resolved struct {
+	shard int
+	pid   *actor.PID
+	err   error
+}
 
 // workerActor is the Worker shell: it turns protoactor's messages into the
 // core's inputs and the core's effects into protoactor calls, and decides
@@ -110,42 +91,16 @@ type workerActor struct {
 	runs         []runRef        // per slot: the ctx of its job
 	watchers     []watcherRef    // per slot: its passage's interest watcher
 
-	timers   map[string]timerRef
-	timerGen uint64
-
-	box       *permitBox // hands over permits from the acquirer
-	permits   map[uint64]*adaptive.Permit
-	permitSeq uint64
-	drainers  []*actor.PID // senders of Drain, answered with Drained
+	timers   timerSet
+	box      *permitBox // hands over permits from the acquirer
+	permits  permitSet
+	drainers []*actor.PID // senders of Drain, answered with Drained
 }
 
-type (
-	runRef struct {
-		seq    uint64
-		cancel context.CancelCauseFunc
-	}
-	watcherRef struct {
-		seq uint64
-		pid *actor.PID
-	}
-	timerRef struct {
-		t   clock.Timer
-		gen uint64
-	}
-)
-
-// Drain asks a worker to finish gracefully: it stops asking for work, hands
-// back work that has not started (WorkFailed with ErrWorkerStopping), lets
-// running jobs finish, waits for the Acks of their results, deregisters,
-// answers the sender Drained and stops. If the master never acknowledges,
-// the drain never ends: bound it with a timeout and then stop the worker,
-// which hands the rest back.
-type Drain struct{}
-
-// Drained answers Drain once the worker has nothing left and is stopping.
-type Drained struct {
-	// WorkerID is the drained worker's id.
-	WorkerID string
+// watcherRef is the interest watcher of a slot's passage seq.
+type watcherRef struct {
+	seq uint64
+	pid *actor.PID
 }
 
 var _ actor.SupervisorStrategy = (*workerActor)(nil)
@@ -156,7 +111,7 @@ func (w *workerActor) Receive(c actor.Context) {
 	case *actor.Started:
 		w.start(c)
 	case *fired:
-		if w.fire(m) {
+		if w.timers.due(m) {
 			w.do(w.core.Fired(w.clockNow(), m.name))
 		}
 	case *resolved:
@@ -238,7 +193,9 @@ func (w *workerActor) start(c actor.Context) {
 		w.slotOf[pid.GetId()] = i
 	}
 	w.runs, w.watchers = make([]runRef, window), make([]watcherRef, window)
-	w.timers, w.permits, w.box = make(map[string]timerRef), make(map[uint64]*adaptive.Permit), newPermitBox()
+	sys, self := w.sys, w.self
+	w.timers = timerSet{clock: w.cfg.clock, send: func(m *fired) { sys.Root.Send(self, m) }, armed: make(map[string]timerRef)}
+	w.permits, w.box = permitSet{held: make(map[uint64]*adaptive.Permit)}, newPermitBox()
 	w.core = core.New(core.Config{
 		ID: w.id, Self: pids.Wire(w.self), JobTypes: w.reg.Types(), Masters: append([]*messages.PID(nil), w.wires...),
 		Window: window, Prefetch: w.cfg.prefetch, MaxUnacked: w.cfg.maxUnacked, Limiter: w.cfg.limiter != nil,
@@ -258,12 +215,9 @@ func (w *workerActor) do(effs []effect.Effect) {
 		case effect.Log:
 			w.log.Log(context.Background(), e.Level, e.Msg, e.Attrs...)
 		case effect.Timer:
-			w.arm(e.Name, e.At.Sub(w.now))
+			w.timers.arm(e.Name, e.At.Sub(w.now))
 		case effect.StopTimer:
-			if t, ok := w.timers[e.Name]; ok {
-				t.t.Stop()
-				delete(w.timers, e.Name)
-			}
+			w.timers.stop(e.Name)
 		case core.Run:
 			w.run(e)
 		case core.Cancel:
@@ -287,9 +241,9 @@ func (w *workerActor) do(effs []effect.Effect) {
 		case core.Acquire:
 			w.acquire()
 		case core.Release:
-			w.endPermit(e.Permit, true)
+			w.permits.end(e.Permit, true)
 		case core.Abandon:
-			w.endPermit(e.Permit, false)
+			w.permits.end(e.Permit, false)
 		case core.Drained:
 			for _, d := range w.drainers {
 				w.sys.Root.Send(d, &Drained{WorkerID: w.id})
@@ -342,29 +296,6 @@ func (w *workerActor) wireOf(k int, pid *actor.PID) *messages.PID {
 	return w.wires[k]
 }
 
-// arm carries out a Timer: name fires after d, replacing a timer of that name.
-func (w *workerActor) arm(name string, d time.Duration) {
-	if t, ok := w.timers[name]; ok {
-		t.t.Stop()
-	}
-	w.timerGen++
-	sys, self, m := w.sys, w.self, &fired{name: name, gen: w.timerGen}
-	w.timers[name] = timerRef{t: w.cfg.clock.AfterFunc(d, func() { sys.Root.Send(self, m) }), gen: m.gen}
-}
-
-// fire reports whether m is due to the core: a Yield, or the timer of its
-// name still armed (not stopped or replaced since).
-func (w *workerActor) fire(m *fired) bool {
-	if m.gen == 0 {
-		return true
-	}
-	if t, ok := w.timers[m.name]; !ok || t.gen != m.gen {
-		return false
-	}
-	delete(w.timers, m.name)
-	return true
-}
-
 // resolve carries out Resolve: shard k's resolver is called off the
 // actor's goroutine, bounded by the resolve timeout.
 func (w *workerActor) resolve(k int) {
@@ -407,10 +338,7 @@ func (w *workerActor) shutdown() {
 // permits still on their way are given back.
 func (w *workerActor) halt() {
 	w.cancel(ErrWorkerStopping)
-	for name, t := range w.timers {
-		t.t.Stop()
-		delete(w.timers, name)
-	}
+	w.timers.stopAll()
 	for _, p := range w.box.close() {
 		p.Abandon()
 	}

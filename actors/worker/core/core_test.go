@@ -270,7 +270,9 @@ func TestWorkerCore(t *testing.T) {
 		{name: "PanicFailsTheWorkAndStartsTheNext", cfg: config(func(c *core.Config) { c.Window = 1 }), steps: []step{
 			{do: start, want: []string{"timer register +10s", "register", "request 1"}},
 			{do: bundle(work("a"), work("b")), want: []string{"run 0 a"}},
-			{do: func(w *core.Worker, at time.Time) []effect.Effect { return w.RunPanicked(at, 0, errors.New("panic: x")) },
+			{do: func(w *core.Worker, at time.Time) []effect.Effect {
+				return w.RunPanicked(at, 0, errors.New("panic: x"))
+			},
 				want: []string{"failed a", "run 0 b"}},
 		}},
 	}

@@ -112,12 +112,12 @@ func (Halt) IsEffect() {}
 type AnswerKind int
 
 const (
-	// StillInterested: the waiter answered IAmStillInterested.
+	// StillInterested means the waiter answered IAmStillInterested.
 	StillInterested AnswerKind = iota + 1
-	// NoLongerInterested: the waiter answered, or told unasked,
+	// NoLongerInterested means the waiter answered, or told unasked,
 	// IAmNoLongerInterested (with Reason).
 	NoLongerInterested
-	// DeadLetter: the question came back undelivered; Gone says the
+	// DeadLetter means the question came back undelivered; Gone says the
 	// waiter's own node answered that it has no such actor, as opposed to
 	// this node failing to reach that node (which says nothing about the
 	// waiter).
