@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/worker/core"
 )
 
 // fired is a timer's or a Yield's firing, which the worker sends itself;
@@ -32,8 +33,8 @@ type timerRef struct {
 func (s *timerSet) arm(name string, d time.Duration) {
 	s.stop(name)
 	s.gen++
-	m, send := &fired{name: name, gen: s.gen}, s.send
-	s.armed[name] = timerRef{t: s.clock.AfterFunc(d, func() { send(m) }), gen: m.gen}
+	gen, send := s.gen, s.send
+	s.armed[name] = timerRef{t: s.clock.AfterFunc(d, func() { send(&fired{name: name, gen: gen}) }), gen: gen}
 }
 
 // stop disarms name, if armed.
@@ -62,4 +63,18 @@ func (s *timerSet) stopAll() {
 	for name := range s.armed {
 		s.stop(name)
 	}
+}
+
+// The Yields' messages, made once (a message is never changed).
+var yieldFlush, yieldDrain = &fired{name: core.YieldFlush}, &fired{name: core.YieldDrain}
+
+// yieldOf returns the message of the Yield name.
+func yieldOf(name string) *fired {
+	switch name {
+	case core.YieldFlush:
+		return yieldFlush
+	case core.YieldDrain:
+		return yieldDrain
+	}
+	return &fired{name: name}
 }

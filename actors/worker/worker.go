@@ -231,7 +231,7 @@ func (w *workerActor) do(effs []effect.Effect) {
 		case core.Unwatch:
 			w.unwatch(e.Slot, e.Seq)
 		case core.Yield:
-			w.sys.Root.Send(w.self, &fired{name: e.Name})
+			w.sys.Root.Send(w.self, yieldOf(e.Name))
 		case core.Resolve:
 			w.resolve(e.Shard)
 		case core.WatchMaster:

@@ -66,6 +66,9 @@ const (
 	timerWatch    = "watch:"
 )
 
+// The Yields, made once: an effect boxed per result cost an allocation.
+var yieldFlush, yieldDrain effect.Effect = Yield{Name: YieldFlush}, Yield{Name: YieldDrain}
+
 // Worker is the worker's protocol as a value (see the package doc). Its
 // methods return the effects to carry out, in order; the slice is the
 // core's and valid until its next call.
@@ -472,7 +475,7 @@ func (w *Worker) RunPanicked(now time.Time, slot int, err error) []effect.Effect
 	w.startNext(slot, next)
 	w.maybeRequest()
 	if w.draining {
-		w.emit(Yield{Name: YieldDrain}) // the drain may be complete now
+		w.emit(yieldDrain) // the drain may be complete now
 	}
 	return w.out
 }
@@ -490,7 +493,7 @@ func (w *Worker) requestAfterFlush() {
 	w.askAfter = true
 	if !w.flushing {
 		w.flushing = true
-		w.emit(Yield{Name: YieldFlush})
+		w.emit(yieldFlush)
 	}
 }
 
