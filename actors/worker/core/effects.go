@@ -11,7 +11,8 @@ type (
 	// worker's lifetime) and reports the job's end with Worker.RunDone, or a
 	// panic with Worker.RunPanicked. A runner whose node is shutting down
 	// may drop it: the master hands the work out again. It is returned as a
-	// *Run (the core's, valid until its next call).
+	// *Run that the core reuses for the slot's next Run, which comes only
+	// after RunDone or RunPanicked for this one: copy it to keep it longer.
 	Run struct {
 		Slot int
 		Seq  uint64
