@@ -63,7 +63,9 @@ type (
 	// itself): results that finish together then leave together.
 	Yield struct{ Name string }
 	// Drained says a Drain is complete: the runner answers every Drain
-	// sender with Drained and stops the worker (stepping it with Stop).
+	// sender with Drained and stops the worker (stepping it with Stop). A
+	// core stepped again before Stop may say it again (the actor shell
+	// stops at the first).
 	Drained struct{}
 	// Halt says the worker has stopped: the runner cancels every running
 	// job's ctx with ErrWorkerStopping, drops the core's timers, gives back
