@@ -30,8 +30,8 @@ func schedule(t *testing.T, seed uint64) []string {
 	at := t0
 	var (
 		trace   []string
-		running = map[int]*core.Run{}   // slot -> its Run, until RunDone
-		asking  = map[int]core.Ask{}    // slot -> the passage being watched
+		running = map[int]*core.Run{}    // slot -> its Run, until RunDone
+		asking  = map[int]core.Ask{}     // slot -> the passage being watched
 		armed   = map[string]time.Time{} // timers
 		yields  []string
 		offered = map[string]bool{}
