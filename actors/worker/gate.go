@@ -3,31 +3,16 @@ package worker
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/worker/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// This file holds the shell's children and goroutines between "the work
-// has a slot" and "its job returns" (the gates themselves are decided in
-// core/gate.go): the interest watcher that asks a work's waiter, the
-// executor that runs the job, and the Acquire of a limiter's permit.
+// The shell's children and goroutines between "the work has a slot" and
+// "its job returns" (core/gate.go decides): the interest watcher, the
+// executor, and the Acquire of a limiter's permit.
 
-// Messages of the gates (all local, to the worker itself).
-type (
-	// permitGranted hands over a permit acquired off the worker's goroutine.
-	permitGranted struct {
-		box    *permitBox
-		permit *adaptive.Permit
-	}
-	// permitFailed reports an Acquire that returned an error.
-	permitFailed struct {
-		box *permitBox
-		err error
-	}
-	// askAgain tells a watcher to ask its waiter again.
-	askAgain struct{}
-)
+// askAgain tells a watcher to ask its waiter again.
+type askAgain struct{}
 
 // interestWatch is a child of the worker per passage with a waiter (Ask):
 // it asks the waiter AreYouStillInterested as itself, so that the waiter

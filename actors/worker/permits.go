@@ -6,6 +6,20 @@ import (
 	"github.com/foreman-actors/foreman/actors/adaptive"
 )
 
+// Messages of the acquiring goroutine to the worker.
+type (
+	// permitGranted hands over a permit acquired off the worker's goroutine.
+	permitGranted struct {
+		box    *permitBox
+		permit *adaptive.Permit
+	}
+	// permitFailed reports an Acquire that returned an error.
+	permitFailed struct {
+		box *permitBox
+		err error
+	}
+)
+
 // permitBox hands permits from the acquiring goroutine to the worker so that
 // none is lost when the worker stops or restarts: a permit put after close
 // is abandoned by its goroutine, and close returns the permits that were put

@@ -73,15 +73,13 @@ type workerActor struct {
 	sys  *actor.ActorSystem
 	self *actor.PID
 	actx actor.Context // used on the worker's goroutine only
-	// ctx is the worker's lifetime, cancelled with the cause
-	// ErrWorkerStopping when it stops (Halt); jobs and resolver calls
-	// derive from it.
+	// ctx is the worker's lifetime, cancelled with ErrWorkerStopping (Halt).
 	ctx    context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so running jobs and resolver calls end; never a caller's context
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // resolver and acquiring goroutines in flight
 
-	// masters[k] is shard k's master as last found, wires[k] the same as
-	// the core holds it (one value per master, so a Send finds its PID).
+	// masters[k] is shard k's master as last found, wires[k] as the core
+	// holds it (one value per master: a Send finds its PID).
 	masters []*actor.PID
 	wires   []*messages.PID
 
@@ -125,6 +123,7 @@ func (w *workerActor) Receive(c actor.Context) {
 	case *messages.WorkBundle:
 		w.do(w.core.Bundle(w.clockNow(), m.GetWorks()))
 	case *execResult:
+		w.ran(m.slot)
 		w.do(w.core.RunDone(w.clockNow(), m.slot, m.workID, m.result, m.err))
 	case *messages.Ack:
 		w.do(w.core.Ack(w.clockNow(), m.GetWorkId()))
@@ -152,15 +151,14 @@ func (w *workerActor) Receive(c actor.Context) {
 	}
 }
 
-// clockNow reads the clock for a step of the core; Timer effects count
-// from it.
+// clockNow reads the clock for a step of the core (Timers count from it).
 func (w *workerActor) clockNow() time.Time {
 	w.now = w.cfg.clock.Now()
 	return w.now
 }
 
-// closeExecDispatch ends the executors' pool goroutines. Executors that
-// still run later get goroutines of their own, so this is safe at any time.
+// closeExecDispatch ends the executors' pool goroutines (safe at any time:
+// executors that still run later get goroutines of their own).
 func (w *workerActor) closeExecDispatch() {
 	if w.execDispatch != nil {
 		w.execDispatch.close()
@@ -256,22 +254,30 @@ func (w *workerActor) do(effs []effect.Effect) {
 	}
 }
 
-// run carries out Run: the slot's executor runs the work with a ctx the
-// core can cancel. An actor system shut down under a worker that was not
-// stopped (a node that exits) starts nothing more: its results would reach
-// no master, and work read ahead would keep executors running after the
-// system is gone. The master hands the work out again.
+// run carries out Run in the slot's executor. A system shut down under a
+// worker that was not stopped (a node that exits) starts nothing more: the
+// master hands the work out again. Only a job with a waiter gets a ctx of
+// its own (Cancel: its caller left); the others run with the worker's
+// lifetime, which ends them all with ErrWorkerStopping (a ctx per job cost
+// a tenth of the worker's time per job).
 func (w *workerActor) run(e *core.Run) {
 	if w.sys.IsStopped() {
 		return
 	}
-	r := &w.runs[e.Slot]
-	if r.cancel != nil {
-		r.cancel(nil) // the slot's previous job has returned
+	ctx, r := w.ctx, runRef{seq: e.Seq}
+	if e.Work.GetWaiter() != nil {
+		ctx, r.cancel = context.WithCancelCause(w.ctx)
 	}
-	ctx, cancel := context.WithCancelCause(w.ctx)
-	*r = runRef{seq: e.Seq, cancel: cancel}
+	w.runs[e.Slot] = r
 	w.sys.Root.Send(w.execs[e.Slot], &doWork{work: e.Work, ctx: ctx})
+}
+
+// ran releases the ctx of slot's job, which has returned.
+func (w *workerActor) ran(slot int) {
+	if r := &w.runs[slot]; r.cancel != nil {
+		r.cancel(nil)
+		r.cancel = nil
+	}
 }
 
 // pidOf returns the actor.PID of p, a master's as the core holds it.
@@ -296,8 +302,8 @@ func (w *workerActor) wireOf(k int, pid *actor.PID) *messages.PID {
 	return w.wires[k]
 }
 
-// resolve carries out Resolve: shard k's resolver is called off the
-// actor's goroutine, bounded by the resolve timeout.
+// resolve carries out Resolve off the actor's goroutine, bounded by the
+// resolve timeout.
 func (w *workerActor) resolve(k int) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.resolveTimeout)
 	sys, self, ref := w.sys, w.self, w.master.Shard(k)
@@ -319,6 +325,7 @@ func (w *workerActor) HandleFailure(_ *actor.ActorSystem, supervisor actor.Super
 	if !ok || w.core == nil {
 		return
 	}
+	w.ran(slot)
 	err, isErr := reason.(error)
 	if !isErr {
 		err = &PanicError{Value: reason}
@@ -326,16 +333,15 @@ func (w *workerActor) HandleFailure(_ *actor.ActorSystem, supervisor actor.Super
 	w.do(w.core.RunPanicked(w.clockNow(), slot, err))
 }
 
-// shutdown steps the core with Stop: it hands running and queued work back
-// and deregisters; its Halt cancels the jobs.
+// shutdown steps the core with Stop (hand back, deregister, Halt).
 func (w *workerActor) shutdown() {
 	if w.core != nil {
 		w.do(w.core.Stop(w.clockNow()))
 	}
 }
 
-// halt carries out Halt: the jobs' ctx is cancelled, the timers stop, and
-// permits still on their way are given back.
+// halt carries out Halt: jobs cancelled, timers stopped, permits on their
+// way given back.
 func (w *workerActor) halt() {
 	w.cancel(ErrWorkerStopping)
 	w.timers.stopAll()
