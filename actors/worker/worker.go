@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,8 +115,10 @@ func (w *workerActor) Receive(c actor.Context) {
 		}
 	case *resolved:
 		w.do(w.core.Resolved(w.clockNow(), m.shard, w.wireOf(m.shard, m.pid), m.err))
-	case *actor.Terminated:
-		w.do(w.core.MasterTerminated(w.clockNow(), pids.Wire(m.GetWho())))
+	case *actor.Terminated: // a master, or one of the worker's children
+		if slices.ContainsFunc(w.masters, m.GetWho().Equal) {
+			w.do(w.core.MasterTerminated(w.clockNow(), pids.Wire(m.GetWho())))
+		}
 	case *messages.WorkIsReady:
 		w.do(w.core.WorkIsReady(w.clockNow(), pids.Wire(c.Sender())))
 	case *messages.Work:

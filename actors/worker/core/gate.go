@@ -55,6 +55,8 @@ type gate struct {
 	seq      uint64        // unique per passage (from 1), so stale reports are ignored
 	permit   uint64        // held for this work; 0 without a limiter
 	waiter   *messages.PID // watched waiter; nil without one
+	askName  string        // the ask timer's name, made once per passage
+	tickName string        // the watch tick's name, made once per passage
 	began    int64         // when the work took the slot (Unix ns)
 	asking   bool          // the ask timer is armed
 	ticking  bool          // the watch tick is armed
@@ -150,10 +152,11 @@ func (w *Worker) afterPermit(slot int, m *messages.Work) {
 		return
 	}
 	g.phase = phaseAsking
-	g.waiter = &messages.PID{Address: wp.GetAddress(), Id: wp.GetId()}
+	g.waiter = wp
+	g.askName, g.tickName = gateTimer(timerAsk, slot, g.seq), gateTimer(timerWatch, slot, g.seq)
 	w.ask(slot)
 	g.asking = true
-	w.arm(gateTimer(timerAsk, slot, g.seq), w.cfg.InterestTimeout)
+	w.arm(g.askName, w.cfg.InterestTimeout)
 	// Asked even when the node is confirmed gone: the question makes
 	// protoactor re-make the connection if the node is back.
 	if w.nodeGone(g.waiter) && w.book.asking(g.waiter.GetAddress(), w.now, w.cfg.InterestRetry) {
@@ -179,7 +182,7 @@ func (w *Worker) ask(slot int) {
 func (w *Worker) armWatch(slot int) {
 	if g := &w.gates[slot]; !g.ticking {
 		g.ticking = true
-		w.arm(gateTimer(timerWatch, slot, g.seq), w.cfg.InterestRetry)
+		w.arm(g.tickName, w.cfg.InterestRetry)
 	}
 }
 
@@ -188,7 +191,11 @@ func (w *Worker) nodeGone(p *messages.PID) bool {
 }
 
 func gateTimer(kind string, slot int, seq uint64) string {
-	return kind + strconv.Itoa(slot) + ":" + strconv.FormatUint(seq, 10)
+	b := make([]byte, 0, len(kind)+24)
+	b = append(b, kind...)
+	b = strconv.AppendInt(b, int64(slot), 10)
+	b = append(b, ':')
+	return string(strconv.AppendUint(b, seq, 10))
 }
 
 // gateOf returns the gate of slot if it is still the passage seq of workID
@@ -324,7 +331,7 @@ func (w *Worker) onInterest(slot int, seq uint64, err error) {
 	}
 	if g.asking {
 		g.asking = false
-		w.emit(effect.StopTimer{Name: gateTimer(timerAsk, slot, seq)})
+		w.emit(effect.StopTimer{Name: g.askName})
 	}
 	if err == nil {
 		w.run(slot, w.st.running(slot))
@@ -347,10 +354,10 @@ func (w *Worker) endGate(slot int, ran bool) {
 		w.ra.jobDone(w.now.UnixNano() - g.began)
 	}
 	if g.asking {
-		w.emit(effect.StopTimer{Name: gateTimer(timerAsk, slot, g.seq)})
+		w.emit(effect.StopTimer{Name: g.askName})
 	}
 	if g.ticking {
-		w.emit(effect.StopTimer{Name: gateTimer(timerWatch, slot, g.seq)})
+		w.emit(effect.StopTimer{Name: g.tickName})
 	}
 	if g.waiter != nil {
 		w.emit(Unwatch{Slot: slot, Seq: g.seq})
