@@ -198,7 +198,8 @@ func (w *workerActor) start(c actor.Context) {
 	w.timers = timerSet{clock: w.cfg.clock, send: func(m *fired) { sys.Root.Send(self, m) }, armed: make(map[string]timerRef)}
 	w.permits, w.box = permitSet{held: make(map[uint64]*adaptive.Permit)}, newPermitBox()
 	w.core = core.New(core.Config{
-		ID: w.id, Self: pids.Wire(w.self), JobTypes: w.reg.Types(), Masters: append([]*messages.PID(nil), w.wires...),
+		ID: w.id, Self: pids.Wire(w.self), Types: w.reg.Types, Masters: append([]*messages.PID(nil), w.wires...),
+		Known:  func(t string) bool { _, ok := w.reg.Lookup(t); return ok },
 		Window: window, Prefetch: w.cfg.prefetch, MaxUnacked: w.cfg.maxUnacked, Limiter: w.cfg.limiter != nil,
 		RegisterInterval: w.cfg.registerInterval, ResendInterval: w.cfg.resendInterval, ResultHold: w.cfg.resultHold,
 		InterestTimeout: w.cfg.interestTimeout, InterestRetry: w.cfg.interestRetry, PermitIdle: w.cfg.permitIdle,

@@ -22,8 +22,14 @@ type Config struct {
 	// Self is the worker's address, named in RegisterWorker and
 	// WorkerRequestsWork.
 	Self *messages.PID
-	// JobTypes are the job types the worker runs, sorted.
+	// JobTypes are the job types the worker runs, sorted (see also Known).
 	JobTypes []string
+	// Known and Types, if set, replace JobTypes with the runner's registry
+	// as it is now, which may grow while the worker runs: Known says whether
+	// it runs jobType (asked for each Work), Types lists them, sorted (for
+	// RegisterWorker and the error of an unknown type).
+	Known func(jobType string) bool
+	Types func() []string
 	// Masters holds one entry per shard: that shard's master when it is
 	// fixed, or nil when it is found through Resolve (and may move).
 	Masters []*messages.PID
@@ -158,7 +164,7 @@ func (w *Worker) arm(name string, d time.Duration) {
 // work at once (work may be pending already).
 func (w *Worker) Start(now time.Time) []effect.Effect {
 	w.begin(now)
-	w.log(slog.LevelInfo, "Worker started", "window", w.cfg.Window, "job_types", w.cfg.JobTypes)
+	w.log(slog.LevelInfo, "Worker started", "window", w.cfg.Window, "job_types", w.types())
 	w.arm(TimerRegister, w.cfg.RegisterInterval)
 	w.register()
 	if !w.conns[0].resolver {
@@ -204,7 +210,22 @@ func (w *Worker) register() {
 }
 
 func (w *Worker) sendRegister(k int) {
-	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.cfg.ID, Worker: w.cfg.Self, JobTypes: w.cfg.JobTypes, Shards: int32(len(w.conns))})
+	w.tellTo(k, &messages.RegisterWorker{WorkerId: w.cfg.ID, Worker: w.cfg.Self, JobTypes: w.types(), Shards: int32(len(w.conns))})
+}
+
+func (w *Worker) types() []string {
+	if w.cfg.Types != nil {
+		return w.cfg.Types()
+	}
+	return w.cfg.JobTypes
+}
+
+func (w *Worker) known(jobType string) bool {
+	if w.cfg.Known != nil {
+		return w.cfg.Known(jobType)
+	}
+	_, ok := slices.BinarySearch(w.cfg.JobTypes, jobType)
+	return ok
 }
 
 // resolve asks the runner to look shard k's master up, one call at a time.
@@ -319,8 +340,8 @@ func (w *Worker) onWork(m *messages.Work) {
 		w.fail(m, ErrWorkerStopping)
 		return
 	}
-	if _, ok := slices.BinarySearch(w.cfg.JobTypes, m.GetJobType()); !ok {
-		w.fail(m, UnknownTypeError(m.GetJobType(), w.cfg.JobTypes))
+	if !w.known(m.GetJobType()) {
+		w.fail(m, UnknownTypeError(m.GetJobType(), w.types()))
 		return
 	}
 	if dl := m.GetDeadlineUnixNano(); dl > 0 && !w.now.Before(time.Unix(0, dl)) {

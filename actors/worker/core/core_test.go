@@ -138,6 +138,7 @@ type step struct {
 func TestWorkerCore(t *testing.T) {
 	t.Parallel()
 	started := []string{"timer register +10s", "register", "request 2"}
+	lateRegistered := false // the registry of TheRegistryMayGrowWhileTheWorkerRuns
 	tests := []struct {
 		name  string
 		cfg   core.Config
@@ -181,6 +182,15 @@ func TestWorkerCore(t *testing.T) {
 			{do: offer(&messages.Work{WorkId: "x", JobType: "nope"}), want: []string{"failed x permanent"}, err: "this worker runs echo, sleep"},
 			{at: time.Second, do: offer(&messages.Work{WorkId: "d", JobType: "echo", DeadlineUnixNano: t0.UnixNano()}),
 				want: []string{"failed d permanent"}, err: "deadline"},
+		}},
+		{name: "TheRegistryMayGrowWhileTheWorkerRuns", cfg: config(func(c *core.Config) {
+			c.Known = func(t string) bool { return t == "echo" || (t == "late" && lateRegistered) }
+			c.Types = func() []string { return []string{"echo"} }
+		}), steps: []step{
+			{do: start, want: started},
+			{do: offer(&messages.Work{WorkId: "a", JobType: "late"}), want: []string{"failed a permanent"}, err: "this worker runs echo"},
+			{do: func(w *core.Worker, at time.Time) []effect.Effect { lateRegistered = true; return nil }},
+			{do: offer(&messages.Work{WorkId: "b", JobType: "late"}), want: []string{"run 0 b"}},
 		}},
 		{name: "WaiterSaysYesThenLeaves", cfg: config(), steps: []step{
 			{do: start, want: started},
