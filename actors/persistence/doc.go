@@ -43,6 +43,16 @@ cannot renew for a ttl stops, so a successor never waits longer than that.
 WithLeaseGuard lets the node make a cut-off activation step down and never
 take the lease. Each backend says which clock it measures leases on.
 
+# The core
+
+The protocol's decisions are pure code in actors/persistence/core: the
+lease's holder side (core.Holder: the deadline, late renewals, the last
+chance) and the journal's (core.Stream), the recovery backoff and probes,
+and the batch and snapshot triggers; the runtime carries them out with
+protoactor, goroutines and the injected clock. core.Session composes them
+into the whole state machine (recover, serve, group commit) for the
+simulator, which runs it on virtual time against core.Stream.
+
 # Example
 
 The package example is a counter that survives a restart: it applies an

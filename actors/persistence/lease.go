@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
 // The runtime's lease (WithLease): taken on the actor's goroutine, as the
@@ -31,7 +32,7 @@ import (
 // only once that has passed. The holder serves (Recovered is true: it hands
 // out work, answers status) only until its local deadline: the start of the
 // last granted call, which is before the journal received it, plus the ttl,
-// minus the drift margin (leaseMargin), checked against the clock at every
+// minus the drift margin (core.Margin), checked against the clock at every
 // question, not when a timer's message gets through the mailbox. A renewal
 // counts only if its answer came back before that deadline: one answered
 // later may have been granted after the lease lapsed, when another
@@ -39,7 +40,8 @@ import (
 // new epoch instead of serving on from what it remembers. So the holder's
 // last instant of service comes before the journal's expiry, and the
 // successor's first after it, whenever the two clocks' rates differ by less
-// than the margin.
+// than the margin. The decisions are core.Holder's; the keeper carries
+// them out with goroutines and the injected clock.
 
 // leaseKeeper renews one grant of the lease every ttl/3: a timer on the
 // injected clock starts one renewal call on a goroutine of its own, which
@@ -62,24 +64,20 @@ type leaseKeeper struct {
 	root           *actor.RootContext
 	self           *actor.PID
 
-	margin time.Duration // see leaseMargin
 	// base is when the keeper was made: deadline counts from it, so that a
 	// real clock's deadline keeps its monotonic reading (a wall clock
 	// stepped back must not lengthen the lease).
 	base time.Time
-	// deadline is the serving deadline, as an offset from base: the start
-	// of the last Lease call granted and answered before the previous
-	// deadline, + its ttl - margin, on the injected clock; written by the
-	// calls (and at creation), read by the actor.
+	// deadline is h.ServingUntil() as an offset from base, published after
+	// every change of h so that the actor's Recovered reads it without a
+	// lock; written by the calls (and at creation), read by the actor.
 	deadline atomic.Int64
-	// regained is set when a renewal was granted but answered after the
-	// deadline: the lease may have lapsed in between.
-	regained atomic.Bool
 	// hold is the ttl renewals ask for while a long write runs (holdFor),
 	// 0 otherwise; set off the actor by that write's goroutine.
 	hold atomic.Int64
 
 	mu      sync.Mutex
+	h       core.Holder // guarded by mu: the lease's decisions
 	stopped bool        // guarded by mu; a call starts only while false
 	timer   clock.Timer // guarded by mu: the next tick
 	lost    error       // guarded by mu: the refusal, once another holder took the lease
@@ -99,30 +97,32 @@ func (k *leaseKeeper) stop() {
 // until returns the lease's local serving deadline.
 func (k *leaseKeeper) until() time.Time { return k.base.Add(time.Duration(k.deadline.Load())) }
 
-// live reports whether now is before the serving deadline.
+// live reports whether now is before the serving deadline: the Holder's
+// Serving, read without its lock.
 func (k *leaseKeeper) live(now time.Time) bool { return now.Before(k.until()) }
 
-// leaseMargin is how long before the end of its lease, on its own clock,
-// a holder stops serving: 2% of the ttl, for a journal whose clock runs up
-// to 2% faster than the holder's (20,000 ppm: forty times NTP's 500 ppm
-// slew limit), plus up to 1 ms for the moment between a handler's check
-// of the lease and what it does on it. Wall-clock steps are not covered:
-// the runtime times its lease on the monotonic clock, and the backends
-// document theirs.
-func leaseMargin(ttl time.Duration) time.Duration {
-	return ttl/50 + min(ttl/10, time.Millisecond)
-}
+// publish stores h's serving deadline for live. k.mu must be held.
+func (k *leaseKeeper) publish() { k.deadline.Store(int64(k.h.ServingUntil().Sub(k.base))) }
 
 // granted records a granted Lease call that started at start and asked for
-// ttl: it extends the deadline when its answer came before the deadline,
-// and otherwise marks the lease regained and reports false.
+// ttl (core.Holder.Granted): it extends the deadline when its answer came
+// before the deadline, and otherwise marks the lease regained and reports
+// false.
 func (k *leaseKeeper) granted(start time.Time, ttl time.Duration) bool {
-	if !k.live(k.clock.Now()) {
-		k.regained.Store(true)
-		return false
-	}
-	k.extend(start.Add(ttl - k.margin))
-	return true
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ok := k.h.Granted(k.clock.Now(), start, ttl)
+	k.publish()
+	return ok
+}
+
+// onDeadline asks the Holder what to do now that the deadline timer fired.
+func (k *leaseKeeper) onDeadline(now time.Time) (core.DeadlineAction, time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	act, at := k.h.OnDeadline(now)
+	k.publish()
+	return act, at
 }
 
 // lostTo returns the refusal if another holder took the lease.
@@ -192,7 +192,7 @@ func (k *leaseKeeper) renew() {
 	}
 	// Every ttl/3 from the start of the last call; at once if that call
 	// took longer.
-	k.arm(max(start.Add(k.ttl/3).Sub(k.clock.Now()), 0))
+	k.arm(core.NextRenewal(start, k.clock.Now(), k.ttl))
 }
 
 // holdFor renews the lease for d instead of the ttl, before journal writes
@@ -219,17 +219,6 @@ func (k *leaseKeeper) holdFor(ctx context.Context, d time.Duration) {
 // release ends holdFor: the next renewal asks for the ttl again.
 func (k *leaseKeeper) release() { k.hold.Store(0) }
 
-// extend moves the local deadline to until unless it is later already.
-func (k *leaseKeeper) extend(until time.Time) {
-	u := int64(until.Sub(k.base))
-	for {
-		cur := k.deadline.Load()
-		if u <= cur || k.deadline.CompareAndSwap(cur, u) {
-			return
-		}
-	}
-}
-
 // guardOK reports what the lease guard says (true without one).
 func (r *Runtime) guardOK() bool { return r.cfg.leaseGuard == nil || r.cfg.leaseGuard() }
 
@@ -242,9 +231,9 @@ func (r *Runtime) takeLease() (time.Duration, error) {
 	if !r.guardOK() {
 		if r.waitingFor != guardWait {
 			r.waitingFor = guardWait
-			r.log.Info("the lease guard reports this node cut off; waiting before taking the lease", "poll_every", ttl/3)
+			r.log.Info("the lease guard reports this node cut off; waiting before taking the lease", "poll_every", core.RenewEvery(ttl))
 		}
-		return ttl / 3, nil
+		return core.RenewEvery(ttl), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.journalTimeout)
 	defer cancel()
@@ -274,7 +263,7 @@ func (r *Runtime) takeLease() (time.Duration, error) {
 		// Re-read when the lease may have lapsed, and at least every ttl/3:
 		// a holder that stops releases its lease, and the successor should
 		// not wait out the time that was left.
-		return min(st.Remaining+leaseRetrySlack, ttl/3), nil
+		return core.LeaseWait(st.Remaining, ttl), nil
 	default:
 		return 0, err
 	}
@@ -287,7 +276,7 @@ func (r *Runtime) yieldLease(c actor.Context) bool {
 	if r.waitingSince.IsZero() {
 		r.waitingSince = now
 	}
-	if r.cfg.leaseMaxWait <= 0 || now.Sub(r.waitingSince) < r.cfg.leaseMaxWait {
+	if !core.Yield(r.waitingSince, now, r.cfg.leaseMaxWait) {
 		return false
 	}
 	r.log.Info("the lease stayed with another activation that keeps it; this one yields and stops",
@@ -320,12 +309,13 @@ func (r *Runtime) startKeeper(granted time.Time) {
 	k := &leaseKeeper{
 		rt: r, wg: &r.wg, j: r.j, stream: r.stream, holder: r.holder, gen: r.gen,
 		ttl: ttl, timeout: min(ttl, r.cfg.journalTimeout), clock: r.cfg.clock, guard: r.cfg.leaseGuard,
-		log: r.log, root: r.root, self: r.self, margin: leaseMargin(ttl), base: granted,
+		log: r.log, root: r.root, self: r.self, base: granted,
+		// A new grant has a last chance of its own.
+		h: core.NewHolder(core.HolderConfig{TTL: ttl}, granted),
 	}
-	k.deadline.Store(int64(ttl - k.margin))
+	k.publish()
 	r.keeper = k
-	r.lastChance = false // a new grant has a last chance of its own
-	k.arm(ttl / 3)
+	k.arm(core.RenewEvery(ttl))
 }
 
 // stopKeeper ends the keeper, if any, without waiting for its call in
@@ -375,27 +365,22 @@ func (r *Runtime) onLeaseExpiry(c actor.Context) {
 		return
 	}
 	now, until := r.cfg.clock.Now(), r.keeper.until()
-	if now.Before(until) {
-		r.lastChance = false
-		r.armDeadline(until) // renewed since the timer was armed
-		return
-	}
-	if r.keeper.regained.Load() {
+	switch act, at := r.keeper.onDeadline(now); act {
+	case core.DeadlineRearm:
+		r.armDeadline(at) // renewed since the timer was armed
+	case core.DeadlineRecover:
 		r.log.Warn("took the lease again after its deadline; it may have lapsed meanwhile, so recovering under a new epoch before serving",
 			"ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
 		r.recover(c)
-		return
-	}
-	if !r.lastChance {
-		r.lastChance = true
+	case core.DeadlineLastChance:
 		r.log.Warn("the lease's deadline passed without a renewal; not serving, renewing at once", "ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
 		r.keeper.tick()
-		r.armDeadline(now.Add(r.cfg.leaseTTL / 3))
-		return
+		r.armDeadline(at)
+	default:
+		r.log.Error("could not renew the lease for its whole ttl; stopping, since another activation may take it",
+			"ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
+		r.halt(c)
 	}
-	r.log.Error("could not renew the lease for its whole ttl; stopping, since another activation may take it",
-		"ttl", r.cfg.leaseTTL, "late_by", now.Sub(until))
-	r.halt(c)
 }
 
 // cutOff stops the actor because the lease guard reports the node cut off;

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
 // Handler is the persistent actor's side of recovery and snapshots. The
@@ -73,47 +74,17 @@ type AfterDurable interface {
 	AfterDurable(c actor.Context)
 }
 
-// Phase is where a Runtime is in its life.
-type Phase int
+// Phase is where a Runtime is in its life (the phases and their String are
+// core's, so that the runtime and a simulator's session share them).
+type Phase = core.Phase
 
-// The phases of a Runtime.
+// The phases of a Runtime: see core.PhaseRecovering and the rest.
 const (
-	// PhaseRecovering: loading the snapshot and replaying events, or waiting
-	// to retry that. Entered at Start, after a failed append and when a
-	// lease wait ends; left for PhaseRunning when recovery succeeds, for
-	// PhaseWaitingForLease when another activation holds the lease, for
-	// PhaseStopped when fenced.
-	PhaseRecovering Phase = iota + 1
-	// PhaseWaitingForLease (WithLease only): another activation's lease on
-	// the stream is live, or the lease guard reports this node cut off. No
-	// epoch is taken, so the activation that serves is not fenced. Left for
-	// PhaseRecovering to ask again when the lease may be free (the other's
-	// time left has passed, or ttl/3 has: it may have been released), for
-	// PhaseStopped with the actor.
-	PhaseWaitingForLease
-	// PhaseRunning: recovered; Persist, Reply and Defer are allowed. With
-	// WithLease, the lease is renewed every ttl/3.
-	PhaseRunning
-	// PhaseStopped: fenced by a newer activation, out of its lease (taken
-	// by another, not renewed for a ttl, or the lease guard said no), or
-	// stopped with the actor. Terminal.
-	PhaseStopped
+	PhaseRecovering      = core.PhaseRecovering
+	PhaseWaitingForLease = core.PhaseWaitingForLease
+	PhaseRunning         = core.PhaseRunning
+	PhaseStopped         = core.PhaseStopped
 )
-
-// String returns the phase's name.
-func (p Phase) String() string {
-	switch p {
-	case PhaseRecovering:
-		return "recovering"
-	case PhaseWaitingForLease:
-		return "waiting for lease"
-	case PhaseRunning:
-		return "running"
-	case PhaseStopped:
-		return "stopped"
-	}
-	return fmt.Sprintf("Phase(%d)", int(p))
-}
 
 // Runtime gives one actor Akka-style persistence over a [Journal]: recovery
 // from snapshot plus replay under a new epoch, persist-then-effect with group
@@ -171,14 +142,10 @@ type Runtime struct {
 	snapInFlight     bool
 
 	retryTimer clock.Timer
-	retryDelay time.Duration
 	fenceTimer clock.Timer
-	// While the journal is away, a cheap probe instead of a recovery
-	// attempt (probeJournal): probeDelay is the wait before the next;
-	// probeLed is set while a recovery that a successful probe started
-	// runs (if it fails all the same, the next wait is the backoff).
-	probeDelay time.Duration
-	probeLed   bool
+	// backoff is the wait before the next recovery attempt, or, while the
+	// journal is away, before the next cheap probe (probeJournal).
+	backoff core.Backoff
 
 	// The lease (WithLease). holder names this activation in the journal.
 	holder        string
@@ -187,7 +154,6 @@ type Runtime struct {
 	waitingSince  time.Time    // when this activation began to wait for the lease; zero: not waiting
 	keeper        *leaseKeeper // renews the lease since it was granted; nil: none
 	deadlineTimer clock.Timer  // fires at the keeper's deadline
-	lastChance    bool         // the deadline passed once: a renewal was asked for at once
 
 	// wg counts the goroutines the runtime starts (snapshots, fence
 	// checks, lease keepers); Stop waits for them.
@@ -278,10 +244,6 @@ type (
 )
 
 const (
-	// leaseRetrySlack is added to another holder's time left before the
-	// lease is asked for again, so the lapse is past on the journal's clock
-	// too; a retry that is early only finds the lease held and waits again.
-	leaseRetrySlack = 5 * time.Millisecond
 	// guardWait is what waitingFor holds while the lease guard keeps the
 	// runtime from taking the lease (holder names contain '#').
 	guardWait = "(lease guard)"
@@ -341,7 +303,7 @@ func (r *Runtime) Phase() Phase { return r.phase }
 // journal is unavailable, or holds what cannot be replayed) and the runtime
 // is waiting to try again: an actor should turn requests away then, rather
 // than hold them for a recovery that may take long.
-func (r *Runtime) RecoveryFailing() bool { return r.phase == PhaseRecovering && r.retryDelay > 0 }
+func (r *Runtime) RecoveryFailing() bool { return r.phase == PhaseRecovering && r.backoff.Failing() }
 
 // Recovered reports whether the runtime is PhaseRunning and, with
 // WithLease, may serve on its lease at this instant: it is false from the
@@ -483,7 +445,7 @@ func (r *Runtime) Persist(events []proto.Message, then func()) {
 	if then != nil {
 		r.building.thens = append(r.building.thens, then)
 	}
-	if len(r.building.events) >= r.cfg.maxBatchEvents || r.building.bytes >= r.cfg.maxBatchBytes {
+	if core.BatchFull(len(r.building.events), r.building.bytes, r.cfg.maxBatchEvents, r.cfg.maxBatchBytes) {
 		r.flush()
 		return
 	}
@@ -553,7 +515,7 @@ func (r *Runtime) recover(c actor.Context) {
 			return
 		}
 		if wait > 0 {
-			r.probeLed = false // the journal answered
+			r.backoff.ProbeLed = false // the journal answered
 			if r.yieldLease(c) {
 				return
 			}
@@ -570,7 +532,7 @@ func (r *Runtime) recover(c actor.Context) {
 		r.retryRecovery(err)
 		return
 	}
-	r.retryDelay, r.probeDelay, r.probeLed = 0, 0, false
+	r.backoff = core.Backoff{}
 	r.phase = PhaseRunning
 	r.log.Info("recovered", "epoch", r.epoch, "seq", r.durableSeq, "took", r.cfg.clock.Since(start))
 	r.armFenceCheck()
@@ -596,32 +558,37 @@ func (r *Runtime) recover(c actor.Context) {
 // whether recovery would work, and the backoff bounds the retries.
 func (r *Runtime) retryRecovery(err error) {
 	r.stopKeeper()
-	r.retryDelay = min(max(2*r.retryDelay, r.cfg.retryMin), r.cfg.retryMax)
-	led := r.probeLed
-	r.probeLed = false
-	if journalAway(err) && !led {
-		r.probeDelay = min(max(2*r.probeDelay, r.cfg.retryMin), maxProbeEvery, r.cfg.retryMax)
-		r.log.Error("recovery failed; retrying as soon as the journal answers", "error", err, "probe_every", r.probeDelay)
-		r.armProbe(r.probeDelay)
+	probe, wait := r.backoff.Failed(classify(err), r.cfg.retryMin, r.cfg.retryMax)
+	if probe {
+		r.log.Error("recovery failed; retrying as soon as the journal answers", "error", err, "probe_every", wait)
+		r.armProbe(wait)
 		return
 	}
-	r.log.Error("recovery failed; retrying", "error", err, "retry_in", r.retryDelay)
-	r.retryAfter(r.retryDelay)
+	r.log.Error("recovery failed; retrying", "error", err, "retry_in", wait)
+	r.retryAfter(wait)
 }
 
 // maxProbeEvery is the longest wait between two probes of a journal that
 // does not answer.
-const maxProbeEvery = 250 * time.Millisecond
+const maxProbeEvery = core.MaxProbeEvery
 
-// journalAway reports whether a recovery failed because the journal did not
-// answer, rather than because of what it holds or how it was called.
-func journalAway(err error) bool {
-	for _, refusal := range []error{ErrRecovery, ErrUnknownType, ErrInvalid, ErrClosed, ErrFenced, ErrLeaseHeld} {
+// classify tells the core why a journal call failed: the journal did not
+// answer (FailAway), or refused it for what it holds or how it was called.
+func classify(err error) core.Failure {
+	switch {
+	case err == nil:
+		return core.FailNone
+	case errors.Is(err, ErrFenced):
+		return core.FailFenced
+	case errors.Is(err, ErrLeaseHeld):
+		return core.FailLeaseHeld
+	}
+	for _, refusal := range []error{ErrRecovery, ErrUnknownType, ErrInvalid, ErrClosed} {
 		if errors.Is(err, refusal) {
-			return false
+			return core.FailRefused
 		}
 	}
-	return true
+	return core.FailAway
 }
 
 // armProbe probes the journal after d, on the injected clock.
@@ -653,13 +620,12 @@ func (r *Runtime) probeJournal() {
 // probe, and probes again after the probe delay when it did not.
 func (r *Runtime) onProbe(c actor.Context, err error) {
 	if err != nil {
-		r.log.Debug("the journal is still away", "error", err, "probe_in", r.probeDelay)
-		r.probeDelay = min(max(2*r.probeDelay, r.cfg.retryMin), maxProbeEvery, r.cfg.retryMax)
-		r.armProbe(r.probeDelay)
+		r.log.Debug("the journal is still away", "error", err, "probe_in", r.backoff.Probe)
+		r.armProbe(r.backoff.ProbeFailed(r.cfg.retryMin, r.cfg.retryMax))
 		return
 	}
 	r.log.Info("the journal answers again; recovering")
-	r.probeLed = true
+	r.backoff.ProbeLed = true
 	r.recover(c)
 }
 
@@ -793,10 +759,10 @@ func (r *Runtime) flush() {
 		}
 	}
 	r.flushedSinceTick = true
-	if r.cfg.snapshotEvery > 0 && r.sinceSnap >= r.cfg.snapshotEvery && r.pendingSnap == nil && !r.snapInFlight {
+	if core.SnapshotDue(r.sinceSnap, r.cfg.snapshotEvery, r.pendingSnap != nil, r.snapInFlight) {
 		if msg, ok := r.h.Snapshot(r.sinceSnap); ok {
 			r.pendingSnap = &Snapshot{Seq: b.lastSeq, Msg: msg}
-			r.pendingBig = r.cfg.bigSnapshot > 0 && r.sinceSnap >= r.cfg.bigSnapshot
+			r.pendingBig = core.BigSnapshot(r.sinceSnap, r.cfg.bigSnapshot)
 			r.sinceSnap = 0
 		}
 	}
@@ -855,15 +821,18 @@ func (r *Runtime) idleSnapshot() {
 	busy := r.flushedSinceTick
 	r.flushedSinceTick = false
 	is, ok := r.h.(IdleSnapshotter)
-	if busy || !ok || r.cfg.snapshotEvery == 0 || r.sinceSnap < r.cfg.snapshotEvery || r.pendingSnap != nil || r.snapInFlight ||
-		r.building != nil || len(r.inflight) > 0 || r.durableSeq != r.nextSeq-1 {
+	if !ok || !core.IdleSnapshotDue(core.Quiet{
+		Flushed: busy, Since: r.sinceSnap, Every: r.cfg.snapshotEvery,
+		Pending: r.pendingSnap != nil, InFlight: r.snapInFlight,
+		Unwritten: r.building != nil || len(r.inflight) > 0 || r.durableSeq != r.nextSeq-1,
+	}) {
 		return
 	}
 	msg, ok := is.IdleSnapshot(r.sinceSnap)
 	if !ok {
 		return
 	}
-	r.pendingBig = r.cfg.bigSnapshot > 0 && r.sinceSnap >= r.cfg.bigSnapshot
+	r.pendingBig = core.BigSnapshot(r.sinceSnap, r.cfg.bigSnapshot)
 	r.sinceSnap = 0
 	r.saveSnapshot(Snapshot{Seq: r.durableSeq, Msg: msg})
 }
