@@ -4,13 +4,16 @@
 // workers that pull it, retries work whose worker failed or went silent, and
 // publishes results.
 //
-// The package has two layers. [WorkState] is pure and event-sourced: it
-// changes only by applying the journal events of messages/master.proto, so
-// replaying the journal (from a snapshot) rebuilds it exactly; the master's
-// multi-step decisions (dispatch, cleanup, validation) are pure functions
-// of it too. The actor made by [Props] is a thin shell on the
-// persistence.Runtime of actors/persistence: it decides, persists the events
-// and performs the effects (acks, hand-outs, results) once they are durable.
+// The package has two layers. Package core holds the master's protocol as
+// a pure value: its event-sourced state ([WorkState], changed only by
+// applying the journal events of messages/master.proto, so replaying the
+// journal from a snapshot rebuilds it exactly) and every decision, taken
+// by core.Master.Step from the time and one input and answered as effects
+// (journal appends, sends, replies, timers). The actor made by [Props] is
+// a thin adapter on the persistence.Runtime of actors/persistence: it turns
+// protoactor's messages into the core's inputs and carries out its effects,
+// persisting the events and performing the acks, hand-outs and results
+// once they are durable.
 //
 // # Messages
 //

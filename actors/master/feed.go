@@ -404,24 +404,24 @@ func loadFinishing(ctx context.Context, j persistence.Journal, stream string, fr
 func feedEntry(seq int64, ev proto.Message) *messages.FeedEntry {
 	switch ev := ev.(type) {
 	case *messages.WorkCompleted:
-		return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDone,
+		return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: messages.WorkStatus_WORK_STATUS_DONE,
 			Result: ev.GetResult(), AtUnixNano: ev.GetAtUnixNano()}
 	case *messages.WorkerFailed:
 		switch {
 		case ev.GetCancelled():
-			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusCancelled,
+			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: messages.WorkStatus_WORK_STATUS_CANCELLED,
 				Error: ev.GetError(), AtUnixNano: ev.GetAtUnixNano()}
 		case ev.GetDead():
-			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDead,
+			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: messages.WorkStatus_WORK_STATUS_DEAD,
 				Error: ev.GetError(), AtUnixNano: ev.GetAtUnixNano()}
 		}
 	case *messages.WorkerTimedOut:
 		if ev.GetDead() {
-			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDead,
+			return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: messages.WorkStatus_WORK_STATUS_DEAD,
 				Error: "work timed out", AtUnixNano: ev.GetAtUnixNano()}
 		}
 	case *messages.WorkExpired:
-		return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: statusDead,
+		return &messages.FeedEntry{Seq: seq, WorkId: ev.GetWorkId(), JobType: ev.GetJobType(), Status: messages.WorkStatus_WORK_STATUS_DEAD,
 			Error: ev.GetReason(), AtUnixNano: ev.GetAtUnixNano()}
 	}
 	return nil

@@ -5,7 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/foreman-actors/foreman/messages"
+	"github.com/foreman-actors/foreman/actors/master/core"
 )
 
 // Observer is told the master's durable facts, for metrics. Its methods run
@@ -58,10 +58,10 @@ func (a *masterActor) observeDurable(events []proto.Message) func() {
 	if a.cfg.observer == nil {
 		return nil
 	}
-	events = expandGroups(events)
+	events = core.ExpandGroups(events)
 	types := make([]string, len(events))
 	for i, ev := range events {
-		types[i] = a.jobTypeOf(ev)
+		types[i] = a.core.State().JobTypeOf(ev)
 	}
 	return func() {
 		for i, ev := range events {
@@ -70,73 +70,13 @@ func (a *masterActor) observeDurable(events []proto.Message) func() {
 	}
 }
 
-// expandGroups returns events with each WorksStarted replaced by the
-// WorkStarted of each of its works, and each WorksAccepted by the
-// WorkAccepted of each, so that an observer sees one event per work
-// whatever the journal record; events itself when it has none.
-func expandGroups(events []proto.Message) []proto.Message {
-	n, found := len(events), false
-	for _, ev := range events {
-		switch g := ev.(type) {
-		case *messages.WorksStarted:
-			n, found = n+len(g.GetWorkIds())-1, true
-		case *messages.WorksAccepted:
-			n, found = n+len(g.GetWorks())-1, true
-		}
-	}
-	if !found {
-		return events
-	}
-	out := make([]proto.Message, 0, n)
-	for _, ev := range events {
-		switch g := ev.(type) {
-		case *messages.WorksStarted:
-			for _, id := range g.GetWorkIds() {
-				out = append(out, &messages.WorkStarted{WorkId: id, WorkerId: g.GetWorkerId(), AtUnixNano: g.GetAtUnixNano()})
-			}
-		case *messages.WorksAccepted:
-			for _, w := range g.GetWorks() {
-				out = append(out, &messages.WorkAccepted{Work: w, AtUnixNano: g.GetAtUnixNano()})
-			}
-		default:
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// jobTypeOf names the job type of ev's work, read when ev is written (a
-// finished work may be forgotten by the time it is durable).
-func (a *masterActor) jobTypeOf(ev proto.Message) string {
-	var id string
-	switch ev := ev.(type) {
-	case *messages.WorkAccepted:
-		return ev.GetWork().GetJobType()
-	case *messages.WaiterLeft:
-		return ev.GetJobType()
-	case *messages.WorkStarted:
-		id = ev.GetWorkId()
-	case *messages.WorkCompleted:
-		id = ev.GetWorkId()
-	case *messages.WorkerFailed:
-		id = ev.GetWorkId()
-	case *messages.WorkerTimedOut:
-		id = ev.GetWorkId()
-	case *messages.WorkExpired:
-		id = ev.GetWorkId()
-	default:
-		return ""
-	}
-	return a.state.JobType(id)
-}
-
 // observeCounts reports the counts and the workers' idleness.
 func (a *masterActor) observeCounts() {
 	if a.cfg.observer == nil || !a.rt.Recovered() {
 		return
 	}
-	idle, busy := a.workerLoad()
-	a.cfg.observer.Counts(a.cfg.stream, a.state.Counts(), idle, busy)
+	idle, busy := a.core.WorkerLoad()
+	a.cfg.observer.Counts(a.cfg.stream, a.core.State().Counts(), idle, busy)
 }
 
 // observeRecovered reports a recovery and the counts it restored.
@@ -146,18 +86,6 @@ func (a *masterActor) observeRecovered() {
 	}
 	a.cfg.observer.Recovered(a.cfg.stream, a.rt.Epoch())
 	a.observeCounts()
-}
-
-// workerLoad counts the registered workers holding no work and some.
-func (a *masterActor) workerLoad() (idle, busy int) {
-	for _, w := range a.workers.byID {
-		if a.state.RunningCount(w.id) > 0 {
-			busy++
-		} else {
-			idle++
-		}
-	}
-	return idle, busy
 }
 
 // observedLimiter tells the observer each of a dispatch limiter's answers.

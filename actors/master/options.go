@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/master/core"
 	"github.com/foreman-actors/foreman/actors/persistence"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -17,9 +18,9 @@ var (
 	ErrInvalidOption = errors.New("master: invalid option")
 	// ErrUnknownEvent means the journal holds an event type WorkState does
 	// not know (a newer version wrote it, or the stream is not a master's).
-	ErrUnknownEvent = errors.New("master: unknown journal event")
+	ErrUnknownEvent = core.ErrUnknownEvent
 	// ErrBadSnapshot means a stored snapshot is not a valid MasterSnapshot.
-	ErrBadSnapshot = errors.New("master: invalid snapshot")
+	ErrBadSnapshot = core.ErrBadSnapshot
 )
 
 // Defaults for the options (the work timeout, register interval and
@@ -71,13 +72,6 @@ type PublisherFunc func(*messages.WorkResult)
 
 // Publish calls f(result).
 func (f PublisherFunc) Publish(result *messages.WorkResult) { f(result) }
-
-// DispatchLimiter rate-limits the hand-out of one job type. Reserve is
-// called once per work about to be handed out; it takes a permit and
-// returns ok, or returns the time until one may be available.
-type DispatchLimiter interface {
-	Reserve(now time.Time) (ok bool, retryAfter time.Duration)
-}
 
 // Option configures the Master.
 type Option func(*config)
@@ -181,6 +175,16 @@ func (c *config) validate() error {
 
 func (c *config) policy() Policy {
 	return Policy{MaxAttempts: int32(c.maxAttempts), BackoffBase: c.backoffBase, BackoffMax: c.backoffMax}
+}
+
+// core is what the options decide for the master's core.
+func (c *config) core() core.Config {
+	return core.Config{
+		WorkTimeout: c.workTimeout, WorkerDeadAfter: c.workerDeadAfter, Policy: c.policy(),
+		DoneRetention: c.doneRetention, DoneLimit: c.doneLimit, MaxPayload: c.maxPayload,
+		JobTypes: c.jobTypes, Shard: c.shard, Shards: c.shards, Limiters: c.limiters,
+		AwaitStarted: c.awaitStarted, StartedHold: c.startedHold, RecoveryStash: c.recoveryStash,
+	}
 }
 
 // WithStream sets the journal stream (persistence id) of the master

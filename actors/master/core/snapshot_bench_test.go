@@ -1,4 +1,4 @@
-package master
+package core
 
 import (
 	"fmt"
@@ -66,11 +66,11 @@ func BenchmarkWorkStateSnapshot(b *testing.B) {
 				// persistence.Marshaled: the wire form, packed straight
 				// into one buffer (sized as the master sizes it, here
 				// from a first snapshot).
-				_, size := s.packedWire(snapshotSize{})
+				_, size := s.PackedWire(SnapshotSize{})
 				b.Run(name+"/wire", func(b *testing.B) {
 					b.ReportAllocs()
 					for range b.N {
-						data, _ := s.packedWire(size)
+						data, _ := s.PackedWire(size)
 						b.ReportMetric(float64(len(data))/(1<<20), "MB")
 					}
 				})

@@ -1,4 +1,4 @@
-package master
+package core
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -87,7 +88,7 @@ var errPacked = errors.New("malformed packed entry")
 
 // packer appends entries to chunks: to a list of chunks (chunks), or, when
 // wire is set, straight into the wire form of a PackedMasterSnapshot (out,
-// see packedWire).
+// see PackedWire).
 type packer struct {
 	chunks [][]byte
 	wire   bool
@@ -97,14 +98,14 @@ type packer struct {
 	n, idBytes, payloadBytes, hist int
 	total                          int64
 	v3                             bool // an entry of the open chunk needs format 3
-	// size counts the bytes of finished and other entries (snapshotSize).
-	size snapshotSize
+	// size counts the bytes of finished and other entries (SnapshotSize).
+	size SnapshotSize
 }
 
-// snapshotSize is what a snapshot's entries weighed, finished works apart
+// SnapshotSize is what a snapshot's entries weighed, finished works apart
 // from the others (a done work with its result packs into more than a
 // pending one): the next snapshot's buffer is sized from it (predict).
-type snapshotSize struct {
+type SnapshotSize struct {
 	finishedBytes, finished, otherBytes, others int
 }
 
@@ -120,7 +121,7 @@ const (
 // likely take, a sixteenth over: the buffer is then rarely regrown (each
 // regrowth copies the bytes so far and leaves the old ones as garbage), and
 // capacity never written costs no resident memory.
-func (z snapshotSize) predict(finished, others int) int {
+func (z SnapshotSize) predict(finished, others int) int {
 	per := func(bytes, n, def int) float64 {
 		if n == 0 {
 			return float64(def)
@@ -192,7 +193,7 @@ func (p *packer) done() [][]byte {
 	return p.chunks
 }
 
-// Field numbers of the wire form packedWire writes (messages/master.proto);
+// Field numbers of the wire form PackedWire writes (messages/master.proto);
 // TestPackedWireIsTheMarshalledSnapshot checks it against proto.Marshal.
 const (
 	fieldPackedSnapshot = 1 // PackedMasterSnapshot.snapshot
@@ -202,13 +203,13 @@ const (
 	fieldChunkEntries   = 5 // MasterSnapshot.chunk_entries
 )
 
-// packedWire returns the wire form of the PackedMasterSnapshot of s (the
+// PackedWire returns the wire form of the PackedMasterSnapshot of s (the
 // bytes proto.Marshal makes of it, fields in number order), appending each
 // chunk straight into it: no list of chunks, and no marshalled copy of them,
 // lives beside the result. size is what the previous snapshot weighed
-// (zero: none yet), to size the buffer with; packedWire returns what this
+// (zero: none yet), to size the buffer with; PackedWire returns what this
 // one weighed.
-func (s *WorkState) packedWire(size snapshotSize) ([]byte, snapshotSize) {
+func (s *WorkState) PackedWire(size SnapshotSize) ([]byte, SnapshotSize) {
 	finished := s.counts.Done + s.counts.Dead + s.counts.Cancelled
 	sizeHint := size.predict(finished, len(s.entries)-finished)
 	// Room for the outer field's tag and length, known only at the end:
@@ -536,4 +537,75 @@ func (s *WorkState) restoreChunks(chunks [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// RestoreSnapshot rebuilds the state from a snapshot the master wrote: a
+// PackedMasterSnapshot, or a MasterSnapshot of a master from before the
+// packed encoding. Any other message is ErrBadSnapshot.
+func RestoreSnapshot(msg proto.Message) (*WorkState, error) {
+	switch m := msg.(type) {
+	case *messages.PackedMasterSnapshot:
+		return RestoreWorkState(m.GetSnapshot())
+	case *messages.MasterSnapshot:
+		return RestoreWorkState(m)
+	}
+	return nil, fmt.Errorf("%w: the snapshot is a %T", ErrBadSnapshot, msg)
+}
+
+// RestoredSize is what the entries of a restored snapshot weighed, as one
+// average for finished works and the others (the chunks do not tell them
+// apart): the activation's first snapshot is sized from it.
+func RestoredSize(msg proto.Message) SnapshotSize {
+	m, ok := msg.(*messages.PackedMasterSnapshot)
+	if !ok || m.GetSnapshot().GetChunkEntries() <= 0 {
+		return SnapshotSize{}
+	}
+	bytes := 0
+	for _, c := range m.GetSnapshot().GetChunks() {
+		bytes += len(c)
+	}
+	n := int(m.GetSnapshot().GetChunkEntries())
+	return SnapshotSize{otherBytes: bytes, others: n}
+}
+
+// The snapshot policy. A snapshot costs in proportion to the works the
+// state holds (built on the master's goroutine, which blocks every caller
+// while it runs, then written off it in one journal transaction that the
+// acknowledgements behind it wait for); recovery replays the events written
+// after the newest one. While busy, the master takes a snapshot once the
+// events since the previous one reach the works the state holds, so each
+// event pays for at most one work's worth of snapshot and a restart under
+// load replays at most as many events as the state holds works. The
+// earlier rule, half, snapshotted a state that grows by one work per ~2
+// events (accepted, completed) each time it grew by a quarter: its stalls
+// cost the one-process bench about a tenth of its throughput and doubled
+// its p99 (BENCHMARKS.md, "Issue 17 on a faster machine").
+// Once idle for a fence-check interval (persistence.IdleSnapshotter), it
+// takes one already at a sixteenth: after a burst of submissions, the master
+// has the time, and a restart then replays next to nothing. Each work of a
+// WorksAccepted counts as an event (EventWeight).
+const (
+	busySnapshotDivisor = 1
+	idleSnapshotDivisor = 16
+)
+
+// WantsSnapshot reports whether a snapshot is due with since events (each
+// work of a WorksAccepted counting one, EventWeight) journaled after the
+// previous one, busy or idle.
+func (s *WorkState) WantsSnapshot(since int, idle bool) bool {
+	if idle {
+		return since*idleSnapshotDivisor >= s.Len()
+	}
+	return since*busySnapshotDivisor >= s.Len()
+}
+
+// EventWeight is what ev counts for the snapshot policy: each work of a
+// WorksAccepted counts as an event, since replay accepts each (the policy
+// then bounds replay in works, as before batches were grouped). A
+// WorksStarted counts one: replaying a hand-out costs next to nothing.
+func EventWeight(ev proto.Message) int {
+	if g, ok := ev.(*messages.WorksAccepted); ok {
+		return len(g.GetWorks())
+	}
+	return 1
 }

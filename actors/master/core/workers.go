@@ -1,17 +1,17 @@
-package master
+package core
 
 import (
 	"sort"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/foreman-actors/foreman/messages"
 )
 
 // workerInfo is what the master knows of a registered worker. It is not
 // journaled: workers re-register after a master restarts.
 type workerInfo struct {
 	id       string
-	pid      *actor.PID
+	pid      *messages.PID
 	types    map[string]struct{} // nil: any job type
 	lastSeen time.Time
 	// wanting is set when the worker asked for more work than it got; it
@@ -48,7 +48,7 @@ func (r *workerRegistry) setWanting(w *workerInfo, wanting bool) {
 }
 
 // register records a RegisterWorker; it reports whether the worker is new.
-func (r *workerRegistry) register(id string, pid *actor.PID, types []string, now time.Time) (*workerInfo, bool) {
+func (r *workerRegistry) register(id string, pid *messages.PID, types []string, now time.Time) (*workerInfo, bool) {
 	w, ok := r.byID[id]
 	if !ok {
 		w = &workerInfo{id: id}
@@ -102,6 +102,8 @@ func (r *workerRegistry) readyToTell(s *WorkState, now time.Time) (told []*worke
 			told = append(told, w)
 		}
 	}
+	// In id order: a simulated run sends the same messages each time.
+	sort.Slice(told, func(i, j int) bool { return told[i].id < told[j].id })
 	for _, w := range told {
 		r.setWanting(w, false)
 	}

@@ -1,4 +1,4 @@
-package master
+package core
 
 import (
 	"os"
@@ -166,20 +166,19 @@ func TestPackedSnapshot(t *testing.T) {
 			require.NoError(t, s.Apply(&messages.WorkAccepted{Work: &messages.Work{WorkId: "w" + strconv.Itoa(i), JobType: "square"}, AtUnixNano: t0.UnixNano()}))
 		}
 		require.Equal(t, n, s.Len())
-		a := &masterActor{state: s}
 		for _, tc := range []struct {
 			name  string
-			take  func(int) (proto.Message, bool)
+			idle  bool
 			since int
 			want  bool
 		}{
-			{"busy, one event short of the works", a.Snapshot, n - 1, false},
-			{"busy, as many events as works", a.Snapshot, n, true},
-			{"busy, at half (the earlier rule)", a.Snapshot, n / 2, false},
-			{"idle, short of a sixteenth", a.IdleSnapshot, n/16 - 1, false},
-			{"idle, a sixteenth", a.IdleSnapshot, (n + 15) / 16, true},
+			{"busy, one event short of the works", false, n - 1, false},
+			{"busy, as many events as works", false, n, true},
+			{"busy, at half (the earlier rule)", false, n / 2, false},
+			{"idle, short of a sixteenth", true, n/16 - 1, false},
+			{"idle, a sixteenth", true, (n + 15) / 16, true},
 		} {
-			_, ok := tc.take(tc.since)
+			ok := s.WantsSnapshot(tc.since, tc.idle)
 			require.Equal(t, tc.want, ok, "%s: %d events since the last snapshot, %d works", tc.name, tc.since, n)
 		}
 	})
@@ -187,9 +186,15 @@ func TestPackedSnapshot(t *testing.T) {
 	t.Run("TheMasterWritesItsOwnTypeAndReadsBoth", func(t *testing.T) {
 		t.Parallel()
 		s := mixedState(t)
-		a := &masterActor{state: s}
-		msg, ok := a.Snapshot(s.Len())
-		require.True(t, ok)
+		require.True(t, s.WantsSnapshot(s.Len(), false))
+		// What the shell hands the journal (persist.go's snapshotMsg).
+		var size SnapshotSize
+		snapshotMsg := func() proto.Message {
+			var data []byte
+			data, size = s.PackedWire(size)
+			return &persistence.Marshaled{Type: (*messages.PackedMasterSnapshot)(nil).ProtoReflect().Type(), Data: data}
+		}
+		msg := snapshotMsg()
 		// Handed to the journal in its wire form: the bytes of the
 		// PackedMasterSnapshot, stored under that type.
 		wire, isWire := msg.(*persistence.Marshaled)
@@ -203,8 +208,8 @@ func TestPackedSnapshot(t *testing.T) {
 		require.NoError(t, proto.Unmarshal(wire.Data, packed))
 		require.NotEmpty(t, packed.GetSnapshot().GetChunks())
 		require.True(t, proto.Equal(packed, wire), "a journal that marshals it sees the same message")
-		again, ok := a.IdleSnapshot(s.Len())
-		require.True(t, ok)
+		require.True(t, s.WantsSnapshot(s.Len(), true))
+		again := snapshotMsg()
 		require.Equal(t, want, again.(*persistence.Marshaled).Data, "sized from the previous snapshot")
 		r, err := RestoreSnapshot(roundTrip(t, packed))
 		require.NoError(t, err)
@@ -371,12 +376,12 @@ func TestPackedWireSizing(t *testing.T) {
 			require.NoError(t, s.Apply(&messages.WorkCompleted{WorkId: id, WorkerId: "w1", Result: []byte("49"), AtUnixNano: int64(i + 3)}))
 		}
 	}
-	first, size := s.packedWire(snapshotSize{})
-	require.Equal(t, snapshotSize{finishedBytes: size.finishedBytes, finished: 3 * chunkEntries / 2,
+	first, size := s.PackedWire(SnapshotSize{})
+	require.Equal(t, SnapshotSize{finishedBytes: size.finishedBytes, finished: 3 * chunkEntries / 2,
 		otherBytes: size.otherBytes, others: 3 * chunkEntries / 2}, size)
-	data, _ := s.packedWire(size)
+	data, _ := s.PackedWire(size)
 	require.Equal(t, first, data)
 	require.LessOrEqual(t, cap(data)-len(data), len(data)/16+4096, "sized to the previous snapshot, a sixteenth over")
-	allocs := testing.AllocsPerRun(5, func() { s.packedWire(size) })
+	allocs := testing.AllocsPerRun(5, func() { s.PackedWire(size) })
 	require.LessOrEqual(t, allocs, 4.0, "the buffer, the open chunk's, the unfinished works' order: no regrowth, nothing per work")
 }

@@ -1,4 +1,4 @@
-package master
+package core
 
 // queue is a min-heap of the pending entries of one job type by (readyAt,
 // order): hand-out order. Each item carries its entry's key, so that sifting

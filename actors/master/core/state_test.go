@@ -1,4 +1,4 @@
-package master
+package core
 
 import (
 	"testing"
@@ -430,10 +430,10 @@ func TestDispatchJournalsOneWorksStarted(t *testing.T) {
 func TestExpandGroupsForTheObserver(t *testing.T) {
 	t.Parallel()
 	plain := []proto.Message{started("a", "k", 0), completed("a", "k", "r", time.Second)}
-	require.Equal(t, plain, expandGroups(plain), "nothing to expand: the same events")
+	require.Equal(t, plain, ExpandGroups(plain), "nothing to expand: the same events")
 	w1 := &messages.Work{WorkId: "w1", JobType: "sq", Payload: []byte("1")}
 	w2 := &messages.Work{WorkId: "w2", JobType: "sq", Payload: []byte("2")}
-	got := expandGroups([]proto.Message{
+	got := ExpandGroups([]proto.Message{
 		&messages.WorksAccepted{Works: []*messages.Work{w1, w2}, AtUnixNano: at(0)},
 		&messages.WorksStarted{WorkIds: []string{"b", "c"}, WorkerId: "k", AtUnixNano: at(0)},
 		completed("a", "k", "r", time.Second),

@@ -1,4 +1,4 @@
-package master
+package core
 
 import (
 	"bytes"
@@ -165,8 +165,8 @@ func TestWorkFieldsSurvive(t *testing.T) {
 				require.NoError(t, s.Apply(&messages.WorkAccepted{Work: in, AtUnixNano: 5}))
 				require.Empty(t, lostFields(w, s.Work(w.GetWorkId())), "dropped on acceptance")
 
-				// As the master writes it (packedWire), stored, and read back.
-				wire, _ := s.packedWire(snapshotSize{})
+				// As the master writes it (PackedWire), stored, and read back.
+				wire, _ := s.PackedWire(SnapshotSize{})
 				var snap messages.PackedMasterSnapshot
 				require.NoError(t, proto.Unmarshal(wire, &snap))
 				r, err := RestoreSnapshot(&snap)

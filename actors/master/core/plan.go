@@ -1,12 +1,10 @@
-package master
+package core
 
 import (
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -127,35 +125,4 @@ func planCleanup(s *WorkState, policy Policy, workTimeout, retention time.Durati
 		events = append(events, ev)
 	}
 	return events, 0
-}
-
-// check validates submitted work against the configuration; nil means
-// acceptable.
-func (c *config) check(w *messages.Work) *messages.WorkRejected {
-	reject := func(code messages.RejectCode, reason string) *messages.WorkRejected {
-		return &messages.WorkRejected{WorkId: w.GetWorkId(), Code: code, Reason: reason}
-	}
-	switch {
-	case w.GetWorkId() == "":
-		return reject(messages.RejectCode_REJECT_CODE_INVALID, "master: work id is empty; give every job a unique id")
-	case w.GetJobType() == "":
-		return reject(messages.RejectCode_REJECT_CODE_INVALID, "master: job type is empty; set it to a type the workers run (e.g. \"square\")")
-	case len(w.GetPayload()) > c.maxPayload:
-		return reject(messages.RejectCode_REJECT_CODE_TOO_LARGE,
-			fmt.Sprintf("master: payload is %d bytes, over the limit of %d; send a reference to the data instead", len(w.GetPayload()), c.maxPayload))
-	}
-	if c.shards > 1 {
-		if k := route.ShardOf(w.GetWorkId(), c.shards); k != c.shard {
-			return reject(messages.RejectCode_REJECT_CODE_INVALID,
-				fmt.Sprintf("master: work %q belongs to shard %d of %d, not to this master (shard %d): the node that sent it routes with another number of shards; start every node of the cluster with --shards %d",
-					w.GetWorkId(), k, c.shards, c.shard, c.shards))
-		}
-	}
-	if c.jobTypes != nil {
-		if _, ok := c.jobTypes[w.GetJobType()]; !ok {
-			return reject(messages.RejectCode_REJECT_CODE_UNKNOWN_TYPE,
-				fmt.Sprintf("master: unknown job type %q; this master accepts only its configured job types", w.GetJobType()))
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package master
+package core
 
 import (
 	"testing"
@@ -161,7 +161,7 @@ func TestWaitersJoin(t *testing.T) {
 		for _, ev := range events {
 			require.NoError(t, s.Apply(ev))
 		}
-		wire, _ := s.packedWire(snapshotSize{})
+		wire, _ := s.PackedWire(SnapshotSize{})
 		var snap messages.PackedMasterSnapshot
 		require.NoError(t, proto.Unmarshal(wire, &snap))
 		require.Equal(t, byte(packedFormat), snap.GetSnapshot().GetChunks()[0][0], "further waiters need format 3")

@@ -1,0 +1,126 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// Sentinel errors.
+var (
+	// ErrUnknownEvent means the journal holds an event type WorkState does
+	// not know (a newer version wrote it, or the stream is not a master's).
+	ErrUnknownEvent = errors.New("master: unknown journal event")
+	// ErrBadSnapshot means a stored snapshot is not a valid MasterSnapshot.
+	ErrBadSnapshot = errors.New("master: invalid snapshot")
+)
+
+// DispatchLimiter rate-limits the hand-out of one job type. Reserve is
+// called once per work about to be handed out; it takes a permit and
+// returns ok, or returns the time until one may be available. The core
+// calls it with the time of the step, never reads a clock: a limiter
+// driven by that time alone keeps a simulated run deterministic.
+type DispatchLimiter interface {
+	Reserve(now time.Time) (ok bool, retryAfter time.Duration)
+}
+
+// Config is what the master's options decide for the core. The shell
+// validates it (master.Option); the core trusts it.
+type Config struct {
+	// WorkTimeout: a work held longer is timed out; the cleanup tick runs
+	// every half of it.
+	WorkTimeout time.Duration
+	// WorkerDeadAfter: an idle worker not heard from for so long is
+	// forgotten.
+	WorkerDeadAfter time.Duration
+	// Policy decides retries and deadness.
+	Policy Policy
+	// DoneRetention and DoneLimit bound how long and how many finished
+	// works are kept.
+	DoneRetention time.Duration
+	DoneLimit     int
+	// MaxPayload is the largest accepted payload in bytes.
+	MaxPayload int
+	// JobTypes, when not nil, are the only job types accepted.
+	JobTypes map[string]struct{}
+	// Shard of Shards (Shards 0: not sharded): work of another shard is
+	// rejected as invalid.
+	Shard, Shards int
+	// Limiters rate-limit the hand-out per job type.
+	Limiters map[string]DispatchLimiter
+	// AwaitStarted sends a hand-out only once its WorkStarted is durable.
+	AwaitStarted bool
+	// StartedHold holds hand-out records for up to this long so that a
+	// later journal write carries them (0: journal them at once).
+	StartedHold time.Duration
+	// RecoveryStash is how many submissions are held while not serving.
+	RecoveryStash int
+	// Planted is test-only: it reintroduces a known bug so that the
+	// simulator's tests can prove they catch it; never set in production.
+	Planted Bug
+}
+
+// Check validates submitted work against the configuration; nil means
+// acceptable.
+func (c *Config) Check(w *messages.Work) *messages.WorkRejected {
+	reject := func(code messages.RejectCode, reason string) *messages.WorkRejected {
+		return &messages.WorkRejected{WorkId: w.GetWorkId(), Code: code, Reason: reason}
+	}
+	switch {
+	case w.GetWorkId() == "":
+		return reject(messages.RejectCode_REJECT_CODE_INVALID, "master: work id is empty; give every job a unique id")
+	case w.GetJobType() == "":
+		return reject(messages.RejectCode_REJECT_CODE_INVALID, "master: job type is empty; set it to a type the workers run (e.g. \"square\")")
+	case len(w.GetPayload()) > c.MaxPayload:
+		return reject(messages.RejectCode_REJECT_CODE_TOO_LARGE,
+			fmt.Sprintf("master: payload is %d bytes, over the limit of %d; send a reference to the data instead", len(w.GetPayload()), c.MaxPayload))
+	}
+	if c.Shards > 1 {
+		if k := shardOf(w.GetWorkId(), c.Shards); k != c.Shard {
+			return reject(messages.RejectCode_REJECT_CODE_INVALID,
+				fmt.Sprintf("master: work %q belongs to shard %d of %d, not to this master (shard %d): the node that sent it routes with another number of shards; start every node of the cluster with --shards %d",
+					w.GetWorkId(), k, c.Shards, c.Shard, c.Shards))
+		}
+	}
+	if c.JobTypes != nil {
+		if _, ok := c.JobTypes[w.GetJobType()]; !ok {
+			return reject(messages.RejectCode_REJECT_CODE_UNKNOWN_TYPE,
+				fmt.Sprintf("master: unknown job type %q; this master accepts only its configured job types", w.GetJobType()))
+		}
+	}
+	return nil
+}
+
+// Bug is test-only: it reintroduces a known bug so that the simulator's
+// tests can prove they catch it; never set in production. The zero value
+// is no bug.
+type Bug int
+
+// The bugs a Config.Planted can reintroduce.
+const (
+	// NoBug is production.
+	NoBug Bug = iota
+	// HandOutBeforeDurable hands out an accepted work before its
+	// WorkAccepted is durable: a crash can then erase work a worker ran.
+	HandOutBeforeDurable
+	// AckBeforeFsync acks a submission before its event is durable.
+	AckBeforeFsync
+	// DuplicateKeepsFirstWaiter: a duplicate submission with a new waiter
+	// records no WaiterAdded, so only the first caller is waited for and
+	// told the outcome (issue 34, item 1).
+	DuplicateKeepsFirstWaiter
+)
+
+// shardOf is route.ShardOf, which the core cannot import (package route
+// imports protoactor); TestShardOfIsRoutes keeps the two equal.
+func shardOf(workID string, n int) int {
+	if n < 2 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(workID)) // never fails
+	return int(h.Sum32() % uint32(n))
+}
