@@ -3,8 +3,6 @@ package worker
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 const (
@@ -20,7 +18,9 @@ const (
 
 // execDispatcher runs the executors' mailboxes on goroutines that stay for
 // the next run, at most one per slot, instead of a new goroutine for each
-// run (protoactor's default dispatcher).
+// run (protoactor's default dispatcher). It is a protoactor
+// actor.Dispatcher by its methods (Schedule, Throughput); the shell's
+// executors use it (worker.go).
 //
 // Why: a new goroutine starts with a small stack, and a job's call chain
 // (the mailbox, the executor, the registry, the job function) grows it by
@@ -38,8 +38,6 @@ type execDispatcher struct {
 	size    int32
 	idle    time.Duration
 }
-
-var _ actor.Dispatcher = (*execDispatcher)(nil)
 
 // newExecDispatcher returns a dispatcher whose pool holds up to size
 // goroutines; it starts none.

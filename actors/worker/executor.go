@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -41,6 +39,12 @@ type doWork struct {
 	ctx  context.Context //nolint:containedctx // the message is the executor's call: it carries the job's ctx to fn(ctx, payload) and is dropped when the job returns
 }
 
+// runRef is the ctx of the job a slot's executor runs, for passage seq.
+type runRef struct {
+	seq    uint64
+	cancel context.CancelCauseFunc
+}
+
 // execResult is a WorkExecutor's answer to doWork (a panic is reported
 // through supervision instead, see workerActor.HandleFailure).
 type execResult struct {
@@ -57,22 +61,6 @@ type execResult struct {
 type executor struct {
 	slot int
 	reg  *Registry
-}
-
-func executorProps(slot int, reg *Registry, d actor.Dispatcher) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &executor{slot: slot, reg: reg}
-	}, actor.WithDispatcher(d))
-}
-
-// Receive runs doWork messages.
-func (e *executor) Receive(c actor.Context) {
-	d, ok := c.Message().(*doWork)
-	if !ok {
-		return
-	}
-	res, err := e.run(d.ctx, d.work)
-	c.Send(c.Parent(), &execResult{slot: e.slot, workID: d.work.GetWorkId(), result: res, err: err})
 }
 
 func (e *executor) run(ctx context.Context, w *messages.Work) (res []byte, err error) {

@@ -86,6 +86,24 @@ func defaultConfig() config {
 	}
 }
 
+// settle checks the options and fills in what follows from them.
+func (c *config) settle() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.prefetch < 0 {
+		c.prefetch = c.window
+	}
+	if c.limiter != nil {
+		c.prefetch = 0 // the permits decide (see WithPrefetch)
+	}
+	if c.maxUnacked == 0 {
+		c.maxUnacked = max(DefaultMaxUnacked, unackedPerSlot*(c.window+c.prefetch))
+	}
+	c.clock = clock.OrReal(c.clock)
+	return nil
+}
+
 func (c *config) validate() error {
 	switch {
 	case c.registerInterval <= 0:

@@ -2,49 +2,56 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/foreman-actors/foreman/actors/worker/core"
 )
 
-// Sentinel errors of the worker package. Errors returned by the package wrap
+// Sentinel errors of the worker package (defined in actors/worker/core,
+// which decides when each is reported). Errors returned by the package wrap
 // one of them, so callers match with errors.Is.
 var (
 	// ErrDuplicateJobType is returned by Registry.Register for a job type that
 	// is already registered.
-	ErrDuplicateJobType = errors.New("worker: job type already registered")
+	ErrDuplicateJobType = core.ErrDuplicateJobType
 	// ErrInvalidJobType is returned for an empty or malformed job type name.
-	ErrInvalidJobType = errors.New("worker: invalid job type")
+	ErrInvalidJobType = core.ErrInvalidJobType
 	// ErrUnknownJobType is reported (as WorkFailed) for Work whose job type
 	// has no function in the worker's registry.
-	ErrUnknownJobType = errors.New("worker: unknown job type")
+	ErrUnknownJobType = core.ErrUnknownJobType
 	// ErrBadPayload is returned by the built-in jobs for a payload they cannot
 	// decode; the message says what is accepted.
-	ErrBadPayload = errors.New("worker: bad payload")
+	ErrBadPayload = core.ErrBadPayload
 	// ErrJobPanicked is wrapped by *PanicError: the job function panicked.
-	ErrJobPanicked = errors.New("worker: job panicked")
+	ErrJobPanicked = core.ErrJobPanicked
 	// ErrDeadlinePassed is reported for Work whose caller's deadline passed
 	// before it could start; the job is not started (seed 003).
-	ErrDeadlinePassed = errors.New("worker: caller's deadline passed before the job started")
+	ErrDeadlinePassed = core.ErrDeadlinePassed
 	// ErrCallerGone is reported for Work whose submitter (the WorkWaiter or
 	// Interest in Work.waiter) no longer waits for the result: it answered
 	// IAmNoLongerInterested, it is gone (dead letter), or it did not answer
 	// within the interest timeout. Work not yet started is not started; work
 	// already running has its ctx cancelled (seed 003). The master should
 	// not retry it (see the package doc).
-	ErrCallerGone = errors.New("worker: caller no longer waits for the result")
+	ErrCallerGone = core.ErrCallerGone
 	// ErrLimiterClosed is reported for work handed back because the shared
 	// adaptive.Limiter (WithLimiter) was closed: the node is shutting down.
-	ErrLimiterClosed = errors.New("worker: concurrency limiter closed, work handed back")
+	ErrLimiterClosed = core.ErrLimiterClosed
 	// ErrWorkerStopping is reported for work that was running or queued when
 	// the worker stopped; the master re-queues it.
-	ErrWorkerStopping = errors.New("worker: worker stopping, work handed back")
+	ErrWorkerStopping = core.ErrWorkerStopping
 	// ErrInvalidOption is returned for an option with a value out of range.
-	ErrInvalidOption = errors.New("worker: invalid option")
+	ErrInvalidOption = core.ErrInvalidOption
 )
+
+// Permanent reports whether a job's error will not go away when the job is
+// retried: a payload the job cannot parse, a job type the worker does not
+// know, a passed deadline or a caller who has gone. The master marks such
+// work dead at once instead of spending its attempts.
+func Permanent(err error) bool { return core.Permanent(err) }
 
 // JobFunc runs one job: it turns the Work's payload into a result. It is the
 // library's extension point: register one per job type in a Registry.
@@ -109,9 +116,5 @@ func (r *Registry) Types() []string {
 
 // unknownTypeError explains which job types the registry knows.
 func (r *Registry) unknownTypeError(jobType string) error {
-	types := r.Types()
-	if len(types) == 0 {
-		return fmt.Errorf("%w: %q: this worker has no job types registered", ErrUnknownJobType, jobType)
-	}
-	return fmt.Errorf("%w: %q: this worker runs %s", ErrUnknownJobType, jobType, strings.Join(slices.Clone(types), ", "))
+	return core.UnknownTypeError(jobType, r.Types())
 }

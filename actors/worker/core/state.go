@@ -1,4 +1,4 @@
-package worker
+package core
 
 import "github.com/foreman-actors/foreman/messages"
 
