@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/actors/pids"
 	"github.com/foreman-actors/foreman/actors/waiter"
 	"github.com/foreman-actors/foreman/messages"
@@ -16,7 +17,7 @@ import (
 // work's status: the outcome message to the waiter is sent once and may be
 // lost with a connection, and a master keeps a bounded number of waiters
 // per work (a Call with the id of an unfinished work adds its own).
-const callPollInterval = 2 * time.Second
+const callPollInterval = core.DefaultPollInterval
 
 // Call is one work submitted with its caller's interest (seed 003 across
 // the cluster): the Work's waiter is a waiter.Interest living as long as the
@@ -171,10 +172,8 @@ func (call *Call) pollStatus(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	switch st.GetStatus() {
-	case messages.WorkStatus_WORK_STATUS_DONE, messages.WorkStatus_WORK_STATUS_DEAD, messages.WorkStatus_WORK_STATUS_CANCELLED:
-		call.set(&messages.WorkResult{WorkId: st.GetWorkId(), JobType: st.GetJobType(), Result: st.GetResult(),
-			Status: st.GetStatus(), Error: st.GetLastError()})
+	if r, final := core.FinalResult(st); final {
+		call.set(r)
 	}
 }
 

@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -75,37 +75,38 @@ type whatText string
 func (s whatText) String() string { return string(s) }
 
 // retry calls attempt until it returns nil or an error not worth retrying,
-// or ctx ends; what names the attempts in the error and the log. Timeouts,
-// a missing master and temporary rejections are retried with backoff; when
-// the master's node just left, the next attempt goes at once (once: its
-// successor is being found now). Once ctx ends the error matches ctx.Err()
-// and wraps the last attempt's.
+// or ctx ends; what names the attempts in the error and the log. The
+// decisions are the pure core's (core.Retry, which the simulator runs
+// too): timeouts, a missing master and temporary rejections are retried
+// with backoff; when the master's node just left, the next attempt goes at
+// once (once: its successor is being found now). Once ctx ends the error
+// matches ctx.Err() and wraps the last attempt's.
 func (c *Client) retry(ctx context.Context, what fmt.Stringer, attempt func() error) error {
-	backoff := c.cfg.retryMin
-	lastGone := false
-	for n := 1; ; n++ {
+	policy := core.NewRetry(core.Backoff{Min: c.cfg.retryMin, Max: c.cfg.retryMax})
+	for {
 		err := attempt()
-		if errors.Is(err, errMasterGone) && !lastGone && ctx.Err() == nil {
-			c.log.Debug("master gone, trying again at once", "what", what.String(), "attempt", n)
-			lastGone = true
-			continue
+		if err == nil {
+			return nil
 		}
-		lastGone = false
-		if err == nil || !retryable(err) || ctx.Err() != nil {
-			if err != nil && ctx.Err() != nil {
-				return fmt.Errorf("frontend: %s gave up after %d attempts (last: %w): %w", what, n, err, ctx.Err())
+		d := policy.After(classify(err), ctx.Err() != nil)
+		switch d.Action {
+		case core.Again:
+			c.log.Debug("master gone, trying again at once", "what", what.String(), "attempt", d.Attempt)
+			continue
+		case core.Stop:
+			if ctx.Err() != nil {
+				return fmt.Errorf("frontend: %s gave up after %d attempts (last: %w): %w", what, d.Attempt, err, ctx.Err())
 			}
 			return err
 		}
-		c.log.Debug("failed, retrying", "what", what.String(), "attempt", n, "backoff", backoff, "error", err)
-		t := c.cfg.clock.NewTimer(backoff)
+		c.log.Debug("failed, retrying", "what", what.String(), "attempt", d.Attempt, "backoff", d.Wait, "error", err)
+		t := c.cfg.clock.NewTimer(d.Wait)
 		select {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("frontend: %s gave up after %d attempts (last: %w): %w", what, n, err, ctx.Err())
+			return fmt.Errorf("frontend: %s gave up after %d attempts (last: %w): %w", what, d.Attempt, err, ctx.Err())
 		}
-		backoff = min(2*backoff, c.cfg.retryMax)
 	}
 }
 
@@ -122,17 +123,17 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	if err != nil {
 		return err
 	}
-	switch r := res.(type) {
-	case *messages.Ack:
-		if r.GetWorkId() != w.GetWorkId() {
-			return fmt.Errorf("%w: Ack for %q while submitting %q", ErrUnexpectedReply, r.GetWorkId(), w.GetWorkId())
-		}
+	switch core.JudgeAnswer(w.GetWorkId(), res) {
+	case core.Acked:
 		return nil
-	case *messages.WorkRejected:
+	case core.Rejected, core.Unavailable:
+		r := res.(*messages.WorkRejected)
 		return &RejectedError{WorkID: w.GetWorkId(), Code: r.GetCode(), Reason: r.GetReason()}
-	default:
-		return fmt.Errorf("%w: %T answering Work %q", ErrUnexpectedReply, res, w.GetWorkId())
 	}
+	if r, ok := res.(*messages.Ack); ok {
+		return fmt.Errorf("%w: Ack for %q while submitting %q", ErrUnexpectedReply, r.GetWorkId(), w.GetWorkId())
+	}
+	return fmt.Errorf("%w: %T answering Work %q", ErrUnexpectedReply, res, w.GetWorkId())
 }
 
 // WorkStatus asks the master about one job (one attempt). A master still

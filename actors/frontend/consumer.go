@@ -7,21 +7,18 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
 // GetStats asks a WorkResultConsumer for its counters; it answers Stats.
 type GetStats struct{}
 
-// Stats are a WorkResultConsumer's counters.
-type Stats struct {
-	// Consumed counts results consumed (the first of each outcome while
-	// deduplicating: a work id that ended, was re-submitted and ended
-	// again has two outcomes).
-	Consumed int64
-	// Duplicates counts results whose outcome was already consumed.
-	Duplicates int64
-}
+// Stats are a WorkResultConsumer's counters: Consumed counts results
+// consumed (the first of each outcome while deduplicating: a work id that
+// ended, was re-submitted and ended again has two outcomes), Duplicates
+// those whose outcome was already consumed.
+type Stats = core.Stats
 
 // ConsumerProps returns the props of the WorkResultConsumer: it subscribes
 // to *messages.WorkResult on the actor system's EventStream (unless
@@ -43,12 +40,11 @@ func ConsumerProps(opts ...Option) (*actor.Props, error) {
 }
 
 type consumer struct {
-	cfg   config
-	log   *slog.Logger
-	sys   *actor.ActorSystem
-	sub   *eventstream.Subscription
-	seen  *seenSet // nil when deduplication is off
-	stats Stats
+	cfg  config
+	log  *slog.Logger
+	sys  *actor.ActorSystem
+	sub  *eventstream.Subscription
+	core *core.Consumer // decides what is consumed and what is a duplicate
 
 	stopFeed context.CancelFunc // WithFeed: ends the reader
 	feedDone chan struct{}      // closed when the reader ended
@@ -63,9 +59,7 @@ func (r *consumer) Receive(c actor.Context) {
 			r.log = c.Logger()
 		}
 		r.log = r.log.With("component", "result_consumer")
-		if r.cfg.dedupe > 0 {
-			r.seen = newSeenSet(r.cfg.dedupe)
-		}
+		r.core = core.NewConsumer(core.ConsumerConfig{Window: r.cfg.dedupe})
 		if r.cfg.feedClient != nil {
 			r.startFeed(c)
 		}
@@ -86,9 +80,9 @@ func (r *consumer) Receive(c actor.Context) {
 	case *feedBatch:
 		r.consumeBatch(m)
 	case *GetStats:
-		c.Respond(r.stats)
+		c.Respond(r.core.Stats())
 	case GetStats:
-		c.Respond(r.stats)
+		c.Respond(r.core.Stats())
 	case *actor.Stopping:
 		if r.stopFeed != nil {
 			r.stopFeed()
@@ -104,15 +98,13 @@ func (r *consumer) Receive(c actor.Context) {
 // consume consumes a result; seq is the position of its finishing event in
 // the result feed (0: not from the feed).
 func (r *consumer) consume(m *messages.WorkResult, seq int64) {
-	if r.seen != nil && !r.seen.add(m.GetWorkId(), outcomeTag(m.GetStatus(), seq)) {
-		r.stats.Duplicates++
+	if !r.core.Consume(m, seq) {
 		r.log.Info("Duplicate result", "work_id", m.GetWorkId(), "result", string(m.GetResult()))
 		if r.cfg.onDuplicate != nil {
 			r.cfg.onDuplicate(m)
 		}
 		return
 	}
-	r.stats.Consumed++
 	if r.log.Enabled(context.Background(), slog.LevelInfo) {
 		// Checked first: the arguments (a copy of the result, boxed
 		// values) cost an allocation each for every result otherwise.

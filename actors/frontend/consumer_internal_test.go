@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestConsumerDedupesRedeliveredOutcomes(t *testing.T) {
 	t.Parallel()
 	var consumed, dups []string
-	r := &consumer{log: slog.New(slog.DiscardHandler), seen: newSeenSet(16), cfg: config{
+	r := &consumer{log: slog.New(slog.DiscardHandler), core: core.NewConsumer(core.ConsumerConfig{Window: 16}), cfg: config{
 		onResult:    func(m *messages.WorkResult) { consumed = append(consumed, m.GetWorkId()+" "+m.GetStatus().String()) },
 		onDuplicate: func(m *messages.WorkResult) { dups = append(dups, m.GetWorkId()+" "+m.GetStatus().String()) },
 	}}
@@ -48,5 +49,5 @@ func TestConsumerDedupesRedeliveredOutcomes(t *testing.T) {
 	require.Equal(t, []string{"x WORK_STATUS_DEAD", "y WORK_STATUS_CANCELLED", "x WORK_STATUS_DEAD",
 		"y WORK_STATUS_DONE", "x WORK_STATUS_DONE", "z WORK_STATUS_UNKNOWN"}, consumed)
 	require.Len(t, dups, 6)
-	require.Equal(t, Stats{Consumed: 6, Duplicates: 6}, r.stats)
+	require.Equal(t, Stats{Consumed: 6, Duplicates: 6}, r.core.Stats())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -33,7 +34,7 @@ var (
 	// replaced); read from the start again.
 	ErrFeedAhead = errors.New("frontend: result feed cursor is ahead of the journal")
 	// ErrInvalidCursor: a cursor token that cannot be parsed.
-	ErrInvalidCursor = errors.New("frontend: invalid result feed cursor")
+	ErrInvalidCursor = core.ErrInvalidCursor
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("frontend: invalid option")
 )
@@ -62,18 +63,33 @@ func (e *RejectedError) Temporary() bool {
 	return e.Code == messages.RejectCode_REJECT_CODE_UNAVAILABLE
 }
 
-// retryable reports whether Submit should try again after err.
 // errMasterGone marks an ask answered by the route's news that the
 // master's node left (it also wraps route.ErrNoMaster): Submit sends again
 // at once.
 var errMasterGone = errors.New("the master's node left the cluster")
 
-func retryable(err error) bool {
+// classify turns an attempt's error into what the retry policy decides
+// on (core.Result).
+func classify(err error) core.Result {
+	if err == nil {
+		return core.Acked
+	}
 	var rej *RejectedError
 	if errors.As(err, &rej) {
-		return rej.Temporary()
+		if rej.Temporary() {
+			return core.Unavailable
+		}
+		return core.Rejected
 	}
-	return errors.Is(err, ErrTimeout) || errors.Is(err, route.ErrNoMaster)
+	switch {
+	case errors.Is(err, errMasterGone):
+		return core.MasterGone
+	case errors.Is(err, ErrTimeout):
+		return core.TimedOut
+	case errors.Is(err, route.ErrNoMaster):
+		return core.NoMaster
+	}
+	return core.Failed
 }
 
 func wrapOpt(msg string) error { return fmt.Errorf("%w: %s", ErrInvalidOption, msg) }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -15,103 +14,21 @@ import (
 // master and journal stream each), the journal sequence number of the last
 // event read. Its token is "s0:SEQ[,s1:SEQ...]"; the zero Cursor (token
 // "0" or "") is the oldest result still retained. With one shard, shard 0
-// is the master; with N, shard k is master/k (see route.ShardOf).
-type Cursor struct {
-	seqs []int64
-}
+// is the master; with N, shard k is master/k (see route.ShardOf). It is
+// core.Cursor, which the feed consumer's pure core and the simulator use.
+type Cursor = core.Cursor
 
 // ParseCursor reads a cursor token. "", "0" and "s0:0" are the start.
-func ParseCursor(token string) (Cursor, error) {
-	token = strings.TrimSpace(token)
-	if token == "" || token == "0" {
-		return Cursor{}, nil
-	}
-	var c Cursor
-	for i, part := range strings.Split(token, ",") {
-		name, seq, ok := strings.Cut(part, ":")
-		if !ok || name != "s"+strconv.Itoa(i) {
-			return Cursor{}, fmt.Errorf("%w: %.60q: want s0:SEQ[,s1:SEQ...] with shards in order (part %d is %.20q)", ErrInvalidCursor, token, i, part)
-		}
-		n, err := strconv.ParseInt(seq, 10, 64)
-		if err != nil || n < 0 {
-			return Cursor{}, fmt.Errorf("%w: %.60q: shard %d: %.20q is not a sequence number", ErrInvalidCursor, token, i, seq)
-		}
-		c.seqs = append(c.seqs, n)
-	}
-	return c, nil
-}
-
-// String returns the cursor's token ("s0:0" for the start).
-func (c Cursor) String() string {
-	b, _ := c.AppendText(make([]byte, 0, 8*max(len(c.seqs), 1)))
-	return string(b)
-}
-
-// AppendText appends the cursor's token (as String) to b; it never fails.
-// It implements encoding.TextAppender, so a feed line is written without a
-// string per cursor.
-func (c Cursor) AppendText(b []byte) ([]byte, error) {
-	if len(c.seqs) == 0 {
-		return append(b, "s0:0"...), nil
-	}
-	for i, s := range c.seqs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, 's')
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, s, 10)
-	}
-	return b, nil
-}
-
-// Shards returns how many shards the cursor names (0 for the start).
-func (c Cursor) Shards() int { return len(c.seqs) }
-
-// Seq returns the sequence number of shard i (0 when the cursor does not
-// name it: its start).
-func (c Cursor) Seq(i int) int64 {
-	if i < 0 || i >= len(c.seqs) {
-		return 0
-	}
-	return c.seqs[i]
-}
-
-// With returns a copy of c with shard i at seq.
-func (c Cursor) With(i int, seq int64) Cursor {
-	n := max(len(c.seqs), i+1)
-	seqs := make([]int64, n)
-	copy(seqs, c.seqs)
-	seqs[i] = seq
-	return Cursor{seqs: seqs}
-}
-
-// IsZero reports whether c is the start of the feed.
-func (c Cursor) IsZero() bool {
-	for _, s := range c.seqs {
-		if s != 0 {
-			return false
-		}
-	}
-	return true
-}
+func ParseCursor(token string) (Cursor, error) { return core.ParseCursor(token) }
 
 // FeedEntry is one finished work read from the feed, with the cursor just
 // after it: resume from Cursor to read what follows.
-type FeedEntry struct {
-	Cursor Cursor
-	*messages.FeedEntry
-}
+type FeedEntry = core.FeedEntry
 
-// FeedPage is what one ReadFeed returns.
-type FeedPage struct {
-	// Entries in journal order (per shard).
-	Entries []FeedEntry
-	// Next is where the next read starts; it may be past the last entry
-	// (events that finished nothing were read too).
-	Next Cursor
-}
+// FeedPage is what one ReadFeed returns: Entries in journal order (per
+// shard), and Next, where the next read starts (it may be past the last
+// entry: events that finished nothing were read too).
+type FeedPage = core.FeedPage
 
 // FeedGoneError is a cursor older than the retention: the events after it
 // were deleted. Oldest is the oldest cursor still readable (the results
@@ -153,7 +70,7 @@ func (c *Client) ReadFeed(ctx context.Context, cursor Cursor, limit int, wait ti
 		if err != nil {
 			return nil, err
 		}
-		return p.page(cursor), nil
+		return core.MergePages(cursor, p), nil
 	}
 	pages, err := c.readShards(ctx, cursor, n, limit, 0)
 	if err == nil && wait > 0 && pages.empty() {
@@ -166,43 +83,22 @@ func (c *Client) ReadFeed(ctx context.Context, cursor Cursor, limit int, wait ti
 }
 
 // shardPage is one shard's part of a page.
-type shardPage struct {
-	shard int
-	p     *messages.ResultsPage // nil: the shard did not answer
-}
+type shardPage = core.ShardPage
 
 type shardPages []shardPage
 
 func (ps shardPages) empty() bool {
 	for _, p := range ps {
-		if len(p.p.GetEntries()) > 0 {
+		if len(p.Page.GetEntries()) > 0 {
 			return false
 		}
 	}
 	return true
 }
 
-func (p shardPage) page(cursor Cursor) *FeedPage { return shardPages{p}.page(cursor) }
-
 // page merges the shards' pages, shard by shard, keeping the cursor of
-// each entry resumable.
-func (ps shardPages) page(cursor Cursor) *FeedPage {
-	out := &FeedPage{}
-	run := cursor
-	for _, sp := range ps {
-		if sp.p == nil {
-			continue
-		}
-		k := sp.shard
-		for _, e := range sp.p.GetEntries() {
-			run = run.With(k, e.GetSeq())
-			out.Entries = append(out.Entries, FeedEntry{Cursor: run, FeedEntry: e})
-		}
-		run = run.With(k, max(sp.p.GetNextSeq(), cursor.Seq(k)))
-	}
-	out.Next = run
-	return out
-}
+// each entry resumable (core.MergePages).
+func (ps shardPages) page(cursor Cursor) *FeedPage { return core.MergePages(cursor, ps...) }
 
 // readShards reads every shard at once. With wait, it returns as soon as
 // one shard has entries (the others' reads are dropped: their cursors stay
@@ -227,12 +123,12 @@ func (c *Client) readShards(ctx context.Context, cursor Cursor, n, limit int, wa
 	answered := 0
 	for range n {
 		a := <-ch
-		pages[a.k] = shardPage{shard: a.k}
+		pages[a.k] = shardPage{Shard: a.k}
 		switch {
 		case a.err == nil:
 			pages[a.k] = a.p
 			answered++
-			if wait > 0 && len(a.p.p.GetEntries()) > 0 {
+			if wait > 0 && len(a.p.Page.GetEntries()) > 0 {
 				cancel() // enough for this page; the rest answer at once
 			}
 		case errors.Is(a.err, ErrFeedGone) || errors.Is(a.err, ErrFeedAhead):
@@ -277,5 +173,5 @@ func (c *Client) readShard(ctx context.Context, cursor Cursor, k, limit int, wai
 	case p.GetError() != "":
 		return shardPage{}, fmt.Errorf("%w: %s", ErrTimeout, p.GetError()) // the master is recovering or busy: retry
 	}
-	return shardPage{shard: k, p: p}, nil
+	return shardPage{Shard: k, Page: p}, nil
 }

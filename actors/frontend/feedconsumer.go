@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -136,27 +137,33 @@ func (r *consumer) startFeed(c actor.Context) {
 	r.feedDone = make(chan struct{})
 	go func() {
 		defer close(r.feedDone)
+		// The reader's own core value: it decides where to read next
+		// (the actor's decides what is consumed), so each goroutine keeps
+		// to its own.
+		feed := core.NewConsumer(core.ConsumerConfig{FeedLimit: feedConsumerLimit, FeedWait: feedConsumerWait,
+			BackoffFirst: feedBackoffFirst, BackoffCap: feedBackoffCap})
 		cur, err := store.Load()
 		if err != nil {
 			log.Error("cannot load the result cursor; reading the feed from its oldest result", "error", err)
-			cur = Cursor{}
 		}
-		backoff := feedBackoffFirst
+		feed.Loaded(cur, err == nil)
 		for ctx.Err() == nil {
-			page, err := client.ReadFeed(ctx, cur, feedConsumerLimit, feedConsumerWait)
+			cur := feed.Cursor()
+			page, err := client.ReadFeed(ctx, cur, feed.FeedLimit(), feed.FeedWait())
 			var gone *FeedGoneError
 			switch {
 			case ctx.Err() != nil:
 				return
 			case errors.As(err, &gone):
 				log.Warn("result cursor is past the feed's retention; results between are not consumed", "cursor", cur.String(), "oldest", gone.Oldest.String())
-				cur = gone.Oldest
+				feed.Gone(gone.Oldest)
 				continue
 			case errors.Is(err, ErrFeedAhead):
 				log.Warn("result cursor is ahead of the master's journal (replaced?); reading from its oldest result", "cursor", cur.String())
-				cur = Cursor{}
+				feed.Ahead()
 				continue
 			case err != nil:
+				backoff := feed.Failed()
 				log.Debug("reading the result feed failed; retrying", "error", err, "backoff", backoff)
 				t := time.NewTimer(backoff)
 				select {
@@ -165,10 +172,8 @@ func (r *consumer) startFeed(c actor.Context) {
 					t.Stop()
 					return
 				}
-				backoff = min(2*backoff, feedBackoffCap)
 				continue
 			}
-			backoff = feedBackoffFirst
 			if len(page.Entries) > 0 {
 				b := &feedBatch{page: page, done: make(chan struct{})}
 				root.Send(self, b)
@@ -178,7 +183,7 @@ func (r *consumer) startFeed(c actor.Context) {
 					return
 				}
 			}
-			cur = page.Next
+			feed.Read(page)
 		}
 	}()
 }

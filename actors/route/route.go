@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/foreman-actors/foreman/actors/route/core"
 )
 
 // Errors of the route package.
@@ -203,4 +205,17 @@ func (m Master) Shard(k int) Master {
 // ForWork returns the route to the master of the shard that owns workID.
 func (m Master) ForWork(workID string) Master {
 	return m.Shard(ShardOf(workID, m.Shards()))
+}
+
+// Member is a cluster member as the placement sees it (route/core's).
+type Member = core.Member
+
+// Owner returns the address of the member that the cluster places
+// kind/identity on among members: protoactor's rendezvous hashing, as
+// cluster/node's RendezvousOwner and the placement actor compute it (the
+// tests check it against protoactor's), without protoactor's types, so
+// that the pure cores and the simulator place masters as the cluster does.
+// "" when no member hosts kind.
+func Owner(members []Member, kind, identity string) string {
+	return core.Owner(members, kind, identity)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/waiter/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -95,25 +96,25 @@ func (w *workWaiter[R]) Receive(c actor.Context) {
 	case *actor.Started:
 		w.armDeadline(c)
 	case *deadlinePassed:
-		w.apply(c, w.fsm.giveUp(reasonDeadline))
+		w.apply(c, w.fsm.GiveUp(reasonDeadline))
 	case *messages.AreYouStillInterested:
 		// The deadline timer's message may still be queued behind this
 		// question (many waiters time out together): read the clock too.
 		if !w.deadline.IsZero() && !w.api.cfg.clock.Now().Before(w.deadline) {
-			w.apply(c, w.fsm.giveUp(reasonDeadline))
+			w.apply(c, w.fsm.GiveUp(reasonDeadline))
 		}
 		w.worker = c.Sender()
-		w.apply(c, w.fsm.ask())
+		w.apply(c, w.fsm.Ask())
 	case *workComplete[R]:
-		eff := w.fsm.complete()
+		eff := w.fsm.Complete()
 		if eff.Deliver {
 			w.promise <- reply[R](*m)
 		}
 		w.apply(c, eff)
 	case *callerGone:
-		w.apply(c, w.fsm.giveUp(m.reason))
+		w.apply(c, w.fsm.GiveUp(m.reason))
 	case *jobDropped:
-		eff := w.fsm.drop()
+		eff := w.fsm.Drop()
 		if eff.Fail {
 			w.promise <- reply[R]{err: m.err}
 			eff.Fail = false
@@ -138,7 +139,7 @@ func (w *workWaiter[R]) armDeadline(c actor.Context) {
 	}
 	left := w.deadline.Sub(w.api.cfg.clock.Now())
 	if left <= 0 {
-		w.apply(c, w.fsm.giveUp(reasonDeadline))
+		w.apply(c, w.fsm.GiveUp(reasonDeadline))
 		return
 	}
 	root, self := c.ActorSystem().Root, c.Self()
@@ -147,32 +148,19 @@ func (w *workWaiter[R]) armDeadline(c actor.Context) {
 
 func (w *workWaiter[R]) apply(c actor.Context, eff waiterEffects) {
 	switch eff.Reply {
-	case answerStill:
+	case core.AnswerStill:
 		c.Respond(&messages.IAmStillInterested{})
-	case answerNoLonger:
-		c.Respond(&messages.IAmNoLongerInterested{Reason: w.fsm.reason.proto()})
+	case core.AnswerNoLonger:
+		c.Respond(&messages.IAmNoLongerInterested{Reason: w.fsm.Reason().Proto()})
 	}
 	if eff.Fail {
-		w.promise <- reply[R]{err: giveUpError(w.fsm.reason, 0, nil)}
+		w.promise <- reply[R]{err: giveUpError(w.fsm.Reason(), 0, nil)}
 	}
 	if eff.CancelWorker && w.worker != nil {
-		c.Send(w.worker, &messages.IAmNoLongerInterested{Reason: w.fsm.reason.proto()})
+		c.Send(w.worker, &messages.IAmNoLongerInterested{Reason: w.fsm.Reason().Proto()})
 	}
 	if eff.Stop {
 		c.Stop(c.Self())
-	}
-}
-
-func (r giveUpReason) proto() messages.NoLongerInterestedReason {
-	switch r {
-	case reasonDeadline:
-		return messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_DEADLINE
-	case reasonCancelled:
-		return messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CANCELLED
-	case reasonClosed:
-		return messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CLOSED
-	default:
-		return messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_UNSPECIFIED
 	}
 }
 

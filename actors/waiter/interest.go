@@ -9,6 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/foreman-actors/foreman/actors/clock"
+	"github.com/foreman-actors/foreman/actors/effect"
+	"github.com/foreman-actors/foreman/actors/pids"
+	"github.com/foreman-actors/foreman/actors/waiter/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -117,7 +120,8 @@ const DefaultReleaseLinger = time.Minute
 func NewInterest(ctx context.Context, sys *actor.ActorSystem) *Interest {
 	result := make(chan *messages.WorkResult, 1)
 	pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &interestActor{fsm: newWaiterFSM(), result: result, callerDone: ctx.Done(), callerErr: ctx.Err}
+		return &interestActor{core: core.NewInterest(core.InterestConfig{Linger: DefaultInterestLinger, ReleaseLinger: DefaultReleaseLinger}),
+			result: result, callerDone: ctx.Done(), callerErr: ctx.Err}
 	}))
 	i := &Interest{sys: sys, pid: pid, result: result}
 	i.stopWatch = context.AfterFunc(ctx, func() {
@@ -157,14 +161,13 @@ func (i *Interest) Close() {
 	})
 }
 
-// interestActor is a WorkWaiter without a promise.
+// interestActor is the shell of core.Interest (a WorkWaiter without a
+// promise): it turns messages into the core's inputs and carries out its
+// effects.
 type interestActor struct {
-	fsm       waiterFSM
-	workers   []*actor.PID // workers told IAmStillInterested
-	linger    clock.Timer  // after giving up or being released: fires lingerOver
-	result    chan<- *messages.WorkResult
-	released  bool // Release: yes to every question until the linger ends
-	delivered bool
+	core   *core.Interest
+	linger clock.Timer // the core's linger timer: fires lingerOver
+	result chan<- *messages.WorkResult
 	// callerDone and callerErr are the caller's ctx's: a question is
 	// answered from the ctx as it is when asked. The callerGone message
 	// the ctx's AfterFunc sends comes from a goroutine of its own, which a
@@ -181,48 +184,55 @@ type released struct{}
 type lingerOver struct{}
 
 func (a *interestActor) Receive(c actor.Context) {
+	var in any
 	switch m := c.Message().(type) {
 	case *messages.WorkResult:
-		if !a.delivered { // only the first outcome counts
-			a.delivered = true
-			a.result <- m // buffered 1: never blocks
-		}
+		in = core.Outcome{Result: m}
 	case *released:
-		if a.fsm.phase != phaseInterested || a.released {
-			return
-		}
-		a.released = true
-		root, self := c.ActorSystem().Root, c.Self()
-		a.linger = clock.Real.AfterFunc(DefaultReleaseLinger, func() { root.Send(self, &lingerOver{}) })
+		in = core.Released{}
 	case *messages.AreYouStillInterested:
-		if a.released {
-			c.Respond(&messages.IAmStillInterested{WorkId: m.GetWorkId()})
-			return
+		asked := core.Asked{From: pids.Wire(c.Sender()), WorkID: m.GetWorkId()}
+		if a.callerLeft() {
+			asked.CallerLeft, asked.Reason = true, reasonOf(a.callerErr())
 		}
-		if a.fsm.phase == phaseInterested && a.callerLeft() {
-			a.giveUp(c, reasonOf(a.callerErr()))
-		}
-		if a.fsm.phase == phaseInterested {
-			a.fsm.ask()
-			if s := c.Sender(); s != nil {
-				a.workers = append(a.workers, s)
-			}
-			c.Respond(&messages.IAmStillInterested{WorkId: m.GetWorkId()})
-			return
-		}
-		// Unlike a WorkWaiter (one job, one question) an Interest may be
-		// asked by several workers, so it keeps answering while it lingers.
-		c.Respond(&messages.IAmNoLongerInterested{WorkId: m.GetWorkId(), Reason: a.fsm.reason.proto()})
+		in = asked
 	case *callerGone:
-		if a.released || a.fsm.phase != phaseInterested {
-			return // released, or gave up already when asked
-		}
-		a.giveUp(c, m.reason)
+		in = core.CallerGone{Reason: m.reason}
 	case *lingerOver:
-		c.Stop(c.Self())
+		in = effect.Fired{Name: core.TimerLinger}
 	case *actor.Stopped:
 		if a.linger != nil {
 			a.linger.Stop()
+		}
+		return
+	default:
+		return
+	}
+	a.apply(c, a.core.Step(clock.Real.Now(), in))
+}
+
+// apply carries out the core's effects.
+func (a *interestActor) apply(c actor.Context, effs []effect.Effect) {
+	for _, e := range effs {
+		switch e := e.(type) {
+		case effect.Reply:
+			c.Respond(e.Msg)
+		case effect.Send:
+			c.Send(pids.Actor(e.To), e.Msg)
+		case effect.Timer:
+			if a.linger != nil {
+				a.linger.Stop()
+			}
+			root, self := c.ActorSystem().Root, c.Self()
+			a.linger = clock.Real.AfterFunc(max(e.At.Sub(clock.Real.Now()), 0), func() { root.Send(self, &lingerOver{}) })
+		case effect.StopTimer:
+			if a.linger != nil {
+				a.linger.Stop()
+			}
+		case core.Deliver:
+			a.result <- e.Result // buffered 1, and the core delivers once: never blocks
+		case core.Stop:
+			c.Stop(c.Self())
 		}
 	}
 }
@@ -234,21 +244,5 @@ func (a *interestActor) callerLeft() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// giveUp records that the caller left: the workers told yes are told no
-// (they cancel the running job), and the Interest lingers, answering no.
-func (a *interestActor) giveUp(c actor.Context, reason giveUpReason) {
-	eff := a.fsm.giveUp(reason)
-	if eff.CancelWorker {
-		for _, w := range a.workers {
-			c.Send(w, &messages.IAmNoLongerInterested{Reason: a.fsm.reason.proto()})
-		}
-	}
-	a.workers = nil
-	if a.linger == nil {
-		root, self := c.ActorSystem().Root, c.Self()
-		a.linger = clock.Real.AfterFunc(DefaultInterestLinger, func() { root.Send(self, &lingerOver{}) })
 	}
 }

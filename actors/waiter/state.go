@@ -3,6 +3,8 @@ package waiter
 import (
 	"fmt"
 	"time"
+
+	"github.com/foreman-actors/foreman/actors/waiter/core"
 )
 
 // This file holds the pure logic of the package: the WorkScheduler's queue,
@@ -165,139 +167,21 @@ func (q *Queue[J]) Limit() int { return q.limit }
 // Idle reports whether nothing runs and nothing waits.
 func (q *Queue[J]) Idle() bool { return q.running == 0 && q.Backlog() == 0 }
 
-// waiterPhase is the state of a WorkWaiter.
-type waiterPhase int
-
-const (
-	// phaseInterested is the initial state: the caller waits for the result.
-	// Left for phaseNotInterested when the caller gives up, for phaseDone when
-	// the result arrives or the job is dropped.
-	phaseInterested waiterPhase = iota + 1
-	// phaseNotInterested: the caller gave up (deadline, cancel). The waiter
-	// stays to answer the worker's question (seed: "the hangabout of the
-	// WorkWaiter") and leaves for phaseDone once it has.
-	phaseNotInterested
-	// phaseDone is terminal: the actor stops.
-	phaseDone
+// The WorkWaiter's state machine is core.Waiter (actors/waiter/core),
+// which the simulator drives too; these names keep the shells' code short.
+type (
+	waiterFSM     = core.Waiter
+	waiterEffects = core.Effects
+	giveUpReason  = core.Reason
 )
 
-func (p waiterPhase) String() string {
-	switch p {
-	case phaseInterested:
-		return "interested"
-	case phaseNotInterested:
-		return "not_interested"
-	case phaseDone:
-		return "done"
-	default:
-		return fmt.Sprintf("waiterPhase(%d)", int(p))
-	}
-}
-
-// answer is the waiter's reply to AreYouStillInterested.
-type answer int
-
 const (
-	answerNone     answer = iota // no reply
-	answerStill                  // IAmStillInterested
-	answerNoLonger               // IAmNoLongerInterested
+	reasonDeadline  = core.ReasonDeadline
+	reasonCancelled = core.ReasonCancelled
+	reasonClosed    = core.ReasonClosed
 )
 
-// waiterEffects are what the actor shell must do after a waiterFSM step.
-type waiterEffects struct {
-	Reply        answer // reply to the sender of AreYouStillInterested
-	Deliver      bool   // complete the promise with the work's result
-	Fail         bool   // complete the promise with the give-up or drop error
-	CancelWorker bool   // tell the worker that was told "still interested" to cancel
-	Stop         bool   // stop the waiter
-}
-
-// waiterFSM is the WorkWaiter's logic (seed 003 WorkWaiter: interested /
-// notInterested), with two additions: a worker told "still interested" is
-// told to cancel when the caller gives up later, and a result that arrives
-// after the caller gave up stops the waiter (the seed's waiter lingered).
-type waiterFSM struct {
-	phase    waiterPhase
-	reason   giveUpReason
-	promised bool // a worker was told IAmStillInterested and has not reported
-}
-
-// giveUpReason says why a waiter stopped being interested.
-type giveUpReason int
-
-const (
-	reasonDeadline  giveUpReason = iota + 1 // the caller's deadline passed
-	reasonCancelled                         // the caller cancelled
-	reasonClosed                            // the API is stopping
-)
-
-func (r giveUpReason) String() string {
-	switch r {
-	case reasonDeadline:
-		return "deadline"
-	case reasonCancelled:
-		return "cancelled"
-	case reasonClosed:
-		return "closed"
-	default:
-		return fmt.Sprintf("giveUpReason(%d)", int(r))
-	}
-}
-
-func newWaiterFSM() waiterFSM { return waiterFSM{phase: phaseInterested} }
-
-// ask handles AreYouStillInterested.
-func (w *waiterFSM) ask() waiterEffects {
-	switch w.phase {
-	case phaseInterested:
-		w.promised = true
-		return waiterEffects{Reply: answerStill}
-	case phaseNotInterested:
-		w.phase = phaseDone
-		return waiterEffects{Reply: answerNoLonger, Stop: true}
-	default:
-		return waiterEffects{}
-	}
-}
-
-// giveUp handles the caller giving up (deadline or cancel).
-func (w *waiterFSM) giveUp(r giveUpReason) waiterEffects {
-	if w.phase != phaseInterested {
-		return waiterEffects{}
-	}
-	w.phase = phaseNotInterested
-	w.reason = r
-	return waiterEffects{Fail: true, CancelWorker: w.promised}
-}
-
-// complete handles WorkComplete: the result is delivered if the caller
-// still waits and dropped otherwise; either way the waiter is finished.
-func (w *waiterFSM) complete() waiterEffects {
-	switch w.phase {
-	case phaseInterested:
-		w.phase, w.promised = phaseDone, false
-		return waiterEffects{Deliver: true, Stop: true}
-	case phaseNotInterested:
-		w.phase, w.promised = phaseDone, false
-		return waiterEffects{Stop: true}
-	default:
-		return waiterEffects{}
-	}
-}
-
-// drop handles the scheduler dropping the job (backlog full, shutting down).
-func (w *waiterFSM) drop() waiterEffects {
-	switch w.phase {
-	case phaseInterested:
-		w.phase = phaseDone
-		return waiterEffects{Fail: true, Stop: true}
-	case phaseNotInterested:
-		w.phase = phaseDone
-		return waiterEffects{Stop: true}
-	default:
-		return waiterEffects{}
-	}
-}
+func newWaiterFSM() waiterFSM { return core.NewWaiter() }
 
 // outcome is how one job ended, as its Worker saw it.
 type outcome int

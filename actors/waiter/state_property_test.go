@@ -75,64 +75,6 @@ func checkQueue(limit, maxBacklog int, order Order, ops []byte) error {
 	return nil
 }
 
-// checkWaiter drives a waiterFSM with random events and checks the rules
-// every sequence must keep: the promise is completed at most once, the
-// result is delivered only to a caller that still waits, "still interested"
-// is never said after giving up, the cancel push only goes to a worker that
-// was told yes, and nothing happens after Stop.
-func checkWaiter(events []byte) error {
-	w := newWaiterFSM()
-	completed, stopped, gaveUp, toldYes := false, false, false, false
-	for i, b := range events {
-		var eff waiterEffects
-		kind := b % 4
-		switch kind {
-		case 0:
-			eff = w.ask()
-		case 1:
-			eff = w.giveUp(giveUpReason(b%3 + 1))
-		case 2:
-			eff = w.complete()
-		case 3:
-			eff = w.drop()
-		}
-		if stopped && eff != (waiterEffects{}) {
-			return fmt.Errorf("event %d: effects %+v after Stop", i, eff)
-		}
-		if eff.Deliver || eff.Fail {
-			if completed {
-				return fmt.Errorf("event %d: promise completed twice", i)
-			}
-			completed = true
-		}
-		if eff.Deliver && gaveUp {
-			return fmt.Errorf("event %d: result delivered after the caller gave up", i)
-		}
-		if eff.Reply == answerStill && gaveUp {
-			return fmt.Errorf("event %d: said still interested after giving up", i)
-		}
-		if eff.CancelWorker && !toldYes {
-			return fmt.Errorf("event %d: cancel pushed without a worker told yes", i)
-		}
-		if eff.Reply == answerStill {
-			toldYes = true
-		}
-		if kind == 1 && w.phase == phaseNotInterested {
-			gaveUp = true
-		}
-		if eff.Stop {
-			stopped = true
-			if w.phase != phaseDone {
-				return fmt.Errorf("event %d: stopped in phase %v", i, w.phase)
-			}
-		}
-		if (w.phase == phaseDone) != stopped {
-			return fmt.Errorf("event %d: phase %v but stopped=%v", i, w.phase, stopped)
-		}
-	}
-	return nil
-}
-
 func TestQueueMatchesModel(t *testing.T) {
 	t.Parallel()
 	f := func(limit, backlog uint8, lifo bool, ops []byte) bool {
@@ -141,20 +83,6 @@ func TestQueueMatchesModel(t *testing.T) {
 			order = LIFO
 		}
 		if err := checkQueue(int(limit%4)+1, int(backlog%4), order, ops); err != nil {
-			t.Log(err)
-			return false
-		}
-		return true
-	}
-	if err := quick.Check(f, &quick.Config{MaxCount: 2000}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestWaiterFSMRules(t *testing.T) {
-	t.Parallel()
-	f := func(events []byte) bool {
-		if err := checkWaiter(events); err != nil {
 			t.Log(err)
 			return false
 		}
@@ -174,17 +102,6 @@ func FuzzQueue(f *testing.F) {
 			order = LIFO
 		}
 		if err := checkQueue(int(limit%8)+1, int(backlog%8), order, ops); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
-func FuzzWaiterFSM(f *testing.F) {
-	f.Add([]byte{0, 1, 2})
-	f.Add([]byte{1, 0, 0})
-	f.Add([]byte{3, 0, 1, 2})
-	f.Fuzz(func(t *testing.T, events []byte) {
-		if err := checkWaiter(events); err != nil {
 			t.Fatal(err)
 		}
 	})

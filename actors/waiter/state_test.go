@@ -153,90 +153,6 @@ func TestQueueRejectsWiringMistakes(t *testing.T) {
 	})
 }
 
-// Reference: seed 003, WorkWaiter: interested answers IAmStillInterested and
-// completes the promise on WorkComplete; after ReceiveTimeout it fails the
-// promise and becomes notInterested, which answers IAmNoLongerInterested
-// and stops.
-func TestWaiterFSM(t *testing.T) {
-	t.Parallel()
-
-	type event int
-	const (
-		ask event = iota + 1
-		giveUp
-		complete
-		drop
-	)
-	type step struct {
-		ev    event
-		want  waiterEffects
-		phase waiterPhase
-	}
-	tests := []struct {
-		name  string
-		steps []step
-	}{
-		{
-			name: "asked then completed in time",
-			steps: []step{
-				{ev: ask, want: waiterEffects{Reply: answerStill}, phase: phaseInterested},
-				{ev: complete, want: waiterEffects{Deliver: true, Stop: true}, phase: phaseDone},
-			},
-		},
-		{
-			name: "gave up before the worker asked: the worker is told no and the waiter stops",
-			steps: []step{
-				{ev: giveUp, want: waiterEffects{Fail: true}, phase: phaseNotInterested},
-				{ev: ask, want: waiterEffects{Reply: answerNoLonger, Stop: true}, phase: phaseDone},
-			},
-		},
-		{
-			name: "gave up while the work ran: the worker is told to cancel, the late result is dropped",
-			steps: []step{
-				{ev: ask, want: waiterEffects{Reply: answerStill}, phase: phaseInterested},
-				{ev: giveUp, want: waiterEffects{Fail: true, CancelWorker: true}, phase: phaseNotInterested},
-				{ev: giveUp, want: waiterEffects{}, phase: phaseNotInterested},
-				{ev: complete, want: waiterEffects{Stop: true}, phase: phaseDone},
-			},
-		},
-		{
-			name: "dropped while waiting fails the promise",
-			steps: []step{
-				{ev: drop, want: waiterEffects{Fail: true, Stop: true}, phase: phaseDone},
-				{ev: ask, want: waiterEffects{}, phase: phaseDone},
-			},
-		},
-		{
-			name: "dropped after giving up only stops",
-			steps: []step{
-				{ev: giveUp, want: waiterEffects{Fail: true}, phase: phaseNotInterested},
-				{ev: drop, want: waiterEffects{Stop: true}, phase: phaseDone},
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			w := newWaiterFSM()
-			for i, s := range tt.steps {
-				var got waiterEffects
-				switch s.ev {
-				case ask:
-					got = w.ask()
-				case giveUp:
-					got = w.giveUp(reasonDeadline)
-				case complete:
-					got = w.complete()
-				case drop:
-					got = w.drop()
-				}
-				require.Equal(t, s.want, got, "step %d", i)
-				require.Equal(t, s.phase, w.phase, "step %d", i)
-			}
-		})
-	}
-}
-
 func TestStatsRecord(t *testing.T) {
 	t.Parallel()
 	var s Stats
@@ -259,7 +175,6 @@ func TestStringers(t *testing.T) {
 	require.Equal(t, "Order(9)", Order(9).String())
 	require.Equal(t, "rejected", AdmitRejected.String())
 	require.Equal(t, "Admission(0)", Admission(0).String())
-	require.Equal(t, "not_interested", phaseNotInterested.String())
 	require.Equal(t, "cancelled", outcomeCancelled.String())
 	require.Equal(t, "closed", reasonClosed.String())
 }

@@ -1,4 +1,4 @@
-package frontend
+package core
 
 import (
 	"strconv"
@@ -7,22 +7,22 @@ import (
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// BenchmarkSeenSetAdd: adding new ids to a full window of 65,536 (the
+// BenchmarkDedupeAdd: adding new ids to a full window of 65,536 (the
 // consumer's default), as a result feed does: every add evicts the oldest.
-func BenchmarkSeenSetAdd(b *testing.B) {
+func BenchmarkDedupeAdd(b *testing.B) {
 	const window = 1 << 16
 	ids := make([]string, 4*window)
 	for i := range ids {
 		ids[i] = "bench-1764200000-" + strconv.Itoa(i)
 	}
-	s := newSeenSet(window)
+	s := NewDedupe(window, NoBug)
 	for _, id := range ids[:window] {
-		s.add(id, outcomeTag(messages.WorkStatus_WORK_STATUS_DONE, 0))
+		s.Add(id, OutcomeTag(messages.WorkStatus_WORK_STATUS_DONE, 0))
 	}
 	b.ReportAllocs()
 	i := window
 	for b.Loop() {
-		if !s.add(ids[i%len(ids)], outcomeTag(messages.WorkStatus_WORK_STATUS_DONE, int64(i))) {
+		if !s.Add(ids[i%len(ids)], OutcomeTag(messages.WorkStatus_WORK_STATUS_DONE, int64(i))) {
 			b.Fatal("a new id was taken for a duplicate")
 		}
 		i++
