@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
+	mcore "github.com/foreman-actors/foreman/actors/master/core"
+	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
 // Config is one simulated cluster and its schedule of faults. The zero
@@ -25,9 +29,20 @@ type Config struct {
 	// happen; Heal is how long the cluster then runs without faults before
 	// the final checks.
 	Duration, Heal time.Duration
+	// Planted reintroduces known bugs into the cores (test-only: proves
+	// that the invariants catch them).
+	Planted Bugs
 	// Trace receives one line per delivered message, timer, journal write
 	// and fault; nil turns tracing off (and costs nothing).
 	Trace io.Writer
+}
+
+// Bugs are the known bugs a run can plant back into the cores, one field
+// per core that hosts some (each core's Planted; zero: none).
+type Bugs struct {
+	Lease  pcore.Bug
+	Master mcore.Bug
+	Dedupe fecore.Bug
 }
 
 // FaultMix says how often each kind of fault happens. Probabilities are

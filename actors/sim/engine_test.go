@@ -39,9 +39,10 @@ func (p *pingHost) start() {
 	p.a.apply([]effect.Effect{effect.Timer{Name: "t", At: p.a.now().Add(time.Millisecond)}})
 }
 
-func (p *pingHost) deliver(from *messages.PID, _ string, msg proto.Message) {
+func (p *pingHost) deliver(from *messages.PID, _ string, msg proto.Message) bool {
 	p.k++
 	p.a.apply([]effect.Effect{effect.Append{Events: []proto.Message{&messages.Ack{WorkId: from.GetAddress()}}, Token: uint64(p.k)}})
+	return true
 }
 
 func (p *pingHost) viewChanged() {}

@@ -29,6 +29,7 @@ type jobRec struct {
 	accepted  bool          // a WorkAccepted of it is durable
 	accepts   int           // how many
 	status    messages.WorkStatus
+	failures  int // failed or timed-out attempts since the last acceptance
 	outcomes  []outcome
 	seen      []byte // the DONE result a caller was told, if any
 	seenDone  bool
@@ -37,7 +38,7 @@ type jobRec struct {
 	// one left (every caller gone), -1 while one still waits.
 	callers, left int
 	leftAt        time.Duration
-	started       int // executions begun by workers
+	started       int           // executions begun by workers
 	askedAt       time.Duration // when a worker last asked its waiter; -1: never
 	detached      bool
 }
@@ -135,7 +136,16 @@ func (h *history) durable(s *stream, seq int64, ev jevent) {
 		j := h.job(wk.GetWorkId())
 		j.accepted = true
 		j.accepts++
+		j.failures = 0
 		j.status = messages.WorkStatus_WORK_STATUS_ACCEPTED
+	}
+	switch m := ev.msg.(type) {
+	case *messages.WorkerFailed:
+		if !m.GetCancelled() {
+			h.job(m.GetWorkId()).failures++
+		}
+	case *messages.WorkerTimedOut:
+		h.job(m.GetWorkId()).failures++
 	}
 	if id, st, res, ok := outcomeOf(ev.msg); ok {
 		j := h.job(id)
@@ -216,4 +226,50 @@ func (h *history) end() {
 			c.end(h)
 		}
 	}
+}
+
+// callerWaits records a caller that waits for j (a Call).
+func (h *history) callerWaits(j *jobRec) {
+	j.callers++
+	j.leftAt = -1
+}
+
+// callerLeft records that a waiting caller of id left; once every one has,
+// the job is abandoned from now.
+func (h *history) callerLeft(id string) {
+	j := h.job(id)
+	j.left++
+	if j.left >= j.callers && j.leftAt < 0 {
+		j.leftAt = h.w.e.now
+	}
+}
+
+// clientAcked records that a caller was told its submission is accepted.
+func (h *history) clientAcked(id string) {
+	j := h.job(id)
+	if !j.acked {
+		j.acked, j.ackedAt = true, h.w.e.now
+	}
+}
+
+// toldOutcome records the final outcome a caller was told.
+func (h *history) toldOutcome(id string, st messages.WorkStatus, result []byte) {
+	j := h.job(id)
+	for _, inv := range h.inv {
+		if c, ok := inv.(toldChecker); ok {
+			c.told(h, j, st, result)
+		}
+	}
+}
+
+// asked records a worker asking a job's waiter whether its caller waits.
+func (h *history) asked(id string) { h.job(id).askedAt = h.w.e.now }
+
+// feedIncarnation starts the record of a (re)started feed consumer.
+func (h *history) feedIncarnation() { h.feeds = append(h.feeds, nil) }
+
+// feedConsumed records a result the consumer handed to the application.
+func (h *history) feedConsumed(r *messages.WorkResult, seq int64) {
+	n := len(h.feeds) - 1
+	h.feeds[n] = append(h.feeds[n], &messages.FeedEntry{Seq: seq, WorkId: r.GetWorkId(), Status: r.GetStatus()})
 }

@@ -13,8 +13,11 @@ func (OneServerAtATime) Name() string { return "one_server_at_a_time" }
 
 func (i OneServerAtATime) serve(h *history, s *stream, holder, what string) {
 	if !s.leaseCovers(holder, h.w.e.now) {
-		cur := s.lease
-		h.violate(i, "", s.name, "%s served (%s) outside its lease; the journal's lease: %s [%v, %v)",
+		var cur leaseGrant
+		if n := len(s.grants); n > 0 {
+			cur = s.grants[n-1]
+		}
+		h.violate(i, "", s.name, "%s served (%s) outside its lease; the journal's last grant: %s [%v, %v)",
 			holder, what, cur.holder, cur.from, cur.until)
 	}
 }

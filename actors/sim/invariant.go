@@ -30,7 +30,9 @@ func Invariants() []Invariant {
 type (
 	// outcomeChecker sees each durable finishing event of a job, before
 	// the history records it.
-	outcomeChecker interface{ outcome(h *history, j *jobRec, o outcome) }
+	outcomeChecker interface {
+		outcome(h *history, j *jobRec, o outcome)
+	}
 	// handOutChecker sees each work reaching a worker.
 	handOutChecker interface {
 		handOut(h *history, j *jobRec, w *messages.Work)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+
+	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
 // Errors of the journal model, named like persistence's so that traces
@@ -12,7 +14,7 @@ import (
 var (
 	errFenced      = errors.New("fenced by a newer writer")
 	errWrite       = errors.New("write failed")
-	errLeaseHeld   = errors.New("lease held by another holder")
+	errConflict    = errors.New("sequence conflict")
 	errUnreachable = errors.New("journal unreachable (call timed out)")
 )
 
@@ -33,6 +35,7 @@ type leaseGrant struct {
 // appendReq is one Append waiting in a stream's group commit.
 type appendReq struct {
 	from   *node
+	first  int64 // the first event's sequence number; 0: after the last
 	epoch  int64
 	events []proto.Message
 	done   func(err error) // runs on from, if it still runs
@@ -43,10 +46,9 @@ type appendReq struct {
 type stream struct {
 	name    string
 	events  []jevent
-	epoch   int64
+	js      pcore.Stream // the real backends' rules: epochs, sequence numbers, the lease
 	pending []*appendReq // join the next batch
 	batch   []*appendReq // being written
-	lease   leaseGrant   // the current (or last) grant; holder "" = none
 	grants  []leaseGrant // every grant, for the invariants
 }
 
@@ -108,13 +110,13 @@ func (j *journal) answer(n *node, answer, fail func()) {
 // acquire makes a new epoch of the stream current, fencing older writers,
 // and returns it with the stream's durable events (a recovery's replay).
 func (j *journal) acquire(s *stream) (int64, []proto.Message) {
-	s.epoch++
+	epoch, _ := s.js.AcquireEpoch()
 	msgs := make([]proto.Message, len(s.events))
 	for i, ev := range s.events {
 		msgs[i] = ev.msg
 	}
-	j.w.e.tracef(j.db.name, "journal %s epoch %d (replay %d events)", s.name, s.epoch, len(msgs))
-	return s.epoch, msgs
+	j.w.e.tracef(j.db.name, "journal %s epoch %d (replay %d events)", s.name, epoch, len(msgs))
+	return epoch, msgs
 }
 
 // append queues r in the stream's group commit: it joins the batch being
@@ -148,13 +150,23 @@ func (j *journal) commit(s *stream) {
 			continue
 		}
 		var err error
+		first := r.first
+		if first == 0 {
+			first = s.js.LastSeq() + 1
+		}
 		switch {
 		case fail:
 			err = errWrite
-		case r.epoch != s.epoch:
-			j.fenced++
-			err = errFenced
 		default:
+			switch s.js.Append(r.epoch, first, len(r.events)) {
+			case pcore.WriteFenced:
+				j.fenced++
+				err = errFenced
+			case pcore.WriteConflict:
+				err = errConflict
+			}
+		}
+		if err == nil {
 			for _, m := range r.events {
 				ev := jevent{msg: m, epoch: r.epoch, at: j.w.e.now}
 				s.events = append(s.events, ev)
@@ -201,32 +213,35 @@ func (j *journal) crashed(n *node) {
 	}
 }
 
-// grantLease is the backends' lease rule (cluster/journal/lease.go
-// leaseGrantable) on the journal's clock: granted when the lease is free,
-// lapsed or already holder's, for ttl from now.
-func (j *journal) grantLease(s *stream, holder string, ttl time.Duration) (bool, time.Duration) {
+// journalNow is the journal's clock: true time.
+func journalNow(t time.Duration) time.Time { return epoch0.Add(t) }
+
+// grantLease is the backends' lease rule (persistence/core.Stream.Lease)
+// on the journal's clock; it records each grant for the invariants.
+func (j *journal) grantLease(s *stream, holder string, ttl time.Duration) (pcore.LeaseState, bool) {
 	now := j.w.e.now
-	if s.lease.holder != "" && s.lease.holder != holder && now < s.lease.until {
+	st, ok := s.js.Lease(journalNow(now), holder, ttl)
+	if !ok {
 		j.leaseRefused++
-		return false, s.lease.until - now
+		return st, false
 	}
-	s.lease = leaseGrant{holder: holder, from: now, until: now + ttl}
-	s.grants = append(s.grants, s.lease)
-	j.w.e.tracef(j.db.name, "journal %s lease to %s until %dus", s.name, holder, s.lease.until/time.Microsecond)
-	return true, ttl
+	s.grants = append(s.grants, leaseGrant{holder: holder, from: now, until: now + ttl})
+	j.w.e.tracef(j.db.name, "journal %s lease to %s until %dus", s.name, holder, (now+ttl)/time.Microsecond)
+	return st, true
 }
 
 // releaseLease ends holder's lease at once.
 func (j *journal) releaseLease(s *stream, holder string) {
-	if s.lease.holder == holder && j.w.e.now < s.lease.until {
-		s.lease.until = j.w.e.now
-		for i := range s.grants {
-			if g := &s.grants[i]; g.holder == holder && g.until > j.w.e.now {
-				g.until = j.w.e.now
-			}
-		}
-		j.w.e.tracef(j.db.name, "journal %s lease released by %s", s.name, holder)
+	if s.js.LeaseHolder(journalNow(j.w.e.now)) != holder {
+		return
 	}
+	s.js.ReleaseLease(holder)
+	for i := range s.grants {
+		if g := &s.grants[i]; g.holder == holder && g.until > j.w.e.now {
+			g.until = j.w.e.now
+		}
+	}
+	j.w.e.tracef(j.db.name, "journal %s lease released by %s", s.name, holder)
 }
 
 // leaseCovers reports whether the journal had granted holder the lease of

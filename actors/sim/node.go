@@ -37,10 +37,19 @@ func (n *node) local(t time.Duration) time.Time {
 	return epoch0.Add(n.offset + t + time.Duration(float64(t)*n.drift))
 }
 
-// trueAt is the true time at which the node's clock reads l.
+// trueAt is the first true time at which the node's clock reads l or
+// later (rounded up: a timer must never fire before its time on the
+// node's clock, or a core re-arms it for the same instant forever).
 func (n *node) trueAt(l time.Time) time.Duration {
 	d := l.Sub(epoch0) - n.offset
-	return time.Duration(float64(d) / (1 + n.drift))
+	t := time.Duration(float64(d) / (1 + n.drift))
+	for n.local(t).Before(l) {
+		t++
+	}
+	for t > 0 && !n.local(t-1).Before(l) {
+		t--
+	}
+	return t
 }
 
 // onNode schedules fn to run on n at true time t, if the incarnation that

@@ -68,6 +68,9 @@ func runWith(ctx context.Context, cfg Config, hosts hostFactory) (Report, error)
 	w.makeHost = hosts
 	w.build()
 	w.scheduleFaults(cfg.Duration)
+	if hosts == nil {
+		w.scheduleClients(cfg.Duration)
+	}
 	w.e.at(cfg.Duration, w.stopFaults)
 	end := cfg.Duration + cfg.Heal
 	for w.e.step(end) {

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -16,11 +17,20 @@ type host interface {
 	// start builds the node's cores afresh: at the beginning and after a
 	// restart (what was not journaled is gone).
 	start()
-	// deliver hands a message addressed to the actor id on this node.
-	deliver(from *messages.PID, id string, msg proto.Message)
+	// deliver hands a message addressed to the actor id on this node; false
+	// when no such actor runs there (a dead letter).
+	deliver(from *messages.PID, id string, msg proto.Message) bool
 	// viewChanged tells the node its membership view changed.
 	viewChanged()
 }
+
+// deadLetterer is a host told of its messages that found no actor.
+type deadLetterer interface {
+	deadLetter(fromID string, to *messages.PID, msg proto.Message)
+}
+
+// crasher is a host told of its node's crash (what dies with it).
+type crasher interface{ crashed() }
 
 // world is one simulated cluster: the engine, the models and the nodes.
 type world struct {
@@ -46,10 +56,13 @@ type world struct {
 	hist    *history
 
 	makeHost hostFactory // nil: the real cluster's (tests plant others)
+
+	planted     Bugs
+	savedCursor fecore.Cursor // the feed consumer's store: survives its crash
 }
 
 func newWorld(cfg Config) *world {
-	w := &world{cfg: cfg, e: newEngine(cfg.Seed, cfg.Trace), byName: map[string]*node{}}
+	w := &world{cfg: cfg, e: newEngine(cfg.Seed, cfg.Trace), byName: map[string]*node{}, planted: cfg.Planted, maxAttempts: maxAttempts}
 	add := func(kind nodeKind, name string) *node {
 		n := &node{idx: len(w.nodes), name: name, kind: kind, up: true}
 		w.nodes = append(w.nodes, n)
@@ -81,6 +94,7 @@ func newWorld(cfg Config) *world {
 		fsyncMin: 500 * time.Microsecond, fsyncMax: 5 * time.Millisecond}
 	w.view = newMembership(w, len(w.nodes))
 	w.hist = newHistory(w)
+	w.jr.onDurable = w.hist.durable
 	return w
 }
 
@@ -107,7 +121,14 @@ func (w *world) send(from *node, fromPID, to *messages.PID, msg proto.Message) {
 		if w.e.tracing() {
 			w.e.tracef(dest.name, "%s <- %s/%s %s", id, fromPID.GetAddress(), fromPID.GetId(), msgText(msg))
 		}
-		w.hosts[dest.idx].deliver(fromPID, id, msg)
+		w.hist.delivered(dest, id, msg)
+		if w.hosts[dest.idx].deliver(fromPID, id, msg) {
+			return
+		}
+		// A dead letter: protoactor tells the sender of a request.
+		if dl, ok := w.hosts[from.idx].(deadLetterer); ok {
+			w.transmit(dest, from, func() { dl.deadLetter(fromPID.GetId(), to, msg) })
+		}
 	})
 }
 
@@ -153,6 +174,9 @@ func mix(x uint64) uint64 {
 // are lost, and the others notice after their detection delays.
 func (w *world) crash(n *node) {
 	w.e.tracef(n.name, "fault crash")
+	if c, ok := w.hosts[n.idx].(crasher); ok {
+		c.crashed()
+	}
 	n.up = false
 	n.inc++
 	n.pausedUntil = 0
