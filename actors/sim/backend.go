@@ -84,8 +84,8 @@ type activation struct {
 	lastToken uint64
 	pending   map[uint64]bool // issued, not yet confirmed
 	held      []heldReply
-	halted               bool
-	committed            bool // a Confirm came in this session step
+	halted    bool
+	committed bool // a Confirm came in this session step
 }
 
 type heldReply struct {
