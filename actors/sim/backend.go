@@ -82,7 +82,8 @@ type activation struct {
 	// session confirms that very token (a token whose batch failed is
 	// never confirmed, and its replies never leave).
 	lastToken uint64
-	pending   map[uint64]bool // issued, not yet confirmed
+	pending   map[uint64]uint64 // the runner's token of an Append -> the master's (which need not be unique)
+	seq       uint64            // the runner's last token
 	held      []heldReply
 	halted    bool
 	committed bool // a Confirm came in this session step
@@ -97,7 +98,7 @@ type heldReply struct {
 func (b *backendHost) activate(s int) {
 	b.gen++
 	w := b.w
-	act := &activation{b: b, shard: s, st: w.jr.stream(masterID(s)), pending: map[uint64]bool{},
+	act := &activation{b: b, shard: s, st: w.jr.stream(masterID(s)), pending: map[uint64]uint64{},
 		holder: b.n.name + "/" + masterID(s) + "#" + strconv.Itoa(b.n.inc) + "." + strconv.Itoa(b.gen)}
 	act.a = w.newActor(b.n, masterID(s))
 	act.a.onFired = act.fired
@@ -212,14 +213,15 @@ func (act *activation) run(effs []effect.Effect) {
 				}
 				continue // the master serves only while running; a stale one writes nothing
 			}
-			act.lastToken = e.Token
-			act.pending[e.Token] = true
+			act.seq++
+			act.lastToken = act.seq
+			act.pending[act.seq] = e.Token
 			if act.b.w.e.tracing() {
-				act.b.w.e.tracef(act.a.node.name, "%s append token %d: %d events", act.holder, e.Token, len(e.Events))
+				act.b.w.e.tracef(act.a.node.name, "%s append #%d (token %d): %d events", act.holder, act.seq, e.Token, len(e.Events))
 			}
-			act.session(e)
+			act.session(effect.Append{Events: e.Events, Token: act.seq})
 		case effect.Reply:
-			if e.AfterDurable && act.pending[act.lastToken] {
+			if _, waits := act.pending[act.lastToken]; e.AfterDurable && waits {
 				act.held = append(act.held, heldReply{token: act.lastToken, to: e.To, msg: e.Msg})
 				if act.b.w.e.tracing() {
 					act.b.w.e.tracef(act.a.node.name, "%s holds %s for token %d", act.holder, msgText(e.Msg), act.lastToken)
@@ -335,6 +337,7 @@ func (act *activation) sessionEffect(e effect.Effect) {
 // confirm releases the replies that waited for token and, unless the
 // session moved on, steps the master with Durable.
 func (act *activation) confirm(token uint64, repliesOnly bool) {
+	mtoken := act.pending[token]
 	delete(act.pending, token)
 	kept := act.held[:0]
 	var out []heldReply
@@ -351,7 +354,7 @@ func (act *activation) confirm(token uint64, repliesOnly bool) {
 	}
 	if !repliesOnly && !act.halted {
 		act.committed = true
-		act.run(act.m.Step(act.a.now(), effect.Durable{Token: token}))
+		act.run(act.m.Step(act.a.now(), effect.Durable{Token: mtoken}))
 	}
 }
 

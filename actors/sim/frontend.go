@@ -91,6 +91,7 @@ type subAdapter struct {
 	in     *interestAdapter // a Call's interest
 	caller *caller
 	left   bool // a Call's caller left or was answered
+	acked  bool // a Call's caller was told its work is accepted
 }
 
 func (f *frontendHost) submit(c *caller, works []*messages.Work, wait bool, deadline time.Time) *subAdapter {
@@ -148,6 +149,10 @@ func (s *subAdapter) run(effs []effect.Effect) {
 			for _, o := range e.Outcomes {
 				if o.Status == fecore.StatusAccepted {
 					s.f.w.hist.clientAcked(o.WorkID)
+					if s.wait && !s.left && !s.acked {
+						s.acked = true
+						s.f.w.hist.job(o.WorkID).waitingAcked++
+					}
 				}
 			}
 			if !s.wait {
@@ -158,6 +163,7 @@ func (s *subAdapter) run(effs []effect.Effect) {
 			if e.Result == nil {
 				s.callerGone()
 			}
+			s.unwait()
 			s.left = true
 			if e.Result != nil {
 				s.f.w.hist.toldOutcome(e.Result.GetWorkId(), e.Result.GetStatus(), e.Result.GetResult())
@@ -187,8 +193,17 @@ func (s *subAdapter) leave() {
 // callerGone records a Call's caller leaving without the outcome.
 func (s *subAdapter) callerGone() {
 	if s.wait && !s.left {
+		s.unwait()
 		s.left = true
 		s.f.w.hist.callerLeft(s.works[0].GetWorkId())
+	}
+}
+
+// unwait: an acknowledged caller no longer waits.
+func (s *subAdapter) unwait() {
+	if s.acked {
+		s.acked = false
+		s.f.w.hist.job(s.works[0].GetWorkId()).waitingAcked--
 	}
 }
 

@@ -30,6 +30,12 @@ type jobRec struct {
 	accepts   int           // how many
 	status    messages.WorkStatus
 	failures  int // failed or timed-out attempts since the last acceptance
+	// waitingAcked counts the callers that wait and were told the job is
+	// accepted (and have neither left nor been told its outcome).
+	waitingAcked int
+	// saidNo: the last answer a worker got from a waiter of the job was an
+	// explicit IAmNoLongerInterested.
+	saidNo bool
 	outcomes  []outcome
 	seen      []byte // the DONE result a caller was told, if any
 	seenDone  bool
@@ -263,7 +269,13 @@ func (h *history) toldOutcome(id string, st messages.WorkStatus, result []byte) 
 }
 
 // asked records a worker asking a job's waiter whether its caller waits.
-func (h *history) asked(id string) { h.job(id).askedAt = h.w.e.now }
+func (h *history) asked(id string) {
+	j := h.job(id)
+	j.askedAt, j.saidNo = h.w.e.now, false
+}
+
+// answered records a waiter's answer reaching a worker.
+func (h *history) answered(id string, no bool) { h.job(id).saidNo = no }
 
 // feedIncarnation starts the record of a (re)started feed consumer.
 func (h *history) feedIncarnation() { h.feeds = append(h.feeds, nil) }

@@ -20,6 +20,7 @@ func Invariants() []Invariant {
 		FinalResultStable{},
 		OneServerAtATime{},
 		AbandonedNeverStarts{},
+		CancelledOnlyWhenAbandoned{},
 		FeedExactlyOnce{},
 		AttemptsBounded{},
 		DurableBeforeHandOut{},

@@ -82,8 +82,10 @@ func (wh *workerHost) deliver(from *messages.PID, id string, msg proto.Message) 
 		switch m := msg.(type) {
 		case *messages.IAmStillInterested:
 			a.WorkID, a.Kind = m.GetWorkId(), workcore.StillInterested
+			wh.w.hist.answered(wh.runs[slot].id, false)
 		case *messages.IAmNoLongerInterested:
 			a.WorkID, a.Kind, a.Reason = m.GetWorkId(), workcore.NoLongerInterested, m.GetReason()
+			wh.w.hist.answered(wh.runs[slot].id, true)
 		default:
 			return true
 		}
