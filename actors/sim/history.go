@@ -35,10 +35,10 @@ type jobRec struct {
 	waitingAcked int
 	// saidNo: the last answer a worker got from a waiter of the job was an
 	// explicit IAmNoLongerInterested.
-	saidNo bool
-	outcomes  []outcome
-	seen      []byte // the DONE result a caller was told, if any
-	seenDone  bool
+	saidNo   bool
+	outcomes []outcome
+	seen     []byte // the DONE result a caller was told, if any
+	seenDone bool
 
 	// callers that wait, and how many have left; leftAt is when the last
 	// one left (every caller gone), -1 while one still waits.
