@@ -100,3 +100,27 @@ func TestSameSeedSameTrace(t *testing.T) {
 		t.Fatalf("only %d kinds of fault exercised: %v", kinds, ra.Faults)
 	}
 }
+
+// TestClusterSameSeedSameTrace: the whole cluster on the real cores
+// replays byte for byte.
+func TestClusterSameSeedSameTrace(t *testing.T) {
+	trace := func(seed uint64) []byte {
+		var buf bytes.Buffer
+		cfg := DefaultConfig()
+		cfg.Seed, cfg.Trace = seed, &buf
+		if _, err := Run(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	a, b := trace(3), trace(3)
+	if len(a) < 50_000 {
+		t.Fatalf("trace of %d bytes: the run did too little", len(a))
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("seed 3 gave two traces (%d and %d bytes)", len(a), len(b))
+	}
+	if bytes.Equal(a, trace(4)) {
+		t.Fatal("seeds 3 and 4 gave the same trace")
+	}
+}
