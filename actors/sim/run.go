@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -133,23 +134,73 @@ func shorten(trace string, v *Violation) string {
 	return b.String()
 }
 
-// Search runs seeds one after another and calls progress after each
-// (done so far, the last report); it stops at the first failure, which it
-// returns, or when ctx ends.
-func Search(ctx context.Context, cfg Config, seeds []uint64, progress func(done int, last Report)) (*Report, error) {
-	for i, s := range seeds {
-		c := cfg
-		c.Seed = s
-		rep, err := Run(ctx, c)
-		if err != nil {
-			return nil, err
+// Search runs seeds on parallel goroutines (workers of them, at least
+// one; each run is one goroutine of its own and shares nothing) and calls
+// progress, from one goroutine at a time, after each run with how many
+// are done and that run's report. It stops at the first failure it sees
+// and returns that report, or nil when every seed passed; the error is
+// ctx's. Which seeds ran besides a failing one depends on timing, never
+// what a seed does.
+func Search(ctx context.Context, cfg Config, seeds []uint64, workers int, progress func(done int, last Report)) (*Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers = max(workers, 1)
+	next := make(chan uint64)
+	type result struct {
+		rep Report
+		err error
+	}
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				c := cfg
+				c.Seed = s
+				rep, err := Run(ctx, c)
+				results <- result{rep, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for _, s := range seeds {
+			select {
+			case next <- s:
+			case <-ctx.Done():
+				return
+			}
 		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+	var failed *Report
+	var firstErr error
+	done := 0
+	for r := range results {
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			cancel()
+			continue
+		}
+		done++
 		if progress != nil {
-			progress(i+1, rep)
+			progress(done, r.rep)
 		}
-		if rep.Failed() {
-			return &rep, nil
+		if r.rep.Failed() && failed == nil {
+			rep := r.rep
+			failed = &rep
+			cancel()
 		}
 	}
-	return nil, nil
+	if failed != nil {
+		return failed, nil
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return nil, ctx.Err()
 }
