@@ -5,12 +5,12 @@ type hostFactory func(w *world, n *node) host
 
 // build puts a host on every process node and starts them.
 func (w *world) build() {
-	make := w.makeHost
-	if make == nil {
-		make = clusterHost
+	mk := w.makeHost
+	if mk == nil {
+		mk = clusterHost
 	}
 	for _, n := range w.procs {
-		w.hosts[n.idx] = make(w, n)
+		w.hosts[n.idx] = mk(w, n)
 	}
 	for _, n := range w.procs {
 		w.hosts[n.idx].start()

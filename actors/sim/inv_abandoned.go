@@ -1,6 +1,6 @@
 package sim
 
-// AbandonedNeverStarts: a job whose every caller left before it started
+// AbandonedNeverStarts checks that a job whose every caller left before it started
 // never starts. "Started" is the moment the worker asks the job's waiter
 // whether its caller still waits (the waiter then knows the caller left);
 // a job with a caller that does not wait (submitted without a waiter, or

@@ -4,7 +4,7 @@ import (
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// AttemptsBounded: attempts never exceed the maximum. A work is never
+// AttemptsBounded checks that attempts never exceed the maximum. A work is never
 // handed out again once it has failed (or timed out) as many times as the
 // retry policy allows since it was last accepted. A hand-out that a
 // failover took back (MasterRecovered requeues the work that was running)

@@ -2,7 +2,7 @@ package sim
 
 import "github.com/foreman-actors/foreman/messages"
 
-// CancelledOnlyWhenAbandoned: a retried submission never loses its
+// CancelledOnlyWhenAbandoned checks that a retried submission never loses its
 // caller. A job ends cancelled (its callers left) only when no caller
 // that was told the job is accepted still waits for it: a duplicate
 // submission by a second caller who waits must join the job's waiters,

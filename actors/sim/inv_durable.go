@@ -2,7 +2,7 @@ package sim
 
 import "github.com/foreman-actors/foreman/messages"
 
-// DurableBeforeHandOut: nothing reaches a worker before its acceptance is
+// DurableBeforeHandOut checks that nothing reaches a worker before its acceptance is
 // durable: a crash of the master could otherwise erase work a worker
 // runs (persist before effect).
 type DurableBeforeHandOut struct{}

@@ -1,6 +1,6 @@
 package sim
 
-// FeedExactlyOnce: every durable outcome appears in the result feed once,
+// FeedExactlyOnce checks that every durable outcome appears in the result feed once,
 // and a consumer resuming from any cursor misses none. The run's feed
 // consumer resumes from its saved cursor each time its node restarts;
 // by the end it must have handed every finishing event of every stream to

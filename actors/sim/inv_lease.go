@@ -1,6 +1,6 @@
 package sim
 
-// OneServerAtATime: at no instant do two activations of one stream both
+// OneServerAtATime checks that at no instant do two activations of one stream both
 // hand out work or answer status. Checked against the journal's leases:
 // an activation may serve only while the journal (on its own clock) has
 // granted it the stream's lease, and the journal grants it to one holder
