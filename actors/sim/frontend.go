@@ -26,6 +26,7 @@ type frontendHost struct {
 	subs      map[int]*subAdapter
 	interests map[int]*interestAdapter
 	feed      *feedAdapter
+	resumed   *feedAdapter
 	next      int
 }
 
@@ -34,7 +35,7 @@ func newFrontend(w *world, n *node) host { return &frontendHost{w: w, n: n} }
 func (f *frontendHost) start() {
 	f.subs = map[int]*subAdapter{}
 	f.interests = map[int]*interestAdapter{}
-	f.feed = nil
+	f.feed, f.resumed = nil, nil
 	if f.n == f.w.frontends[0] {
 		f.feed = newFeedAdapter(f)
 	}
@@ -58,10 +59,12 @@ func (f *frontendHost) deliver(from *messages.PID, id string, msg proto.Message)
 			return in.deliver(from, msg)
 		}
 	case "feed":
-		if f.feed != nil && f.feed.gen == k {
-			shard, _ := strconv.Atoi(rest)
-			f.feed.answer(shard, msg)
-			return true
+		shard, _ := strconv.Atoi(rest)
+		for _, fa := range []*feedAdapter{f.feed, f.resumed} {
+			if fa != nil && fa.gen == k {
+				fa.answer(shard, msg)
+				return true
+			}
 		}
 	}
 	return false

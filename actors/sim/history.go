@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -61,6 +62,10 @@ type history struct {
 	// feed: what the feed consumers delivered, in order, per consumer;
 	// nil when no consumer ran.
 	feeds [][]*messages.FeedEntry
+	// resumeFrom is the cursor the resumed consumer started from (nil:
+	// none ran); resumed what it handed over.
+	resumeFrom *fecore.Cursor
+	resumed    []*messages.FeedEntry
 }
 
 func newHistory(w *world) *history {
@@ -284,4 +289,9 @@ func (h *history) feedIncarnation() { h.feeds = append(h.feeds, nil) }
 func (h *history) feedConsumed(r *messages.WorkResult, seq int64) {
 	n := len(h.feeds) - 1
 	h.feeds[n] = append(h.feeds[n], &messages.FeedEntry{Seq: seq, WorkId: r.GetWorkId(), Status: r.GetStatus()})
+}
+
+// resumedConsumed records a result the resumed consumer handed over.
+func (h *history) resumedConsumed(r *messages.WorkResult, seq int64) {
+	h.resumed = append(h.resumed, &messages.FeedEntry{Seq: seq, WorkId: r.GetWorkId(), Status: r.GetStatus()})
 }
