@@ -46,7 +46,9 @@ type jobRec struct {
 	callers, left int
 	leftAt        time.Duration
 	started       int           // executions begun by workers
-	askedAt       time.Duration // when a worker last asked its waiter; -1: never
+	// askedAt is when the worker now starting the job asked its waiter
+	// (that passage's question), set for the start checks.
+	askedAt time.Duration
 	detached      bool
 }
 
@@ -214,8 +216,9 @@ func (h *history) masterAcked(id string) {
 }
 
 // started records a worker beginning to execute a job.
-func (h *history) started(id string) {
+func (h *history) started(id string, askedAt time.Duration) {
 	j := h.job(id)
+	j.askedAt = askedAt
 	for _, inv := range h.inv {
 		if c, ok := inv.(startChecker); ok {
 			c.start(h, j)
@@ -276,7 +279,7 @@ func (h *history) toldOutcome(id string, st messages.WorkStatus, result []byte) 
 // asked records a worker asking a job's waiter whether its caller waits.
 func (h *history) asked(id string) {
 	j := h.job(id)
-	j.askedAt, j.saidNo = h.w.e.now, false
+	j.saidNo = false
 }
 
 // answered records a waiter's answer reaching a worker.

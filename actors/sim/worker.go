@@ -28,8 +28,9 @@ type workerHost struct {
 
 // passage is a work's passage through an executor slot.
 type passage struct {
-	seq uint64
-	id  string
+	seq   uint64
+	id    string
+	asked time.Duration // when it asked the waiter; -1: it did not
 }
 
 func newWorker(w *world, n *node) host { return &workerHost{w: w, n: n} }
@@ -141,7 +142,9 @@ func (wh *workerHost) run(effs []effect.Effect) {
 				})
 			}
 		case workcore.Ask:
-			wh.runs[e.Slot] = passage{seq: e.Seq, id: e.WorkID}
+			if p := wh.runs[e.Slot]; p.seq != e.Seq || p.asked < 0 {
+				wh.runs[e.Slot] = passage{seq: e.Seq, id: e.WorkID, asked: w.e.now}
+			}
 			w.hist.asked(e.WorkID)
 			from := &messages.PID{Address: wh.n.name, Id: "watch/" + strconv.Itoa(e.Slot) + "/" + strconv.FormatUint(e.Seq, 10)}
 			w.send(wh.n, from, e.Waiter, &messages.AreYouStillInterested{WorkId: e.WorkID})
@@ -183,8 +186,12 @@ func (wh *workerHost) run(effs []effect.Effect) {
 func (wh *workerHost) runJob(r workcore.Run) {
 	w := wh.w
 	id := r.Work.GetWorkId()
-	w.hist.started(id)
-	wh.runs[r.Slot] = passage{seq: r.Seq, id: id}
+	asked := w.e.now
+	if p := wh.runs[r.Slot]; p.seq == r.Seq && p.asked >= 0 {
+		asked = p.asked
+	}
+	w.hist.started(id, asked)
+	wh.runs[r.Slot] = passage{seq: r.Seq, id: id, asked: asked}
 	slot, seq := r.Slot, r.Seq
 	var err error
 	if w.e.chance(0.15) {
