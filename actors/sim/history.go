@@ -45,11 +45,11 @@ type jobRec struct {
 	// one left (every caller gone), -1 while one still waits.
 	callers, left int
 	leftAt        time.Duration
-	started       int           // executions begun by workers
+	started       int // executions begun by workers
 	// askedAt is when the worker now starting the job asked its waiter
 	// (that passage's question), set for the start checks.
-	askedAt time.Duration
-	detached      bool
+	askedAt  time.Duration
+	detached bool
 }
 
 // history is the record of what happened that the invariants judge: the
