@@ -66,8 +66,12 @@ const (
 	timerWatch    = "watch:"
 )
 
-// The Yields, made once: an effect boxed per result cost an allocation.
-var yieldFlush, yieldDrain effect.Effect = Yield{Name: YieldFlush}, Yield{Name: YieldDrain}
+// Effects made once: one boxed per result cost an allocation.
+var (
+	yieldFlush    effect.Effect = Yield{Name: YieldFlush}
+	yieldDrain    effect.Effect = Yield{Name: YieldDrain}
+	stopHoldTimer effect.Effect = effect.StopTimer{Name: TimerHold}
+)
 
 // Worker is the worker's protocol as a value (see the package doc). Its
 // methods return the effects to carry out, in order; the slice is the
@@ -87,6 +91,7 @@ type Worker struct {
 	holding  bool                     // TimerHold is armed
 
 	gates       []gate
+	runs        []Run // the Run effect of each slot, returned as *Run
 	gateSeq     uint64
 	book        goneBook
 	permitQueue []int   // slots waiting for a permit, FIFO
@@ -121,6 +126,7 @@ func New(cfg Config) *Worker {
 		st:     newSlots(cfg.Window, cfg.MaxUnacked),
 		ra:     readAhead{max: cfg.Prefetch, window: cfg.Window},
 		gates:  make([]gate, cfg.Window),
+		runs:   make([]Run, cfg.Window),
 		book:   goneBook{nodes: make(map[string]suspicion)},
 		hungry: true,
 	}
@@ -243,7 +249,7 @@ func (w *Worker) Resolved(now time.Time, shard int, pid *messages.PID, err error
 	}
 	for _, id := range w.unackedIDs() {
 		if w.shardOf(id) == shard {
-			w.tellTo(shard, &messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id]})
+			w.tellTo(shard, &messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id].value})
 		}
 	}
 	mc.ready = true
@@ -456,7 +462,7 @@ func (w *Worker) RunDone(now time.Time, slot int, workID string, result []byte, 
 	}
 	k := w.shardOf(workID)
 	w.doneOut[k] = append(w.doneOut[k], &messages.WorkIsDone{WorkId: workID, Result: result})
-	w.arm(timerResend+workID, w.cfg.ResendInterval)
+	w.arm(w.st.unacked[workID].timer, w.cfg.ResendInterval)
 	w.startNext(slot, next)
 	w.requestAfterFlush()
 	w.checkDrained()
@@ -558,7 +564,7 @@ func (w *Worker) gathered() int {
 func (w *Worker) stopHold() {
 	if w.holding {
 		w.holding = false
-		w.emit(effect.StopTimer{Name: TimerHold})
+		w.emit(stopHoldTimer)
 	}
 }
 
@@ -574,10 +580,11 @@ func (w *Worker) Ack(now time.Time, ids ...string) []effect.Effect {
 	w.begin(now)
 	for _, id := range ids {
 		before := w.st.capacity(w.ra.depth())
-		if !w.st.ack(id) {
+		timer, ok := w.st.ack(id)
+		if !ok {
 			continue
 		}
-		w.emit(effect.StopTimer{Name: timerResend + id})
+		w.emit(effect.StopTimer{Name: timer})
 		if before == 0 {
 			w.maybeRequest()
 		}
@@ -593,7 +600,7 @@ func (w *Worker) onResend(id string) {
 	}
 	w.log(slog.LevelInfo, "No ack from master, resending work result", "work_id", id)
 	w.tell(&messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: res})
-	w.arm(timerResend+id, w.cfg.ResendInterval)
+	w.arm(w.st.unacked[id].timer, w.cfg.ResendInterval)
 	if k := w.shardOf(id); w.conns[k].resolver {
 		w.resolve(k)
 	}
@@ -670,7 +677,7 @@ func (w *Worker) Stop(now time.Time) []effect.Effect {
 		w.fail(m, ErrWorkerStopping)
 	}
 	for _, id := range w.unackedIDs() {
-		w.tell(&messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id]})
+		w.tell(&messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id].value})
 	}
 	if !w.deregistered {
 		w.deregistered = true

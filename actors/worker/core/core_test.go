@@ -47,7 +47,7 @@ func render(now time.Time, effs []effect.Effect) []string {
 			out = append(out, "timer "+e.Name+" +"+e.At.Sub(now).String())
 		case effect.StopTimer:
 			out = append(out, "stop "+e.Name)
-		case core.Run:
+		case *core.Run:
 			out = append(out, fmt.Sprintf("run %d %s", e.Slot, e.Work.GetWorkId()))
 		case core.Cancel:
 			out = append(out, fmt.Sprintf("cancel %d", e.Slot))

@@ -10,7 +10,8 @@ type (
 	// Run starts Work in Slot's executor with a ctx of its own (child of the
 	// worker's lifetime) and reports the job's end with Worker.RunDone, or a
 	// panic with Worker.RunPanicked. A runner whose node is shutting down
-	// may drop it: the master hands the work out again.
+	// may drop it: the master hands the work out again. It is returned as a
+	// *Run (the core's, valid until its next call).
 	Run struct {
 		Slot int
 		Seq  uint64
@@ -70,7 +71,7 @@ type (
 )
 
 // IsEffect marks Run as an effect.
-func (Run) IsEffect() {}
+func (*Run) IsEffect() {}
 
 // IsEffect marks Cancel as an effect.
 func (Cancel) IsEffect() {}
