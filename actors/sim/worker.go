@@ -130,8 +130,8 @@ func (wh *workerHost) run(effs []effect.Effect) {
 			return
 		}
 		switch e := e.(type) {
-		case workcore.Run:
-			wh.runJob(e)
+		case *workcore.Run:
+			wh.runJob(*e) // the core reuses its Run: copy it now
 		case workcore.Cancel:
 			slot, seq := e.Slot, e.Seq
 			if p := wh.runs[slot]; p.seq == seq {
