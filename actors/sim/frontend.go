@@ -283,3 +283,22 @@ func splitID(id string) (kind string, k int, rest string) {
 	k, _ = strconv.Atoi(parts[1])
 	return parts[0], k, parts[2]
 }
+
+// cutOff: a worker gave up on the waiter at pid without hearing from it
+// (a partition, a lost question): its caller, though it may still wait,
+// no longer counts as one the job must not be cancelled for.
+func (w *world) cutOff(pid *messages.PID) {
+	n := w.byName[pid.GetAddress()]
+	if n == nil {
+		return
+	}
+	fh, ok := w.hosts[n.idx].(*frontendHost)
+	if !ok || fh.interests == nil {
+		return
+	}
+	if kind, k, _ := splitID(pid.GetId()); kind == "interest" {
+		if in := fh.interests[k]; in != nil {
+			in.sub.unwait()
+		}
+	}
+}

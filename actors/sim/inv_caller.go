@@ -8,9 +8,10 @@ import "github.com/foreman-actors/foreman/messages"
 // submission by a second caller who waits must join the job's waiters,
 // or the first caller's leaving cancels a job the second still waits for.
 // Judged when the cancellation follows a waiter's explicit "no longer
-// interested": a worker that cannot reach a waiter (a partition, a lost
-// question) skips the work as cancelled by design, and a caller cut off
-// so is not what this invariant is about.
+// interested", and not for callers cut off: a worker that does not hear
+// from a waiter in time (a partition, a lost question) takes its caller
+// for gone by design (worker.ErrCallerGone), which either cancels the job
+// or drops that caller's waiter from it (WaiterLeft, seed 1716).
 type CancelledOnlyWhenAbandoned struct{}
 
 // Name identifies the invariant.

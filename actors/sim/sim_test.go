@@ -100,8 +100,12 @@ func TestReplaySeed(t *testing.T) {
 //     interested" ran the job after its caller had left, and the
 //     invariant judged it by another worker's later question (the
 //     invariant's, fixed: each passage's own question).
+//   - 1716: a worker that did not hear from the second caller's waiter in
+//     time dropped that waiter (WaiterLeft) though its caller waited, and
+//     the job was then cancelled by the first caller's "no" (by design: a
+//     waiter not heard from counts as gone; reported).
 func TestRegressionSeeds(t *testing.T) {
-	for _, seed := range []uint64{1, 25, 44, 612, 1346} {
+	for _, seed := range []uint64{1, 25, 44, 612, 1346, 1716} {
 		cfg := DefaultConfig()
 		cfg.Seed = seed
 		rep, err := Run(t.Context(), cfg)

@@ -24,6 +24,14 @@ type workerHost struct {
 	core    *workcore.Worker
 	runs    map[int]passage // slot -> the passage in it
 	watched []*messages.PID
+	// asks: the last question about each work and whether its answer was
+	// an explicit no, to tell the history which waiters a timeout cut off.
+	asks map[string]askInfo
+}
+
+type askInfo struct {
+	waiter *messages.PID
+	no     bool
 }
 
 // passage is a work's passage through an executor slot.
@@ -40,6 +48,7 @@ func (wh *workerHost) start() {
 	wh.a = w.newActor(wh.n, "worker")
 	wh.a.onFired = func(name string) { wh.run(wh.core.Fired(wh.a.now(), name)) }
 	wh.runs = map[int]passage{}
+	wh.asks = map[string]askInfo{}
 	wh.watched = nil
 	wh.core = workcore.New(workcore.Config{
 		ID: wh.n.name + "#" + strconv.Itoa(wh.n.inc), Self: wh.a.pid, JobTypes: []string{"t"},
@@ -87,6 +96,10 @@ func (wh *workerHost) deliver(from *messages.PID, id string, msg proto.Message) 
 		case *messages.IAmNoLongerInterested:
 			a.WorkID, a.Kind, a.Reason = m.GetWorkId(), workcore.NoLongerInterested, m.GetReason()
 			wh.w.hist.answered(wh.runs[slot].id, true)
+			if ai, ok := wh.asks[wh.runs[slot].id]; ok {
+				ai.no = true
+				wh.asks[wh.runs[slot].id] = ai
+			}
 		default:
 			return true
 		}
@@ -146,6 +159,7 @@ func (wh *workerHost) run(effs []effect.Effect) {
 				wh.runs[e.Slot] = passage{seq: e.Seq, id: e.WorkID, asked: w.e.now}
 			}
 			w.hist.asked(e.WorkID)
+			wh.asks[e.WorkID] = askInfo{waiter: e.Waiter}
 			from := &messages.PID{Address: wh.n.name, Id: "watch/" + strconv.Itoa(e.Slot) + "/" + strconv.FormatUint(e.Seq, 10)}
 			w.send(wh.n, from, e.Waiter, &messages.AreYouStillInterested{WorkId: e.WorkID})
 		case workcore.Unwatch:
@@ -173,6 +187,17 @@ func (wh *workerHost) run(effs []effect.Effect) {
 		case workcore.Yield:
 			name := e.Name
 			w.onNode(wh.n, w.e.now, func() { wh.run(wh.core.Fired(wh.a.now(), name)) })
+		case effect.Send:
+			if m, ok := e.Msg.(*messages.WorkFailed); ok && m.GetCancelled() {
+				// Skipped as cancelled without an explicit no: the worker
+				// gave up on a waiter it could not hear from (by design),
+				// which cuts that caller off.
+				if ai, ok := wh.asks[m.GetWorkId()]; ok && !ai.no {
+					w.cutOff(ai.waiter)
+				}
+				delete(wh.asks, m.GetWorkId())
+			}
+			wh.a.apply([]effect.Effect{e})
 		case workcore.Acquire, workcore.Release, workcore.Abandon, workcore.Drained, workcore.Halt:
 		default:
 			wh.a.apply([]effect.Effect{e})
