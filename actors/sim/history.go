@@ -197,10 +197,10 @@ func (h *history) delivered(to *node, id string, msg proto.Message) {
 
 // served records a master activation handing out work or answering
 // status: holder must hold the stream's lease at this instant.
-func (h *history) served(s *stream, holder, what string) {
+func (h *history) served(s *stream, holder string, epoch int64, what string) {
 	for _, inv := range h.inv {
 		if c, ok := inv.(serveChecker); ok {
-			c.serve(h, s, holder, what)
+			c.serve(h, s, holder, epoch, what)
 		}
 	}
 }
