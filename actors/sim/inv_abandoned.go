@@ -1,12 +1,12 @@
 package sim
 
-// AbandonedNeverStarts checks that a job whose every caller left before it started
-// never starts. "Started" is the moment the worker asks the job's waiter
-// whether its caller still waits, for the passage that then runs (the
+// AbandonedNeverStarts checks that a job whose every caller left before it
+// started never starts. "Started" is the moment the worker asks the job's
+// waiter whether its caller still waits, for the passage that then runs (the
 // waiter then knows the caller left; a caller that leaves later has the
-// running job cancelled), or the moment it runs when it asked nothing;
-// a job with a caller that does not wait (submitted without a waiter, or
-// detached) runs whatever the others do.
+// running job cancelled), or the moment it runs when it asked nothing; a job
+// with a caller that does not wait (submitted without a waiter, or detached)
+// runs whatever the others do.
 type AbandonedNeverStarts struct{}
 
 // Name identifies the invariant.

@@ -1,15 +1,14 @@
 package sim
 
-// FeedExactlyOnce checks that every durable outcome appears in the result feed once,
-// and a consumer resuming from any cursor misses none. The run's feed
-// consumer resumes from its saved cursor each time its node restarts;
+// FeedExactlyOnce checks that every durable outcome appears in the result
+// feed once, and a consumer resuming from any cursor misses none. The run's
+// feed consumer resumes from its saved cursor each time its node restarts;
 // by the end it must have handed every finishing event of every stream to
 // the application, and no incarnation of it may hand one over twice (its
-// deduplication's job; across a crash, what came after the last saved
-// cursor comes again, as documented: at least once). Once the faults
-// stop, a second consumer resumes from a cursor the first saved (drawn
-// from the seed, or the start): it must hand over, once each, every
-// outcome after that cursor.
+// deduplication's job; across a crash, what came after the last saved cursor
+// comes again, as documented: at least once). Once the faults stop, a second
+// consumer resumes from a cursor the first saved (drawn from the seed, or
+// the start): it must hand over, once each, every outcome after that cursor.
 type FeedExactlyOnce struct{}
 
 // Name identifies the invariant.

@@ -1,14 +1,14 @@
 package sim
 
-// OneServerAtATime checks that at no instant do two activations of one stream both
-// hand out work or answer status (a status or a page of the result feed). Checked against the journal's leases:
-// an activation may serve only while the journal (on its own clock) has
-// granted it the stream's lease, and the journal grants it to one holder
-// at a time, so two serving at once is impossible unless one serves
-// outside its lease. Nor may an activation serve once another has taken
-// the stream's epoch after it: that one recovered under the lease in
-// between, so what the first serves is stale (a renewal answered after
-// the deadline must not continue a lease).
+// OneServerAtATime checks that at no instant do two activations of one
+// stream both hand out work or answer status (a status or a page of the
+// result feed). Checked against the journal's leases: an activation may
+// serve only while the journal (on its own clock) has granted it the
+// stream's lease, and the journal grants it to one holder at a time, so two
+// serving at once is impossible unless one serves outside its lease. Nor may
+// an activation serve once another has taken the stream's epoch after it:
+// that one recovered under the lease in between, so what the first serves is
+// stale (a renewal answered after the deadline must not continue a lease).
 type OneServerAtATime struct{}
 
 // Name identifies the invariant.
