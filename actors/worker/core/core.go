@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/actors/effect"
+	routecore "github.com/foreman-actors/foreman/actors/route/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -357,7 +358,7 @@ func (w *Worker) fail(m *messages.Work, err error) {
 }
 
 // shardOf returns the shard of a work id among the worker's masters.
-func (w *Worker) shardOf(workID string) int { return ShardOf(workID, len(w.conns)) }
+func (w *Worker) shardOf(workID string) int { return routecore.ShardOf(workID, len(w.conns)) }
 
 // tell sends msg to the master it concerns: a work's result or failure to
 // its shard's, anything else to every master.
@@ -685,21 +686,6 @@ func (w *Worker) Stop(now time.Time) []effect.Effect {
 	}
 	w.log(slog.LevelInfo, "Worker stopped")
 	return w.out
-}
-
-// ShardOf returns the shard (0..n-1) of workID: FNV-1a (32 bit) modulo n,
-// route.ShardOf's mapping (which must never change; a test holds the two
-// equal), written out so that the core needs no protoactor.
-func ShardOf(workID string, n int) int {
-	if n < 2 {
-		return 0
-	}
-	h := uint32(2166136261)
-	for i := range len(workID) {
-		h ^= uint32(workID[i])
-		h *= 16777619
-	}
-	return int(h % uint32(n))
 }
 
 func samePID(a, b *messages.PID) bool {
