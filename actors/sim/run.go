@@ -219,3 +219,12 @@ func Search(ctx context.Context, cfg Config, seeds []uint64, workers int, progre
 	}
 	return nil, ctx.Err()
 }
+
+// Seeds returns n consecutive seeds from first: a search's usual list.
+func Seeds(first uint64, n int) []uint64 {
+	s := make([]uint64, n)
+	for i := range s {
+		s[i] = first + uint64(i)
+	}
+	return s
+}
