@@ -9,7 +9,8 @@ import (
 )
 
 // TestSeeds runs a fixed set of seeds of the default cluster and fault
-// mix (SIM_SEEDS of them, 200 by default, 20 with -short) on every core:
+// mix (SIM_SEEDS of them from SIM_FIRST, 200 from 1 by default, 20 with
+// -short) on every core:
 // every invariant must hold in each. CI's long search sets SIM_SEEDS.
 func TestSeeds(t *testing.T) {
 	n := 200
@@ -19,10 +20,11 @@ func TestSeeds(t *testing.T) {
 	if s := os.Getenv("SIM_SEEDS"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	seeds := make([]uint64, n)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
+	first := uint64(1)
+	if s := os.Getenv("SIM_FIRST"); s != "" {
+		first, _ = strconv.ParseUint(s, 10, 64)
 	}
+	seeds := Seeds(first, n)
 	start := time.Now()
 	var events int
 	var total Report
