@@ -95,6 +95,7 @@ type subAdapter struct {
 	caller *caller
 	left   bool // a Call's caller left or was answered
 	acked  bool // a Call's caller was told its work is accepted
+	cut    bool // a worker gave up on its waiter unheard (cutOff)
 }
 
 func (f *frontendHost) submit(c *caller, works []*messages.Work, wait bool, deadline time.Time) *subAdapter {
@@ -152,7 +153,7 @@ func (s *subAdapter) run(effs []effect.Effect) {
 			for _, o := range e.Outcomes {
 				if o.Status == fecore.StatusAccepted {
 					s.f.w.hist.clientAcked(o.WorkID)
-					if s.wait && !s.left && !s.acked {
+					if s.wait && !s.left && !s.acked && !s.cut {
 						s.acked = true
 						s.f.w.hist.job(o.WorkID).waitingAcked++
 					}
@@ -298,6 +299,7 @@ func (w *world) cutOff(pid *messages.PID) {
 	}
 	if kind, k, _ := splitID(pid.GetId()); kind == "interest" {
 		if in := fh.interests[k]; in != nil {
+			in.sub.cut = true
 			in.sub.unwait()
 		}
 	}

@@ -105,9 +105,11 @@ func TestReplaySeed(t *testing.T) {
 //   - 1716: a worker that did not hear from the second caller's waiter in
 //     time dropped that waiter (WaiterLeft) though its caller waited, and
 //     the job was then cancelled by the first caller's "no" (by design: a
-//     waiter not heard from counts as gone; reported).
+//     waiter not heard from counts as gone; reported). Seed 3180: the same,
+//     the cut-off caller's Ack arriving after the cut (the invariant's
+//     accounting, fixed).
 func TestRegressionSeeds(t *testing.T) {
-	for _, seed := range []uint64{1, 25, 44, 612, 1346, 1716} {
+	for _, seed := range []uint64{1, 25, 44, 612, 1346, 1716, 3180} {
 		cfg := DefaultConfig()
 		cfg.Seed = seed
 		rep, err := Run(t.Context(), cfg)
