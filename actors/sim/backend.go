@@ -367,6 +367,7 @@ func (act *activation) load(call uint64) {
 	w, n, jr := act.b.w, act.a.node, act.b.w.jr
 	fail := func(f pcore.Failure) func() { return func() { act.session(pcore.Loaded{Call: call, Failure: f}) } }
 	jr.call(n, func() func() {
+		w.hist.epochTaken(act.st, act.holder)
 		epoch, snap, events, last := jr.acquire(act.st)
 		return func() {
 			st := mcore.NewWorkState()

@@ -298,3 +298,12 @@ func (h *history) feedConsumed(r *messages.WorkResult, seq int64) {
 func (h *history) resumedConsumed(r *messages.WorkResult, seq int64) {
 	h.resumed = append(h.resumed, &messages.FeedEntry{Seq: seq, WorkId: r.GetWorkId(), Status: r.GetStatus()})
 }
+
+// epochTaken records an AcquireEpoch by holder, before the journal takes it.
+func (h *history) epochTaken(s *stream, holder string) {
+	for _, inv := range h.inv {
+		if c, ok := inv.(epochChecker); ok {
+			c.epoch(h, s, holder)
+		}
+	}
+}

@@ -9,7 +9,17 @@ package sim
 // an activation serve once another has taken the stream's epoch after it:
 // that one recovered under the lease in between, so what the first serves is
 // stale (a renewal answered after the deadline must not continue a lease).
+//
+// And an activation takes the stream's epoch (which fences the one
+// serving) only while it holds the lease: an epoch taken without it fences
+// the lease's rightful holder, the churn the lease exists to prevent.
 type OneServerAtATime struct{}
+
+func (i OneServerAtATime) epoch(h *history, s *stream, holder string) {
+	if cur := s.js.LeaseHolder(journalNow(h.w.e.now)); cur != holder {
+		h.violate(i, "", s.name, "%s took epoch %d without the lease (the journal's holder: %q)", holder, s.js.Epoch()+1, cur)
+	}
+}
 
 // Name identifies the invariant.
 func (OneServerAtATime) Name() string { return "one_server_at_a_time" }

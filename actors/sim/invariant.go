@@ -44,6 +44,11 @@ type (
 	serveChecker interface {
 		serve(h *history, s *stream, holder string, epoch int64, what string)
 	}
+	// epochChecker sees each AcquireEpoch of a stream as the journal
+	// takes it, with the activation that asked.
+	epochChecker interface {
+		epoch(h *history, s *stream, holder string)
+	}
 	// ackChecker sees each acknowledgement a master sends a submitter.
 	ackChecker interface{ ack(h *history, j *jobRec) }
 	// startChecker sees each worker beginning a job, with when it last
