@@ -132,13 +132,21 @@ func TestRegressionSeeds(t *testing.T) {
 //     and b2 held it, yet b0 went on to Load and took epoch 2, fencing the
 //     rightful holder (onTake does not check the Holder's deadline before
 //     Load; persistence.Runtime's takeLease then recover has the same gap
-//     for a pause between them).
+//     for a pause between them). Seed 11585: the same, a recovery's take
+//     granted just before a 1.35 s pause, epoch 6 taken after it.
 func TestKnownFindings(t *testing.T) {
+	known := 0
+	defer func() {
+		if known > 0 && !t.Failed() {
+			t.Skipf("%d known findings still reproduce (reported)", known)
+		}
+	}()
 	for _, f := range []struct {
 		seed uint64
 		inv  string
 	}{
 		{8355, OneServerAtATime{}.Name()},
+		{11585, OneServerAtATime{}.Name()},
 	} {
 		cfg := DefaultConfig()
 		cfg.Seed = f.seed
@@ -150,7 +158,8 @@ func TestKnownFindings(t *testing.T) {
 		case rep.Violation == nil:
 			t.Logf("seed %d passes now: move it to TestRegressionSeeds", f.seed)
 		case rep.Violation.Invariant == f.inv:
-			t.Skipf("seed %d: known, reported: %v", f.seed, rep.Violation)
+			t.Logf("seed %d: known, reported: %v", f.seed, rep.Violation)
+			known++
 		default:
 			t.Errorf("seed %d broke %s, not the known %s: %v", f.seed, rep.Violation.Invariant, f.inv, rep.Violation)
 		}
