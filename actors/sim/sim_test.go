@@ -133,7 +133,8 @@ func TestRegressionSeeds(t *testing.T) {
 //     rightful holder (onTake does not check the Holder's deadline before
 //     Load; persistence.Runtime's takeLease then recover has the same gap
 //     for a pause between them). Seed 11585: the same, a recovery's take
-//     granted just before a 1.35 s pause, epoch 6 taken after it.
+//     granted just before a 1.35 s pause, epoch 6 taken after it; seed
+//     14599: the same after a 0.85 s pause.
 func TestKnownFindings(t *testing.T) {
 	known := 0
 	defer func() {
@@ -147,6 +148,7 @@ func TestKnownFindings(t *testing.T) {
 	}{
 		{8355, OneServerAtATime{}.Name()},
 		{11585, OneServerAtATime{}.Name()},
+		{14599, OneServerAtATime{}.Name()},
 	} {
 		cfg := DefaultConfig()
 		cfg.Seed = f.seed
