@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"strconv"
+	"time"
+
+	routecore "github.com/foreman-actors/foreman/actors/route/core"
+	"github.com/foreman-actors/foreman/messages"
+)
+
+// caller is one client of the workload: it submits jobs through its
+// frontend (single ones and batches), waits for some, gives up on some,
+// cancels some, and re-submits ids it used before. Its choices are drawn
+// from the seed; what happens to them is the cores'.
+type caller struct {
+	w   *world
+	k   int
+	f   *node
+	ids []string
+}
+
+// scheduleClients draws each client's submissions over [0, until).
+func (w *world) scheduleClients(until time.Duration) {
+	for k := range w.cfg.Clients {
+		c := &caller{w: w, k: k, f: w.frontends[k%len(w.frontends)]}
+		for j := range w.cfg.Jobs {
+			at := w.e.between(0, until*3/4)
+			j := j
+			w.e.at(at, func() { c.act(j) })
+		}
+	}
+}
+
+// act makes one submission: a Call (waits, may give up or cancel), a
+// Submit, a batch, or a re-submission of an id used before.
+func (c *caller) act(j int) {
+	w := c.w
+	f := c.f
+	if !f.up {
+		return // the caller's process is down with its frontend
+	}
+	fh := w.hosts[f.idx].(*frontendHost)
+	id := "c" + strconv.Itoa(c.k) + "j" + strconv.Itoa(j)
+	roll := w.e.rng.Float64()
+	if roll < 0.25 && len(c.ids) > 0 {
+		id = c.ids[w.e.intn(len(c.ids))] // the same id again
+		roll = w.e.rng.Float64() * 0.6
+	}
+	c.ids = append(c.ids, id)
+	work := func(id string) *messages.Work { return &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)} }
+	switch {
+	case roll < 0.5: // a Call: waits for the outcome
+		var deadline time.Time
+		if w.e.chance(0.3) {
+			deadline = f.local(w.e.now).Add(w.e.between(50*time.Millisecond, 2*time.Second))
+		}
+		s := fh.submit(c, []*messages.Work{work(id)}, true, deadline)
+		if w.e.chance(0.35) { // the caller cancels after a while
+			w.onNode(f, w.e.now+w.e.between(time.Millisecond, 1500*time.Millisecond), func() {
+				if fh.subs[s.k] == s {
+					w.e.tracef(f.name, "caller of %s cancels", id)
+					s.leave()
+				}
+			})
+		}
+		if !deadline.IsZero() {
+			w.onNode(f, f.trueAt(deadline), func() {
+				if s.in != nil {
+					s.leave()
+				}
+			})
+		}
+	case roll < 0.75: // a Submit: does not wait
+		fh.submit(c, []*messages.Work{work(id)}, false, time.Time{})
+	default: // a batch, split by shard as SubmitMany does
+		n := 2 + w.e.intn(3)
+		byShard := make([][]*messages.Work, w.cfg.Shards)
+		for i := range n {
+			bid := id + "b" + strconv.Itoa(i)
+			c.ids = append(c.ids, bid)
+			s := routecore.ShardOf(bid, w.cfg.Shards)
+			byShard[s] = append(byShard[s], work(bid))
+		}
+		for _, ws := range byShard {
+			if len(ws) > 0 {
+				fh.submit(c, ws, false, time.Time{})
+			}
+		}
+	}
+}

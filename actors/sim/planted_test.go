@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
+	mcore "github.com/foreman-actors/foreman/actors/master/core"
+	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
+)
+
+// plantedCases are the five known bug shapes, the invariant that must
+// catch each, and within how many seeds (1..within) of the default
+// cluster and fault mix it must be caught. Measured over seeds 1..300
+// (TestPlantedCatchRates): the lease's overlap is caught by 21 (first at
+// seed 3), the early hand-out by 216 (seed 1), the early ack by 300
+// (seed 1), the lost second waiter by 6 (seed 18), the dedupe by id by 35
+// (seed 1).
+var plantedCases = []struct {
+	name   string
+	bugs   Bugs
+	inv    string
+	within uint64
+}{
+	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30},
+	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5},
+	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5},
+	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60},
+	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20},
+}
+
+// TestPlantedBugsAreCaught proves the search can fail: each planted bug
+// breaks its invariant within the stated number of seeds.
+func TestPlantedBugsAreCaught(t *testing.T) {
+	for _, c := range plantedCases {
+		t.Run(c.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= c.within; seed++ {
+				cfg := DefaultConfig()
+				cfg.Seed, cfg.Planted = seed, c.bugs
+				rep, err := Run(t.Context(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Violation == nil {
+					continue
+				}
+				if rep.Violation.Invariant != c.inv {
+					t.Fatalf("seed %d broke %s, not %s: %v", seed, rep.Violation.Invariant, c.inv, rep.Violation)
+				}
+				if os.Getenv("SIM_VERBOSE") != "" {
+					t.Logf("caught at seed %d: %v", seed, rep.Violation)
+				}
+				return
+			}
+			t.Fatalf("not caught within %d seeds", c.within)
+		})
+	}
+}
+
+// TestPlantedCatchRates measures, for each planted bug, how many of the
+// first SIM_RATE_SEEDS seeds catch it (for the figures in the report).
+func TestPlantedCatchRates(t *testing.T) {
+	s := os.Getenv("SIM_RATE_SEEDS")
+	if s == "" {
+		t.Skip("set SIM_RATE_SEEDS to measure")
+	}
+	n, _ := strconv.ParseUint(s, 10, 64)
+	for _, c := range plantedCases {
+		caught, first := 0, uint64(0)
+		for seed := uint64(1); seed <= n; seed++ {
+			cfg := DefaultConfig()
+			cfg.Seed, cfg.Planted = seed, c.bugs
+			rep, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Violation != nil && rep.Violation.Invariant == c.inv {
+				caught++
+				if first == 0 {
+					first = seed
+				}
+			}
+		}
+		t.Logf("%-36s caught by %d of %d seeds (first: seed %d)", c.name, caught, n, first)
+	}
+}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSeeds runs a fixed set of seeds of the default cluster and fault
+// mix (SIM_SEEDS of them from SIM_FIRST, 200 from 1 by default, 20 with
+// -short) on every core:
+// every invariant must hold in each. CI's long search sets SIM_SEEDS.
+func TestSeeds(t *testing.T) {
+	n := 200
+	if testing.Short() {
+		n = 20
+	}
+	if s := os.Getenv("SIM_SEEDS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	first := uint64(1)
+	if s := os.Getenv("SIM_FIRST"); s != "" {
+		first, _ = strconv.ParseUint(s, 10, 64)
+	}
+	seeds := Seeds(first, n)
+	start := time.Now()
+	var events int
+	var total Report
+	faults := map[string]int{}
+	failed, err := Search(t.Context(), DefaultConfig(), seeds, runtime.GOMAXPROCS(0), func(_ int, rep Report) {
+		events += rep.Events
+		total.Acked += rep.Acked
+		total.Done += rep.Done
+		total.Dead += rep.Dead
+		total.Cancelled += rep.Cancelled
+		for _, f := range rep.Faults {
+			faults[f.Kind] += f.Count
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed != nil {
+		t.Fatalf("seed %d: %v\n%s", failed.Seed, failed.Violation, failed.Trace)
+	}
+	el := time.Since(start)
+	t.Logf("%d seeds in %v (%.0f schedules/s, %d events); acked %d, done %d, dead %d, cancelled %d; faults %v",
+		n, el, float64(n)/el.Seconds(), events, total.Acked, total.Done, total.Dead, total.Cancelled, faults)
+}
+
+// TestReplaySeed replays one seed with its full trace, for debugging:
+// SIM_SEED=S SIM_TRACE=/path go test -run TestReplaySeed ./actors/sim/
+func TestReplaySeed(t *testing.T) {
+	s := os.Getenv("SIM_SEED")
+	if s == "" {
+		t.Skip("set SIM_SEED (and SIM_TRACE) to replay a seed")
+	}
+	seed, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Seed = seed
+	if p := os.Getenv("SIM_TRACE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		cfg.Trace = f
+	}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", rep)
+}
+
+// TestRegressionSeeds keeps the seeds that found bugs while the simulator
+// was built; each must pass now.
+//   - 1: a timer armed on a drifting clock fired a nanosecond early on
+//     the node's clock and was re-armed for the same instant forever (the
+//     runner's clock conversion, fixed: rounded up); then a reply held for
+//     an Append was sent when a later batch was confirmed, though its own
+//     batch had failed (the runner's, fixed).
+//   - 612: a reply held for an Append with the master's token 0 (hand-out
+//     records) left when an earlier token-0 Append was confirmed (the
+//     runner's, fixed: runner tokens of its own).
+//   - 44: a work whose WorkCompleted write failed was requeued by the
+//     recovery and handed out for attempt 4 of 3 (the master's requeue
+//     after a failover gives an attempt beyond MaxAttempts; reported).
+//   - 25: a worker that got no answer from a waiter it could not reach
+//     cancelled a job whose caller still waited (by design: unreachable
+//     waiters count as gone; the invariant judges explicit answers).
+//   - 1346: a worker paused between asking a waiter and hearing "still
+//     interested" ran the job after its caller had left, and the
+//     invariant judged it by another worker's later question (the
+//     invariant's, fixed: each passage's own question).
+//   - 1716: a worker that did not hear from the second caller's waiter in
+//     time dropped that waiter (WaiterLeft) though its caller waited, and
+//     the job was then cancelled by the first caller's "no" (by design: a
+//     waiter not heard from counts as gone; reported). Seed 3180: the same,
+//     the cut-off caller's Ack arriving after the cut (the invariant's
+//     accounting, fixed).
+func TestRegressionSeeds(t *testing.T) {
+	for _, seed := range []uint64{1, 25, 44, 612, 1346, 1716, 3180} {
+		cfg := DefaultConfig()
+		cfg.Seed = seed
+		rep, err := Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Failed() {
+			t.Errorf("seed %d: %v\n%s", seed, rep.Violation, rep.Trace)
+		}
+	}
+}
+
+// TestKnownFindings replays the seeds of bugs the simulator found in
+// cores this package does not own, reported and not yet fixed: each is
+// skipped while it breaks the invariant it broke when found, and fails if
+// it breaks another; once the bug is fixed it passes, and it then moves to
+// TestRegressionSeeds.
+//   - 8355 (persistence/core Session): b0's lease take was granted, then
+//     b0 paused 1.3 s before the answer was handled; its lease had lapsed
+//     and b2 held it, yet b0 went on to Load and took epoch 2, fencing the
+//     rightful holder (onTake does not check the Holder's deadline before
+//     Load; persistence.Runtime's takeLease then recover has the same gap
+//     for a pause between them). Seed 11585: the same, a recovery's take
+//     granted just before a 1.35 s pause, epoch 6 taken after it; seed
+//     14599: the same after a 0.85 s pause.
+func TestKnownFindings(t *testing.T) {
+	known := 0
+	defer func() {
+		if known > 0 && !t.Failed() {
+			t.Skipf("%d known findings still reproduce (reported)", known)
+		}
+	}()
+	for _, f := range []struct {
+		seed uint64
+		inv  string
+	}{
+		{8355, OneServerAtATime{}.Name()},
+		{11585, OneServerAtATime{}.Name()},
+		{14599, OneServerAtATime{}.Name()},
+	} {
+		cfg := DefaultConfig()
+		cfg.Seed = f.seed
+		rep, err := Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case rep.Violation == nil:
+			t.Logf("seed %d passes now: move it to TestRegressionSeeds", f.seed)
+		case rep.Violation.Invariant == f.inv:
+			t.Logf("seed %d: known, reported: %v", f.seed, rep.Violation)
+			known++
+		default:
+			t.Errorf("seed %d broke %s, not the known %s: %v", f.seed, rep.Violation.Invariant, f.inv, rep.Violation)
+		}
+	}
+}
