@@ -187,8 +187,8 @@ func (a *masterActor) do(e effect.Effect) {
 
 // pid returns the actor.PID of p, converted once per messages.PID.
 func (a *masterActor) pid(p *messages.PID) *actor.PID {
-	if p == nil {
-		return nil
+	if p == nil || p == &a.wire {
+		return pids.Actor(p) // the scratch PID changes: never cached
 	}
 	if ap, ok := a.pids[p]; ok {
 		return ap

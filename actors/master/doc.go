@@ -74,7 +74,7 @@
 // then a MasterRecovered event that returns in-progress work to pending and
 // lets an older activation see that it was replaced), blocking the actor so
 // that messages wait in its mailbox; the same Props therefore serve as a
-// plain actor and as a cluster grain. Snapshots are packed (snapshot.go:
+// plain actor and as a cluster grain. Snapshots are packed (core/snapshot.go:
 // entries written straight into byte chunks and read back into shared
 // arrays) and taken once the events since the previous one reach the works
 // the state holds, or a sixteenth once the master is idle, so a

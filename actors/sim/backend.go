@@ -86,7 +86,8 @@ type activation struct {
 	seq       uint64            // the runner's last token
 	held      []heldReply
 	halted    bool
-	committed bool // a Confirm came in this session step
+	committed bool  // a Confirm came in this session step
+	snapSeq   int64 // the last event the newest snapshot covers
 }
 
 type heldReply struct {
@@ -243,11 +244,11 @@ func (act *activation) send(to *messages.PID, msg proto.Message) {
 	h := act.b.w.hist
 	switch m := msg.(type) {
 	case *messages.Work:
-		h.served(act.st, act.holder, "hand-out "+m.GetWorkId())
+		h.served(act.st, act.holder, act.epoch, "hand-out "+m.GetWorkId())
 	case *messages.WorkBundle:
-		h.served(act.st, act.holder, "hand-out bundle")
+		h.served(act.st, act.holder, act.epoch, "hand-out bundle")
 	case *messages.WorkStatusReply:
-		h.served(act.st, act.holder, "status "+m.GetWorkId())
+		h.served(act.st, act.holder, act.epoch, "status "+m.GetWorkId())
 	case *messages.Ack:
 		h.masterAcked(m.GetWorkId())
 	case *messages.WorkBatchAck:
@@ -273,6 +274,7 @@ func (act *activation) session(in pcore.Input) {
 	if act.committed && !act.halted {
 		act.committed = false
 		act.master(mcore.Committed{})
+		act.maybeSnapshot()
 	}
 }
 
@@ -365,17 +367,25 @@ func (act *activation) load(call uint64) {
 	w, n, jr := act.b.w, act.a.node, act.b.w.jr
 	fail := func(f pcore.Failure) func() { return func() { act.session(pcore.Loaded{Call: call, Failure: f}) } }
 	jr.call(n, func() func() {
-		epoch, events := jr.acquire(act.st)
+		epoch, snap, events, last := jr.acquire(act.st)
 		return func() {
 			st := mcore.NewWorkState()
+			if snap != nil {
+				var err error
+				if st, err = mcore.RestoreSnapshot(snap); err != nil {
+					w.e.tracef(n.name, "%s restore: %v", act.holder, err)
+					act.session(pcore.Loaded{Call: call, Failure: pcore.FailRefused})
+					return
+				}
+			}
 			for _, ev := range events {
 				if err := st.Apply(ev); err != nil {
 					w.e.tracef(n.name, "%s replay: %v", act.holder, err)
 				}
 			}
 			act.m.Reset(st)
+			act.snapSeq = last
 			marker := &messages.MasterRecovered{AtUnixNano: act.a.now().UnixNano()}
-			last := int64(len(events))
 			jr.call(n, func() func() {
 				jr.append(act.st, &appendReq{from: n, epoch: epoch, first: last + 1, events: []proto.Message{marker}, done: func(err error) {
 					if err != nil {
@@ -391,6 +401,36 @@ func (act *activation) load(call uint64) {
 	}, fail(pcore.FailAway))
 }
 
+// snapshotEvery is how many events an activation journals between two
+// snapshots.
+const snapshotEvery = 25
+
+// maybeSnapshot saves a snapshot once snapshotEvery events were written
+// since the last and nothing is pending or in flight (persistence/core's
+// SnapshotDue), so that the state is the journal's: the next recovery
+// restores it and replays only what follows.
+func (act *activation) maybeSnapshot() {
+	sess := act.sess
+	if act.halted || sess.Phase() != pcore.PhaseRunning {
+		return
+	}
+	since := int(sess.DurableSeq() - act.snapSeq)
+	inFlight := sess.LastSeq() != sess.DurableSeq()
+	if !pcore.SnapshotDue(since, snapshotEvery, false, inFlight) {
+		return
+	}
+	// Held hand-out records first: the snapshot must show only what the
+	// journal holds.
+	act.master(mcore.Flush{})
+	if sess.LastSeq() != sess.DurableSeq() {
+		return
+	}
+	w, n := act.b.w, act.a.node
+	snap, seq, epoch := act.m.State().Snapshot(), sess.DurableSeq(), act.epoch
+	act.snapSeq = seq
+	w.jr.call(n, func() func() { w.jr.saveSnapshot(act.st, epoch, seq, snap); return nil }, func() {})
+}
+
 // readResults answers a feed read from the journal model, as the master
 // shell does (actors/master/feed.go ReadFeed): the finishing events after
 // the cursor up to the last durable one, while the activation serves.
@@ -400,6 +440,8 @@ func (act *activation) readResults(from *messages.PID, m *messages.ReadResults) 
 		act.send(from, &messages.ResultsPage{NextSeq: m.GetAfterSeq(), Error: "master: recovering"})
 		return
 	}
+	// A feed page answers from what this activation knows, like a status.
+	act.b.w.hist.served(act.st, act.holder, act.epoch, "feed read")
 	upTo := act.sess.DurableSeq()
 	after := m.GetAfterSeq()
 	if after > upTo {

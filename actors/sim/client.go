@@ -42,9 +42,9 @@ func (c *caller) act(j int) {
 	fh := w.hosts[f.idx].(*frontendHost)
 	id := "c" + strconv.Itoa(c.k) + "j" + strconv.Itoa(j)
 	roll := w.e.rng.Float64()
-	if roll < 0.15 && len(c.ids) > 0 {
+	if roll < 0.25 && len(c.ids) > 0 {
 		id = c.ids[w.e.intn(len(c.ids))] // the same id again
-		roll = w.e.rng.Float64() * 0.7
+		roll = w.e.rng.Float64() * 0.6
 	}
 	c.ids = append(c.ids, id)
 	work := func(id string) *messages.Work { return &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)} }
@@ -55,7 +55,7 @@ func (c *caller) act(j int) {
 			deadline = f.local(w.e.now).Add(w.e.between(50*time.Millisecond, 2*time.Second))
 		}
 		s := fh.submit(c, []*messages.Work{work(id)}, true, deadline)
-		if w.e.chance(0.25) { // the caller cancels after a while
+		if w.e.chance(0.35) { // the caller cancels after a while
 			w.onNode(f, w.e.now+w.e.between(time.Millisecond, 1500*time.Millisecond), func() {
 				if fh.subs[s.k] == s {
 					w.e.tracef(f.name, "caller of %s cancels", id)

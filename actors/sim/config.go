@@ -23,7 +23,8 @@ type Config struct {
 	// Clients submit jobs (Jobs each, some in batches) through the
 	// frontends, wait, give up, cancel and re-submit.
 	Clients, Jobs int
-	// Faults is the mix of faults injected during Duration.
+	// Faults is the mix of faults injected during Duration; its zero value
+	// injects none (DefaultFaults exercises every kind).
 	Faults FaultMix
 	// Duration is how long, in virtual time, clients submit and faults
 	// happen; Heal is how long the cluster then runs without faults before

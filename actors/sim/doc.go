@@ -22,9 +22,13 @@
 // pauses and clocks that drift within a bound. The jobs and the callers
 // (who submit, batch, wait, give up, cancel and re-submit) are the
 // simulator's workload. The chaos and partition tests keep covering the
-// real network and journals. Not modelled yet: snapshots (recovery
-// replays the whole stream) and the throttler (the rate invariant's hook
-// is in inv_rate.go).
+// real network and journals. An activation snapshots its state every 25
+// events (persistence/core's SnapshotDue) and a recovery restores the
+// newest snapshot and replays what follows, as the runtime does; the
+// master's result feed is read from the journal model as the shell's
+// ReadFeed does (it is not part of the master's core). Not modelled yet:
+// the deletion of events a snapshot covers (and so the feed's 410), and
+// the throttler (the rate invariant's hook is in inv_rate.go).
 //
 // # Determinism
 //

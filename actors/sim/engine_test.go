@@ -25,7 +25,7 @@ type pingHost struct {
 func (p *pingHost) start() {
 	p.a = p.w.newActor(p.n, "ping")
 	p.a.stream = p.w.jr.stream("ping/" + p.n.name)
-	p.a.epoch, _ = p.w.jr.acquire(p.a.stream)
+	p.a.epoch, _, _, _ = p.w.jr.acquire(p.a.stream)
 	p.a.onFired = func(string) {
 		to := p.w.procs[p.w.e.intn(len(p.w.procs))]
 		p.k++

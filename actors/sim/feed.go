@@ -26,6 +26,19 @@ type feedAdapter struct {
 	got   int
 	bad   int // gone (1), ahead (2)
 	old   fecore.Cursor
+	// resumed: the consumer that resumes from an earlier cursor after the
+	// faults stop (what it consumes is judged on its own).
+	resumed bool
+}
+
+// newResumedFeed starts a second consumer on f from cursor from, once the
+// cluster has healed: it must hand over every outcome after from.
+func newResumedFeed(f *frontendHost, from fecore.Cursor) *feedAdapter {
+	fa := newFeedAdapter(f)
+	fa.resumed = true
+	fa.a.pid.Id = "feed-resumed"
+	f.w.hist.resumeFrom = &from
+	return fa
 }
 
 func newFeedAdapter(f *frontendHost) *feedAdapter {
@@ -42,9 +55,15 @@ func newFeedAdapter(f *frontendHost) *feedAdapter {
 		}
 		fa.step(effect.Fired{Name: name})
 	}
-	w.hist.feedIncarnation()
-	saved := w.savedCursor
-	w.onNode(f.n, w.e.now, func() { fa.step(fecore.CursorLoaded{Cursor: saved, OK: true}) })
+	w.onNode(f.n, w.e.now, func() {
+		saved := w.savedCursor
+		if fa.resumed {
+			saved = *w.hist.resumeFrom
+		} else {
+			w.hist.feedIncarnation()
+		}
+		fa.step(fecore.CursorLoaded{Cursor: saved, OK: true})
+	})
 	return fa
 }
 
@@ -57,10 +76,17 @@ func (fa *feedAdapter) step(in any) {
 		case fecore.ReadFeed:
 			fa.read(e)
 		case fecore.Consumed:
-			fa.f.w.hist.feedConsumed(e.Result, e.Seq)
+			if fa.resumed {
+				fa.f.w.hist.resumedConsumed(e.Result, e.Seq)
+			} else {
+				fa.f.w.hist.feedConsumed(e.Result, e.Seq)
+			}
 		case fecore.Duplicate:
 		case fecore.SaveCursor:
-			fa.f.w.savedCursor = e.Cursor
+			if !fa.resumed {
+				fa.f.w.savedCursor = e.Cursor
+				fa.f.w.cursors = append(fa.f.w.cursors, e.Cursor)
+			}
 		default:
 			fa.a.apply([]effect.Effect{e})
 		}

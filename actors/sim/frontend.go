@@ -26,6 +26,7 @@ type frontendHost struct {
 	subs      map[int]*subAdapter
 	interests map[int]*interestAdapter
 	feed      *feedAdapter
+	resumed   *feedAdapter
 	next      int
 }
 
@@ -34,7 +35,7 @@ func newFrontend(w *world, n *node) host { return &frontendHost{w: w, n: n} }
 func (f *frontendHost) start() {
 	f.subs = map[int]*subAdapter{}
 	f.interests = map[int]*interestAdapter{}
-	f.feed = nil
+	f.feed, f.resumed = nil, nil
 	if f.n == f.w.frontends[0] {
 		f.feed = newFeedAdapter(f)
 	}
@@ -58,10 +59,12 @@ func (f *frontendHost) deliver(from *messages.PID, id string, msg proto.Message)
 			return in.deliver(from, msg)
 		}
 	case "feed":
-		if f.feed != nil && f.feed.gen == k {
-			shard, _ := strconv.Atoi(rest)
-			f.feed.answer(shard, msg)
-			return true
+		shard, _ := strconv.Atoi(rest)
+		for _, fa := range []*feedAdapter{f.feed, f.resumed} {
+			if fa != nil && fa.gen == k {
+				fa.answer(shard, msg)
+				return true
+			}
 		}
 	}
 	return false
@@ -92,6 +95,7 @@ type subAdapter struct {
 	caller *caller
 	left   bool // a Call's caller left or was answered
 	acked  bool // a Call's caller was told its work is accepted
+	cut    bool // a worker gave up on its waiter unheard (cutOff)
 }
 
 func (f *frontendHost) submit(c *caller, works []*messages.Work, wait bool, deadline time.Time) *subAdapter {
@@ -149,7 +153,7 @@ func (s *subAdapter) run(effs []effect.Effect) {
 			for _, o := range e.Outcomes {
 				if o.Status == fecore.StatusAccepted {
 					s.f.w.hist.clientAcked(o.WorkID)
-					if s.wait && !s.left && !s.acked {
+					if s.wait && !s.left && !s.acked && !s.cut {
 						s.acked = true
 						s.f.w.hist.job(o.WorkID).waitingAcked++
 					}
@@ -279,4 +283,24 @@ func splitID(id string) (kind string, k int, rest string) {
 	}
 	k, _ = strconv.Atoi(parts[1])
 	return parts[0], k, parts[2]
+}
+
+// cutOff: a worker gave up on the waiter at pid without hearing from it
+// (a partition, a lost question): its caller, though it may still wait,
+// no longer counts as one the job must not be cancelled for.
+func (w *world) cutOff(pid *messages.PID) {
+	n := w.byName[pid.GetAddress()]
+	if n == nil {
+		return
+	}
+	fh, ok := w.hosts[n.idx].(*frontendHost)
+	if !ok || fh.interests == nil {
+		return
+	}
+	if kind, k, _ := splitID(pid.GetId()); kind == "interest" {
+		if in := fh.interests[k]; in != nil {
+			in.sub.cut = true
+			in.sub.unwait()
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -44,9 +45,11 @@ type jobRec struct {
 	// one left (every caller gone), -1 while one still waits.
 	callers, left int
 	leftAt        time.Duration
-	started       int           // executions begun by workers
-	askedAt       time.Duration // when a worker last asked its waiter; -1: never
-	detached      bool
+	started       int // executions begun by workers
+	// askedAt is when the worker now starting the job asked its waiter
+	// (that passage's question), set for the start checks.
+	askedAt  time.Duration
+	detached bool
 }
 
 // history is the record of what happened that the invariants judge: the
@@ -61,6 +64,10 @@ type history struct {
 	// feed: what the feed consumers delivered, in order, per consumer;
 	// nil when no consumer ran.
 	feeds [][]*messages.FeedEntry
+	// resumeFrom is the cursor the resumed consumer started from (nil:
+	// none ran); resumed what it handed over.
+	resumeFrom *fecore.Cursor
+	resumed    []*messages.FeedEntry
 }
 
 func newHistory(w *world) *history {
@@ -190,10 +197,10 @@ func (h *history) delivered(to *node, id string, msg proto.Message) {
 
 // served records a master activation handing out work or answering
 // status: holder must hold the stream's lease at this instant.
-func (h *history) served(s *stream, holder, what string) {
+func (h *history) served(s *stream, holder string, epoch int64, what string) {
 	for _, inv := range h.inv {
 		if c, ok := inv.(serveChecker); ok {
-			c.serve(h, s, holder, what)
+			c.serve(h, s, holder, epoch, what)
 		}
 	}
 }
@@ -209,8 +216,9 @@ func (h *history) masterAcked(id string) {
 }
 
 // started records a worker beginning to execute a job.
-func (h *history) started(id string) {
+func (h *history) started(id string, askedAt time.Duration) {
 	j := h.job(id)
+	j.askedAt = askedAt
 	for _, inv := range h.inv {
 		if c, ok := inv.(startChecker); ok {
 			c.start(h, j)
@@ -271,7 +279,7 @@ func (h *history) toldOutcome(id string, st messages.WorkStatus, result []byte) 
 // asked records a worker asking a job's waiter whether its caller waits.
 func (h *history) asked(id string) {
 	j := h.job(id)
-	j.askedAt, j.saidNo = h.w.e.now, false
+	j.saidNo = false
 }
 
 // answered records a waiter's answer reaching a worker.
@@ -284,4 +292,9 @@ func (h *history) feedIncarnation() { h.feeds = append(h.feeds, nil) }
 func (h *history) feedConsumed(r *messages.WorkResult, seq int64) {
 	n := len(h.feeds) - 1
 	h.feeds[n] = append(h.feeds[n], &messages.FeedEntry{Seq: seq, WorkId: r.GetWorkId(), Status: r.GetStatus()})
+}
+
+// resumedConsumed records a result the resumed consumer handed over.
+func (h *history) resumedConsumed(r *messages.WorkResult, seq int64) {
+	h.resumed = append(h.resumed, &messages.FeedEntry{Seq: seq, WorkId: r.GetWorkId(), Status: r.GetStatus()})
 }

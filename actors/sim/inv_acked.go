@@ -1,10 +1,10 @@
 package sim
 
-// AckedEndsFinal checks that every acknowledged submission ends done, dead or
-// cancelled and is never forgotten. A master's Ack must never be ahead of
-// the journal (an ack before the fsync is a promise a crash can break),
-// and at the end every id a caller was told is accepted has a final
-// outcome in its stream.
+// AckedEndsFinal checks that every acknowledged submission ends done, dead
+// or cancelled and is never forgotten. A master's Ack must never be ahead of
+// the journal (an ack before the fsync is a promise a crash can break), and
+// at the end every id a caller was told is accepted has a final outcome in
+// its stream.
 type AckedEndsFinal struct{}
 
 // Name identifies the invariant.

@@ -2,15 +2,16 @@ package sim
 
 import "github.com/foreman-actors/foreman/messages"
 
-// CancelledOnlyWhenAbandoned checks that a retried submission never loses its
-// caller. A job ends cancelled (its callers left) only when no caller
+// CancelledOnlyWhenAbandoned checks that a retried submission never loses
+// its caller. A job ends cancelled (its callers left) only when no caller
 // that was told the job is accepted still waits for it: a duplicate
-// submission by a second caller who waits must join the job's waiters,
-// or the first caller's leaving cancels a job the second still waits for.
+// submission by a second caller who waits must join the job's waiters, or
+// the first caller's leaving cancels a job the second still waits for.
 // Judged when the cancellation follows a waiter's explicit "no longer
-// interested": a worker that cannot reach a waiter (a partition, a lost
-// question) skips the work as cancelled by design, and a caller cut off
-// so is not what this invariant is about.
+// interested", and not for callers cut off: a worker that does not hear from
+// a waiter in time (a partition, a lost question) takes its caller for gone
+// by design (worker.ErrCallerGone), which either cancels the job or drops
+// that caller's waiter from it (WaiterLeft, seed 1716).
 type CancelledOnlyWhenAbandoned struct{}
 
 // Name identifies the invariant.

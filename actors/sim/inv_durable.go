@@ -2,9 +2,9 @@ package sim
 
 import "github.com/foreman-actors/foreman/messages"
 
-// DurableBeforeHandOut checks that nothing reaches a worker before its acceptance is
-// durable: a crash of the master could otherwise erase work a worker
-// runs (persist before effect).
+// DurableBeforeHandOut checks that nothing reaches a worker before its
+// acceptance is durable: a crash of the master could otherwise erase work a
+// worker runs (persist before effect).
 type DurableBeforeHandOut struct{}
 
 // Name identifies the invariant.

@@ -1,17 +1,25 @@
 package sim
 
-// OneServerAtATime checks that at no instant do two activations of one stream both
-// hand out work or answer status. Checked against the journal's leases:
-// an activation may serve only while the journal (on its own clock) has
-// granted it the stream's lease, and the journal grants it to one holder
-// at a time, so two serving at once is impossible unless one serves
-// outside its lease.
+// OneServerAtATime checks that at no instant do two activations of one
+// stream both hand out work or answer status (a status or a page of the
+// result feed). Checked against the journal's leases: an activation may
+// serve only while the journal (on its own clock) has granted it the
+// stream's lease, and the journal grants it to one holder at a time, so two
+// serving at once is impossible unless one serves outside its lease. Nor may
+// an activation serve once another has taken the stream's epoch after it:
+// that one recovered under the lease in between, so what the first serves is
+// stale (a renewal answered after the deadline must not continue a lease).
 type OneServerAtATime struct{}
 
 // Name identifies the invariant.
 func (OneServerAtATime) Name() string { return "one_server_at_a_time" }
 
-func (i OneServerAtATime) serve(h *history, s *stream, holder, what string) {
+func (i OneServerAtATime) serve(h *history, s *stream, holder string, epoch int64, what string) {
+	if cur := s.js.Epoch(); cur != epoch {
+		h.violate(i, "", s.name, "%s served (%s) from epoch %d, after another activation recovered under epoch %d (and so held the lease since)",
+			holder, what, epoch, cur)
+		return
+	}
 	if !s.leaseCovers(holder, h.w.e.now) {
 		var cur leaseGrant
 		if n := len(s.grants); n > 0 {

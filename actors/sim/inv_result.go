@@ -6,10 +6,10 @@ import (
 	"github.com/foreman-actors/foreman/messages"
 )
 
-// FinalResultStable checks that a job's final result never changes. Once a job is
-// durably done, no later finishing event of it follows (it neither runs
-// again nor ends otherwise), and every caller told its result is told the
-// same one. (Dead and cancelled jobs may run again when re-submitted.)
+// FinalResultStable checks that a job's final result never changes. Once a
+// job is durably done, no later finishing event of it follows (it neither
+// runs again nor ends otherwise), and every caller told its result is told
+// the same one. (Dead and cancelled jobs may run again when re-submitted.)
 type FinalResultStable struct{}
 
 // Name identifies the invariant.

@@ -39,9 +39,10 @@ type (
 		handOut(h *history, j *jobRec, w *messages.Work)
 	}
 	// serveChecker sees each hand-out or status answer of a master
-	// activation, holder of the stream's lease or not.
+	// activation (holder of the stream's lease or not, recovered under
+	// epoch).
 	serveChecker interface {
-		serve(h *history, s *stream, holder, what string)
+		serve(h *history, s *stream, holder string, epoch int64, what string)
 	}
 	// ackChecker sees each acknowledgement a master sends a submitter.
 	ackChecker interface{ ack(h *history, j *jobRec) }

@@ -50,6 +50,9 @@ type stream struct {
 	pending []*appendReq // join the next batch
 	batch   []*appendReq // being written
 	grants  []leaseGrant // every grant, for the invariants
+	// snap is the newest snapshot: the state after event snapSeq.
+	snap    proto.Message
+	snapSeq int64
 }
 
 // journal is the journal model: a database node that the backends reach
@@ -109,14 +112,26 @@ func (j *journal) answer(n *node, answer, fail func()) {
 
 // acquire makes a new epoch of the stream current, fencing older writers,
 // and returns it with the stream's durable events (a recovery's replay).
-func (j *journal) acquire(s *stream) (int64, []proto.Message) {
-	epoch, _ := s.js.AcquireEpoch()
-	msgs := make([]proto.Message, len(s.events))
-	for i, ev := range s.events {
-		msgs[i] = ev.msg
+// acquire makes a new epoch of the stream current, fencing older writers,
+// and returns it with the newest snapshot and the durable events after it
+// (a recovery's load) and the last sequence number.
+func (j *journal) acquire(s *stream) (epoch int64, snap proto.Message, events []proto.Message, last int64) {
+	epoch, last = s.js.AcquireEpoch()
+	for _, ev := range s.events[s.snapSeq:] {
+		events = append(events, ev.msg)
 	}
-	j.w.e.tracef(j.db.name, "journal %s epoch %d (replay %d events)", s.name, epoch, len(msgs))
-	return epoch, msgs
+	j.w.e.tracef(j.db.name, "journal %s epoch %d (snapshot at #%d, replay %d events)", s.name, epoch, s.snapSeq, len(events))
+	return epoch, s.snap, events, last
+}
+
+// saveSnapshot stores snap as the state after event seq, fenced by the
+// epoch like an append.
+func (j *journal) saveSnapshot(s *stream, epoch, seq int64, snap proto.Message) {
+	if s.js.CheckEpoch(epoch) != pcore.WriteOK || seq <= s.snapSeq || seq > s.js.LastSeq() {
+		return
+	}
+	s.snap, s.snapSeq = snap, seq
+	j.w.e.tracef(j.db.name, "journal %s snapshot at #%d", s.name, seq)
 }
 
 // append queues r in the stream's group commit: it joins the batch being

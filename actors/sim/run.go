@@ -33,6 +33,21 @@ type FaultCount struct {
 	Count int
 }
 
+// String is the report in one line (and, on a failure, the violation and
+// the shortened trace after it).
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d events over %v; acked %d, done %d, dead %d, cancelled %d; faults",
+		r.Seed, r.Events, r.Virtual, r.Acked, r.Done, r.Dead, r.Cancelled)
+	for _, f := range r.Faults {
+		fmt.Fprintf(&b, " %s=%d", f.Kind, f.Count)
+	}
+	if r.Violation != nil {
+		fmt.Fprintf(&b, "\nFAILED: %v\n%s", r.Violation, r.Trace)
+	}
+	return b.String()
+}
+
 // Failed reports whether an invariant broke.
 func (r Report) Failed() bool { return r.Violation != nil }
 
@@ -203,4 +218,13 @@ func Search(ctx context.Context, cfg Config, seeds []uint64, workers int, progre
 		return nil, firstErr
 	}
 	return nil, ctx.Err()
+}
+
+// Seeds returns n consecutive seeds from first: a search's usual list.
+func Seeds(first uint64, n int) []uint64 {
+	s := make([]uint64, n)
+	for i := range s {
+		s[i] = first + uint64(i)
+	}
+	return s
 }

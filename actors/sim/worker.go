@@ -24,12 +24,21 @@ type workerHost struct {
 	core    *workcore.Worker
 	runs    map[int]passage // slot -> the passage in it
 	watched []*messages.PID
+	// asks: the last question about each work and whether its answer was
+	// an explicit no, to tell the history which waiters a timeout cut off.
+	asks map[string]askInfo
+}
+
+type askInfo struct {
+	waiter *messages.PID
+	no     bool
 }
 
 // passage is a work's passage through an executor slot.
 type passage struct {
-	seq uint64
-	id  string
+	seq   uint64
+	id    string
+	asked time.Duration // when it asked the waiter; -1: it did not
 }
 
 func newWorker(w *world, n *node) host { return &workerHost{w: w, n: n} }
@@ -39,6 +48,7 @@ func (wh *workerHost) start() {
 	wh.a = w.newActor(wh.n, "worker")
 	wh.a.onFired = func(name string) { wh.run(wh.core.Fired(wh.a.now(), name)) }
 	wh.runs = map[int]passage{}
+	wh.asks = map[string]askInfo{}
 	wh.watched = nil
 	wh.core = workcore.New(workcore.Config{
 		ID: wh.n.name + "#" + strconv.Itoa(wh.n.inc), Self: wh.a.pid, JobTypes: []string{"t"},
@@ -86,6 +96,10 @@ func (wh *workerHost) deliver(from *messages.PID, id string, msg proto.Message) 
 		case *messages.IAmNoLongerInterested:
 			a.WorkID, a.Kind, a.Reason = m.GetWorkId(), workcore.NoLongerInterested, m.GetReason()
 			wh.w.hist.answered(wh.runs[slot].id, true)
+			if ai, ok := wh.asks[wh.runs[slot].id]; ok {
+				ai.no = true
+				wh.asks[wh.runs[slot].id] = ai
+			}
 		default:
 			return true
 		}
@@ -129,8 +143,8 @@ func (wh *workerHost) run(effs []effect.Effect) {
 			return
 		}
 		switch e := e.(type) {
-		case workcore.Run:
-			wh.runJob(e)
+		case *workcore.Run:
+			wh.runJob(*e) // the core reuses its Run: copy it now
 		case workcore.Cancel:
 			slot, seq := e.Slot, e.Seq
 			if p := wh.runs[slot]; p.seq == seq {
@@ -141,8 +155,11 @@ func (wh *workerHost) run(effs []effect.Effect) {
 				})
 			}
 		case workcore.Ask:
-			wh.runs[e.Slot] = passage{seq: e.Seq, id: e.WorkID}
+			if p := wh.runs[e.Slot]; p.seq != e.Seq || p.asked < 0 {
+				wh.runs[e.Slot] = passage{seq: e.Seq, id: e.WorkID, asked: w.e.now}
+			}
 			w.hist.asked(e.WorkID)
+			wh.asks[e.WorkID] = askInfo{waiter: e.Waiter}
 			from := &messages.PID{Address: wh.n.name, Id: "watch/" + strconv.Itoa(e.Slot) + "/" + strconv.FormatUint(e.Seq, 10)}
 			w.send(wh.n, from, e.Waiter, &messages.AreYouStillInterested{WorkId: e.WorkID})
 		case workcore.Unwatch:
@@ -170,6 +187,17 @@ func (wh *workerHost) run(effs []effect.Effect) {
 		case workcore.Yield:
 			name := e.Name
 			w.onNode(wh.n, w.e.now, func() { wh.run(wh.core.Fired(wh.a.now(), name)) })
+		case effect.Send:
+			if m, ok := e.Msg.(*messages.WorkFailed); ok && m.GetCancelled() {
+				// Skipped as cancelled without an explicit no: the worker
+				// gave up on a waiter it could not hear from (by design),
+				// which cuts that caller off.
+				if ai, ok := wh.asks[m.GetWorkId()]; ok && !ai.no {
+					w.cutOff(ai.waiter)
+				}
+				delete(wh.asks, m.GetWorkId())
+			}
+			wh.a.apply([]effect.Effect{e})
 		case workcore.Acquire, workcore.Release, workcore.Abandon, workcore.Drained, workcore.Halt:
 		default:
 			wh.a.apply([]effect.Effect{e})
@@ -183,8 +211,12 @@ func (wh *workerHost) run(effs []effect.Effect) {
 func (wh *workerHost) runJob(r workcore.Run) {
 	w := wh.w
 	id := r.Work.GetWorkId()
-	w.hist.started(id)
-	wh.runs[r.Slot] = passage{seq: r.Seq, id: id}
+	asked := w.e.now
+	if p := wh.runs[r.Slot]; p.seq == r.Seq && p.asked >= 0 {
+		asked = p.asked
+	}
+	w.hist.started(id, asked)
+	wh.runs[r.Slot] = passage{seq: r.Seq, id: id, asked: asked}
 	slot, seq := r.Slot, r.Seq
 	var err error
 	if w.e.chance(0.15) {

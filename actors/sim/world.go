@@ -58,7 +58,8 @@ type world struct {
 	makeHost hostFactory // nil: the real cluster's (tests plant others)
 
 	planted     Bugs
-	savedCursor fecore.Cursor // the feed consumer's store: survives its crash
+	savedCursor fecore.Cursor   // the feed consumer's store: survives its crash
+	cursors     []fecore.Cursor // every cursor it saved, in order
 }
 
 func newWorld(cfg Config) *world {
@@ -232,6 +233,20 @@ func (w *world) stopFaults() {
 		}
 	}
 	w.view.healAll()
+	// A consumer that resumes from one of the cursors saved during the
+	// faults (or from the start) must miss nothing after it.
+	from := fecore.Cursor{}
+	if n := len(w.cursors); n > 0 {
+		if k := w.e.intn(n + 1); k < n {
+			from = w.cursors[k]
+		}
+	}
+	f := w.frontends[len(w.frontends)-1]
+	w.e.after(w.cfg.Heal/4, func() {
+		if fh, ok := w.hosts[f.idx].(*frontendHost); ok && f.up {
+			fh.resumed = newResumedFeed(fh, from)
+		}
+	})
 }
 
 func (w *world) String() string { return fmt.Sprintf("world(seed %d)", w.cfg.Seed) }

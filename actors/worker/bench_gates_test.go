@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkWorkerGates is BenchmarkWorker (window 4, instant master, no-op
-// job) with the gates of gate.go: a shared adaptive limiter (a permit per
+// job) with the gates of core/gate.go: a shared adaptive limiter (a permit per
 // job, one WorkerRequestsWork per permit), a caller's waiter asked before
 // every job (one watcher child and an AreYouStillInterested round trip per
 // job), and both.

@@ -87,7 +87,7 @@
 // # The seeds working together
 //
 // Between "the work has a slot" and "its executor runs it" a work passes two
-// gates (gate.go):
+// gates (core/gate.go):
 //
 //   - The caller's interest (seed 003). A Work whose waiter field is set (a
 //     WorkWaiter or a waiter.Interest of the submitting caller, on any
@@ -119,6 +119,16 @@
 // finds it through a function (the cluster singleton): the worker calls it
 // off its own goroutine at start, on every register tick, when the master's
 // PID terminates and when a WorkIsDone goes unacknowledged.
+//
+// # The core and the shell
+//
+// Every decision above is made by a pure value, core.Worker (package
+// actors/worker/core): it takes the time and one input (a message, a job's
+// end, a timer) and returns effects (sends, named timers, Run, Ask,
+// Cancel...). The Worker actor is its shell: it turns protoactor's
+// messages, its children's results and its dead letters into inputs, and
+// the effects into protoactor calls, clock timers and executor runs. The
+// simulator (actors/sim) drives the same core on virtual time.
 //
 // # Example
 //

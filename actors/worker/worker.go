@@ -218,7 +218,7 @@ func (w *workerActor) do(effs []effect.Effect) {
 			w.timers.arm(e.Name, e.At.Sub(w.now))
 		case effect.StopTimer:
 			w.timers.stop(e.Name)
-		case core.Run:
+		case *core.Run:
 			w.run(e)
 		case core.Cancel:
 			if r := w.runs[e.Slot]; r.seq == e.Seq && r.cancel != nil {
@@ -261,7 +261,7 @@ func (w *workerActor) do(effs []effect.Effect) {
 // stopped (a node that exits) starts nothing more: its results would reach
 // no master, and work read ahead would keep executors running after the
 // system is gone. The master hands the work out again.
-func (w *workerActor) run(e core.Run) {
+func (w *workerActor) run(e *core.Run) {
 	if w.sys.IsStopped() {
 		return
 	}

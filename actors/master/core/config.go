@@ -3,9 +3,9 @@ package core
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
+	routecore "github.com/foreman-actors/foreman/actors/route/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -79,7 +79,7 @@ func (c *Config) Check(w *messages.Work) *messages.WorkRejected {
 			fmt.Sprintf("master: payload is %d bytes, over the limit of %d; send a reference to the data instead", len(w.GetPayload()), c.MaxPayload))
 	}
 	if c.Shards > 1 {
-		if k := shardOf(w.GetWorkId(), c.Shards); k != c.Shard {
+		if k := routecore.ShardOf(w.GetWorkId(), c.Shards); k != c.Shard {
 			return reject(messages.RejectCode_REJECT_CODE_INVALID,
 				fmt.Sprintf("master: work %q belongs to shard %d of %d, not to this master (shard %d): the node that sent it routes with another number of shards; start every node of the cluster with --shards %d",
 					w.GetWorkId(), k, c.Shards, c.Shard, c.Shards))
@@ -113,14 +113,3 @@ const (
 	// told the outcome (issue 34, item 1).
 	DuplicateKeepsFirstWaiter
 )
-
-// shardOf is route.ShardOf, which the core cannot import (package route
-// imports protoactor); TestShardOfIsRoutes keeps the two equal.
-func shardOf(workID string, n int) int {
-	if n < 2 {
-		return 0
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(workID)) // never fails
-	return int(h.Sum32() % uint32(n))
-}

@@ -14,9 +14,8 @@ import (
 // The submitted Work's fields are kept inline rather than as the decoded
 // *messages.Work: a million pending works kept a 128-byte message each
 // besides their entry (its protobuf bookkeeping included), and a finished
-// one a second, smaller copy. The entry holds the waiter's PID as data only;
-// WorkState still never talks to protoactor (state.go stays pure), which is
-// why this type lives in a file of its own.
+// one a second, smaller copy. The entry holds the waiter's PID as data only
+// (messages.PID, the wire type: the core never imports protoactor).
 type entry struct {
 	id      string
 	jobType string

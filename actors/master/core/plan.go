@@ -10,7 +10,7 @@ import (
 
 // The master's decisions that take more than one step, as pure functions
 // of the state and the time: each applies the events it decides to the
-// state and returns them, for the shell to persist, with what to send.
+// state and returns them, for Master to journal, with what to send.
 
 // dispatchPlan is what planDispatch decides for one request for work.
 type dispatchPlan struct {

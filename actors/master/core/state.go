@@ -74,7 +74,7 @@ type Running struct {
 // job type, ordered by ready time then arrival), works in progress, and done
 // and dead works kept for the retention. It changes only through Apply, so
 // replaying the journal (from a snapshot) rebuilds it exactly. It is not
-// safe for concurrent use; the Master actor owns it.
+// safe for concurrent use; the core's Master owns it.
 //
 // The zero value is not usable; call NewWorkState.
 type WorkState struct {

@@ -122,7 +122,7 @@ func (Halt) IsEffect() {}
 // Input is what a runner steps a Session with: Start, Stop, Flush,
 // LeaseAnswer, Loaded, Probed, Appended, an effect.Append of the upper core
 // (to persist) or an effect.Fired.
-type Input interface{}
+type Input any
 
 // The Session's inputs.
 type (

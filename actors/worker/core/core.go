@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/actors/effect"
+	routecore "github.com/foreman-actors/foreman/actors/route/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -66,8 +67,12 @@ const (
 	timerWatch    = "watch:"
 )
 
-// The Yields, made once: an effect boxed per result cost an allocation.
-var yieldFlush, yieldDrain effect.Effect = Yield{Name: YieldFlush}, Yield{Name: YieldDrain}
+// Effects made once: one boxed per result cost an allocation.
+var (
+	yieldFlush    effect.Effect = Yield{Name: YieldFlush}
+	yieldDrain    effect.Effect = Yield{Name: YieldDrain}
+	stopHoldTimer effect.Effect = effect.StopTimer{Name: TimerHold}
+)
 
 // Worker is the worker's protocol as a value (see the package doc). Its
 // methods return the effects to carry out, in order; the slice is the
@@ -87,6 +92,7 @@ type Worker struct {
 	holding  bool                     // TimerHold is armed
 
 	gates       []gate
+	runs        []Run // the Run effect of each slot, returned as *Run
 	gateSeq     uint64
 	book        goneBook
 	permitQueue []int   // slots waiting for a permit, FIFO
@@ -121,6 +127,7 @@ func New(cfg Config) *Worker {
 		st:     newSlots(cfg.Window, cfg.MaxUnacked),
 		ra:     readAhead{max: cfg.Prefetch, window: cfg.Window},
 		gates:  make([]gate, cfg.Window),
+		runs:   make([]Run, cfg.Window),
 		book:   goneBook{nodes: make(map[string]suspicion)},
 		hungry: true,
 	}
@@ -243,7 +250,7 @@ func (w *Worker) Resolved(now time.Time, shard int, pid *messages.PID, err error
 	}
 	for _, id := range w.unackedIDs() {
 		if w.shardOf(id) == shard {
-			w.tellTo(shard, &messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id]})
+			w.tellTo(shard, &messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id].value})
 		}
 	}
 	mc.ready = true
@@ -351,7 +358,7 @@ func (w *Worker) fail(m *messages.Work, err error) {
 }
 
 // shardOf returns the shard of a work id among the worker's masters.
-func (w *Worker) shardOf(workID string) int { return ShardOf(workID, len(w.conns)) }
+func (w *Worker) shardOf(workID string) int { return routecore.ShardOf(workID, len(w.conns)) }
 
 // tell sends msg to the master it concerns: a work's result or failure to
 // its shard's, anything else to every master.
@@ -456,7 +463,7 @@ func (w *Worker) RunDone(now time.Time, slot int, workID string, result []byte, 
 	}
 	k := w.shardOf(workID)
 	w.doneOut[k] = append(w.doneOut[k], &messages.WorkIsDone{WorkId: workID, Result: result})
-	w.arm(timerResend+workID, w.cfg.ResendInterval)
+	w.arm(w.st.unacked[workID].timer, w.cfg.ResendInterval)
 	w.startNext(slot, next)
 	w.requestAfterFlush()
 	w.checkDrained()
@@ -558,7 +565,7 @@ func (w *Worker) gathered() int {
 func (w *Worker) stopHold() {
 	if w.holding {
 		w.holding = false
-		w.emit(effect.StopTimer{Name: TimerHold})
+		w.emit(stopHoldTimer)
 	}
 }
 
@@ -574,10 +581,11 @@ func (w *Worker) Ack(now time.Time, ids ...string) []effect.Effect {
 	w.begin(now)
 	for _, id := range ids {
 		before := w.st.capacity(w.ra.depth())
-		if !w.st.ack(id) {
+		timer, ok := w.st.ack(id)
+		if !ok {
 			continue
 		}
-		w.emit(effect.StopTimer{Name: timerResend + id})
+		w.emit(effect.StopTimer{Name: timer})
 		if before == 0 {
 			w.maybeRequest()
 		}
@@ -593,7 +601,7 @@ func (w *Worker) onResend(id string) {
 	}
 	w.log(slog.LevelInfo, "No ack from master, resending work result", "work_id", id)
 	w.tell(&messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: res})
-	w.arm(timerResend+id, w.cfg.ResendInterval)
+	w.arm(w.st.unacked[id].timer, w.cfg.ResendInterval)
 	if k := w.shardOf(id); w.conns[k].resolver {
 		w.resolve(k)
 	}
@@ -670,7 +678,7 @@ func (w *Worker) Stop(now time.Time) []effect.Effect {
 		w.fail(m, ErrWorkerStopping)
 	}
 	for _, id := range w.unackedIDs() {
-		w.tell(&messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id]})
+		w.tell(&messages.WorkIsDone{WorkerId: w.cfg.ID, WorkId: id, Result: w.st.unacked[id].value})
 	}
 	if !w.deregistered {
 		w.deregistered = true
@@ -678,21 +686,6 @@ func (w *Worker) Stop(now time.Time) []effect.Effect {
 	}
 	w.log(slog.LevelInfo, "Worker stopped")
 	return w.out
-}
-
-// ShardOf returns the shard (0..n-1) of workID: FNV-1a (32 bit) modulo n,
-// route.ShardOf's mapping (which must never change; a test holds the two
-// equal), written out so that the core needs no protoactor.
-func ShardOf(workID string, n int) int {
-	if n < 2 {
-		return 0
-	}
-	h := uint32(2166136261)
-	for i := range len(workID) {
-		h ^= uint32(workID[i])
-		h *= 16777619
-	}
-	return int(h % uint32(n))
 }
 
 func samePID(a, b *messages.PID) bool {

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/effect"
-	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/actors/worker/core"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -47,7 +46,7 @@ func render(now time.Time, effs []effect.Effect) []string {
 			out = append(out, "timer "+e.Name+" +"+e.At.Sub(now).String())
 		case effect.StopTimer:
 			out = append(out, "stop "+e.Name)
-		case core.Run:
+		case *core.Run:
 			out = append(out, fmt.Sprintf("run %d %s", e.Slot, e.Work.GetWorkId()))
 		case core.Cancel:
 			out = append(out, fmt.Sprintf("cancel %d", e.Slot))
@@ -340,18 +339,6 @@ func terminated(pid *messages.PID) func(*core.Worker, time.Time) []effect.Effect
 
 func permit(id uint64) func(*core.Worker, time.Time) []effect.Effect {
 	return func(w *core.Worker, at time.Time) []effect.Effect { return w.PermitGranted(at, id) }
-}
-
-// TestShardOfIsTheRoutesMapping: the core's copy of route.ShardOf must
-// never differ from it (a journal holds each work in the stream it names).
-func TestShardOfIsTheRoutesMapping(t *testing.T) {
-	t.Parallel()
-	for i := range 2000 {
-		id := fmt.Sprintf("work-%d-%x", i, i*7919)
-		for _, n := range []int{0, 1, 2, 3, 7, 16} {
-			require.Equal(t, route.ShardOf(id, n), core.ShardOf(id, n), "id %q n %d", id, n)
-		}
-	}
 }
 
 // TestWorkerCoreIsDeterministic steps two cores through the same inputs,

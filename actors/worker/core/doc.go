@@ -18,7 +18,7 @@
 //	                (an Ack and an AckBatch both go to Ack)
 //	Resolve{k}      Resolved(k, pid, err) once the route answered
 //	WatchMaster     MasterTerminated(pid) once that master stops
-//	Run{slot,seq}   RunDone(slot, workID, result, err) when the job returns,
+//	*Run{slot,seq}  RunDone(slot, workID, result, err) when the job returns,
 //	                or RunPanicked(slot, err) when it panicked
 //	Ask{slot,seq}   Interest(Answer{...}) for each answer, unasked
 //	                IAmNoLongerInterested or dead letter that reaches the

@@ -10,7 +10,9 @@ type (
 	// Run starts Work in Slot's executor with a ctx of its own (child of the
 	// worker's lifetime) and reports the job's end with Worker.RunDone, or a
 	// panic with Worker.RunPanicked. A runner whose node is shutting down
-	// may drop it: the master hands the work out again.
+	// may drop it: the master hands the work out again. It is returned as a
+	// *Run that the core reuses for the slot's next Run, which comes only
+	// after RunDone or RunPanicked for this one: copy it to keep it longer.
 	Run struct {
 		Slot int
 		Seq  uint64
@@ -61,7 +63,9 @@ type (
 	// itself): results that finish together then leave together.
 	Yield struct{ Name string }
 	// Drained says a Drain is complete: the runner answers every Drain
-	// sender with Drained and stops the worker (stepping it with Stop).
+	// sender with Drained and stops the worker (stepping it with Stop). A
+	// core stepped again before Stop may say it again (the actor shell
+	// stops at the first).
 	Drained struct{}
 	// Halt says the worker has stopped: the runner cancels every running
 	// job's ctx with ErrWorkerStopping, drops the core's timers, gives back
@@ -70,7 +74,7 @@ type (
 )
 
 // IsEffect marks Run as an effect.
-func (Run) IsEffect() {}
+func (*Run) IsEffect() {}
 
 // IsEffect marks Cancel as an effect.
 func (Cancel) IsEffect() {}

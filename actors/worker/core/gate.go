@@ -165,7 +165,9 @@ func (w *Worker) afterPermit(slot int, m *messages.Work) {
 func (w *Worker) run(slot int, m *messages.Work) {
 	g := &w.gates[slot]
 	g.phase = phaseRunning
-	w.emit(Run{Slot: slot, Seq: g.seq, Work: m})
+	r := &w.runs[slot] // one per slot, reused: boxing a Run cost an allocation per job
+	*r = Run{Slot: slot, Seq: g.seq, Work: m}
+	w.emit(r)
 }
 
 func (w *Worker) ask(slot int) {

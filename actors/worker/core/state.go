@@ -13,13 +13,21 @@ import "github.com/foreman-actors/foreman/messages"
 type slots struct {
 	run     []*messages.Work  // run[i] is the work executor i runs; nil = free
 	queue   []*messages.Work  // accepted beyond the free slots, FIFO
-	unacked map[string][]byte // work id -> result, WorkIsDone sent, no Ack yet
+	unacked map[string]result // work id -> result, WorkIsDone sent, no Ack yet
 	// at indexes run and queue: work id -> its slot, or -1 while queued.
 	// Scanning them instead was half of a worker's CPU with a window and
 	// a read-ahead of 64.
 	at         map[string]int
 	nbusy      int // slots that run work
 	maxUnacked int
+}
+
+// result is a completed work's result awaiting its Ack, with the name of
+// its resend timer (made once: it is armed at completion and stopped at the
+// Ack).
+type result struct {
+	value []byte
+	timer string
 }
 
 // offerResult says what the shell does with an offered Work.
@@ -39,7 +47,7 @@ const (
 func newSlots(window, maxUnacked int) *slots {
 	return &slots{
 		run:        make([]*messages.Work, window),
-		unacked:    make(map[string][]byte),
+		unacked:    make(map[string]result),
 		at:         make(map[string]int, window),
 		maxUnacked: maxUnacked,
 	}
@@ -126,11 +134,11 @@ func (s *slots) running(i int) *messages.Work {
 // complete records the result of the work in slot i. It reports false (and
 // changes nothing) when slot i does not run workID: a stale report. next is
 // the queued work now started in slot i, if any.
-func (s *slots) complete(i int, workID string, result []byte) (next *messages.Work, ok bool) {
+func (s *slots) complete(i int, workID string, res []byte) (next *messages.Work, ok bool) {
 	if w := s.running(i); w == nil || w.GetWorkId() != workID {
 		return nil, false
 	}
-	s.unacked[workID] = result
+	s.unacked[workID] = result{value: res, timer: timerResend + workID}
 	return s.free(i), true
 }
 
@@ -145,19 +153,21 @@ func (s *slots) fail(i int, workID string) (failed, next *messages.Work) {
 	return w, s.free(i)
 }
 
-// ack forgets an acknowledged result; it reports whether one was waiting.
-func (s *slots) ack(workID string) bool {
-	if _, ok := s.unacked[workID]; !ok {
-		return false
+// ack forgets an acknowledged result; it returns the name of its resend
+// timer and whether one was waiting.
+func (s *slots) ack(workID string) (timer string, ok bool) {
+	r, ok := s.unacked[workID]
+	if !ok {
+		return "", false
 	}
 	delete(s.unacked, workID)
-	return true
+	return r.timer, true
 }
 
 // result returns the unacknowledged result of workID.
 func (s *slots) result(workID string) ([]byte, bool) {
 	r, ok := s.unacked[workID]
-	return r, ok
+	return r.value, ok
 }
 
 // takeQueue empties the local queue and returns it.

@@ -71,8 +71,11 @@ func TestSlots(t *testing.T) {
 				require.True(t, ok)
 			}
 			require.Equal(t, 0, s.capacity(0), "maxUnacked 3 reached")
-			require.True(t, s.ack("1"))
-			require.False(t, s.ack("1"))
+			timer, ok := s.ack("1")
+			require.True(t, ok)
+			require.Equal(t, "resend:1", timer)
+			_, ok = s.ack("1")
+			require.False(t, ok)
 			require.Equal(t, 1, s.capacity(0))
 		}},
 		{name: "DrainReturnsRunningAndQueued", run: func(t *testing.T, s *slots) {
@@ -152,7 +155,8 @@ func FuzzSlots(f *testing.F) {
 			case 3: // ack the oldest unacked id
 				for id, st := range where {
 					if st == "unacked" {
-						require.True(t, s.ack(id))
+						_, ok := s.ack(id)
+						require.True(t, ok)
 						where[id] = "acked"
 						break
 					}
