@@ -54,7 +54,7 @@ func TestWorkHistory(t *testing.T) {
 		{
 			name: "RequeuedByANewMaster",
 			evs:  []proto.Message{accepted("a", "sq", 0), started("a", "w1", 1), &messages.MasterRecovered{AtUnixNano: at(2)}, started("a", "w2", 3)},
-			want: []*messages.WorkHistoryEvent{h(histAccepted, 0, 0, "", ""), h(histStarted, 1, 1, "w1", ""), h(histRequeued, 2, 1, "w1", ""), h(histStarted, 3, 2, "w2", "")},
+			want: []*messages.WorkHistoryEvent{h(histAccepted, 0, 0, "", ""), h(histStarted, 1, 1, "w1", ""), h(histRequeued, 2, 1, "w1", ""), h(histStarted, 3, 1, "w2", "")},
 		},
 		{
 			name: "StaleEventsLeaveNoTrace",

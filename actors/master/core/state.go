@@ -438,6 +438,7 @@ func (s *WorkState) applyWaiterLeft(ev *messages.WaiterLeft) {
 	e.unplain()
 	s.removeRunning(e)
 	e.record(histEvent{kind: histRequeued, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: worker, err: ev.GetError()})
+	e.takeBackAttempt() // the job never started: its worker asked first
 	e.waiter = more[len(more)-1]
 	if len(more) == 1 {
 		e.setMoreWaiters(nil)
@@ -489,6 +490,7 @@ func (s *WorkState) applyRecovered(at int64) {
 	})
 	for _, e := range running {
 		e.record(histEvent{kind: histRequeued, at: at, attempt: e.attempts, worker: e.workerID})
+		e.takeBackAttempt()
 		s.removeRunning(e)
 		e.status = statusAccepted
 		if e.lastError() != "" {
@@ -497,6 +499,20 @@ func (s *WorkState) applyRecovered(at int64) {
 		// It keeps the ready time and arrival order it had when it was
 		// handed out, so it goes back to its old place in the queue.
 		s.push(e)
+	}
+}
+
+// takeBackAttempt uncounts the hand-out of a work that goes back to its
+// queue without having failed: a new master requeues what was running when
+// the old one stopped (its outcome is unknown, and a result that still
+// arrives is taken), and a worker hands back a job whose asked caller left
+// while another waits. Only a failure or a timeout uses up an attempt, so
+// the attempt a Work carries never passes Policy.MaxAttempts (the
+// simulator's attempts_bounded; seed 44 found a fourth attempt of three
+// after a failover).
+func (e *entry) takeBackAttempt() {
+	if e.attempts > 0 {
+		e.attempts--
 	}
 }
 
@@ -810,7 +826,9 @@ func (s *WorkState) restoreEntry(i int, e *entry) error {
 
 // Policy decides what happens to a work whose attempt failed or timed out.
 type Policy struct {
-	// MaxAttempts is how many hand-outs a work gets before it is dead.
+	// MaxAttempts is how many hand-outs a work gets before it is dead. A
+	// hand-out that comes back without a failure (a failover requeues it,
+	// or a caller of several left before it started) is not counted.
 	MaxAttempts int32
 	// BackoffBase is the wait before the second attempt; it doubles for
 	// each further attempt.

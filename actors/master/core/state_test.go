@@ -229,7 +229,20 @@ func TestWorkStateEvents(t *testing.T) {
 			check: func(t *testing.T, s *WorkState) {
 				require.Equal(t, []string{"a", "b", "c"}, s.PendingIDs())
 				require.Empty(t, s.InProgress())
-				require.Equal(t, int32(1), s.Attempts("a"), "the attempt stays counted")
+				require.Equal(t, int32(0), s.Attempts("a"), "a hand-out a failover took back is not an attempt")
+			},
+		},
+		{
+			// Found by the simulator (actors/sim, seed 44): a work on its
+			// last attempt when its master failed over was handed out
+			// again as attempt 4 of 3.
+			name: "MasterRecoveredNeverPushesPastTheLastAttempt",
+			evs: []proto.Message{accepted("a", "sq", 0), started("a", "w1", 1), failed("a", "w1", 2, 0, false),
+				started("a", "w1", 3), failed("a", "w1", 4, 0, false), started("a", "w1", 5),
+				&messages.MasterRecovered{AtUnixNano: at(6)}, started("a", "w2", 7)},
+			check: func(t *testing.T, s *WorkState) {
+				require.Equal(t, int32(3), s.Attempts("a"), "the third hand-out again, not a fourth")
+				checkInvariants(t, s)
 			},
 		},
 	}
