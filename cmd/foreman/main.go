@@ -7,6 +7,7 @@
 //	foreman bench           measure end-to-end throughput and latency in one process
 //	foreman submit|status   clients of a frontend's HTTP API
 //	foreman certs           make a CA, node certificates and API tokens
+//	foreman sim             search the protocol's schedules in the deterministic simulator
 //
 // Run `foreman -h` or `foreman bench -h` for the flags.
 package main
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runStatus(args[1:], stdout, stderr)
 		case "certs":
 			return runCerts(args[1:], stdout, stderr)
+		case "sim":
+			return runSim(ctx, args[1:], stdout, stderr)
 		case "help":
 			args = []string{"-h"}
 		}
