@@ -231,6 +231,36 @@ func TestRuntimeLease(t *testing.T) {
 		second.events.ExpectNoMsg(10 * time.Millisecond)
 	})
 
+	t.Run("AGrantAnsweredAfterItsDeadlineTakesNoEpoch", func(t *testing.T) {
+		// The simulator's seed 8355 (persistence/core's Session had the
+		// same gap): the take is granted, but its answer comes back only
+		// after the lease it granted could have lapsed, when another
+		// activation may hold it. Taking an epoch then would fence that
+		// one; the runtime takes the lease again first.
+		t.Parallel()
+		b := setup(t, persistence.WithLease(ttl))
+		f := journaltest.NewFaulty(b.mem)
+		var once sync.Once
+		tr := &tracking{Journal: f}
+		var epochsAtSecondTake atomic.Int64
+		epochsAtSecondTake.Store(-1)
+		tr.afterGrant = func() {
+			if tr.granted.Load() == 2 {
+				epochsAtSecondTake.Store(tr.epochs.Load())
+			}
+			once.Do(func() { b.clk.Advance(ttl) }) // the first answer is a whole ttl late
+		}
+		rt, err := persistence.New(tr, stream, b.opts...)
+		require.NoError(t, err)
+		ev := testkit.NewProbe(t, b.sys)
+		a := &setActor{rt: rt, track: tr, violations: &b.violations, recovered: ev.PID(), resets: &b.resets}
+		b.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
+		b.advance(t, 1, step) // the retry after the late grant (a probe, then recovery)
+		ev.ExpectMsg(wrapperspb.String("recovered"), testkit.Timeout())
+		require.Equal(t, int64(0), epochsAtSecondTake.Load(), "no epoch was taken on the late grant")
+		require.Equal(t, int64(1), tr.epochs.Load())
+	})
+
 	t.Run("GracefulStopHandsOverAtOnce", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, persistence.WithLease(ttl))

@@ -523,6 +523,16 @@ func (r *Runtime) recover(c actor.Context) {
 			r.retryAfter(wait)
 			return
 		}
+		if now := r.cfg.clock.Now(); r.keeper != nil && !r.keeper.live(now) {
+			// Granted, but the answer came back (or this goroutine got to
+			// it) only after the lease it granted could have lapsed:
+			// another activation may hold it by now, and the epoch taken
+			// next would fence that rightful holder (the simulator's seed
+			// 8355). The grant counts for nothing; take the lease again.
+			r.retryRecovery(fmt.Errorf("persistence: the lease of %q was granted, but the answer was handled %v after the call, when it could have lapsed; taking it again",
+				r.stream, now.Sub(start)))
+			return
+		}
 	}
 	if err := r.loadKeepingLease(); err != nil {
 		if errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseHeld) {

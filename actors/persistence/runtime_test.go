@@ -49,6 +49,11 @@ type tracking struct {
 	durable atomic.Int64
 	leases  atomic.Int64 // Lease calls made
 	granted atomic.Int64 // Lease calls that returned a grant
+	epochs  atomic.Int64 // AcquireEpoch calls made
+	// afterGrant, when set, runs after a granted Lease call and before
+	// its answer returns: a pause of the caller, or an answer that took
+	// long.
+	afterGrant func()
 }
 
 func (t *tracking) Lease(ctx context.Context, s, holder string, ttl time.Duration) (persistence.LeaseState, error) {
@@ -56,8 +61,16 @@ func (t *tracking) Lease(ctx context.Context, s, holder string, ttl time.Duratio
 	st, err := t.Journal.Lease(ctx, s, holder, ttl)
 	if err == nil {
 		t.granted.Add(1)
+		if t.afterGrant != nil {
+			t.afterGrant()
+		}
 	}
 	return st, err
+}
+
+func (t *tracking) AcquireEpoch(ctx context.Context, s string) (int64, int64, error) {
+	t.epochs.Add(1)
+	return t.Journal.AcquireEpoch(ctx, s)
 }
 
 func (t *tracking) AppendAsync(s string, epoch int64, events []persistence.Event, done func(error)) {
