@@ -222,6 +222,13 @@ func (act *activation) run(effs []effect.Effect) {
 			}
 			act.session(effect.Append{Events: e.Events, Token: act.seq})
 		case effect.Reply:
+			if m, ok := e.Msg.(*messages.WorkStatusReply); ok {
+				// An answer serves at the instant the master decides it,
+				// inside or outside its lease; held for an earlier
+				// append's durability it leaves later, as one slow in the
+				// network arrives later (seed 1001288).
+				act.b.w.hist.served(act.st, act.holder, act.epoch, "status "+m.GetWorkId())
+			}
 			if _, waits := act.pending[act.lastToken]; e.AfterDurable && waits {
 				act.held = append(act.held, heldReply{token: act.lastToken, to: e.To, msg: e.Msg})
 				if act.b.w.e.tracing() {
@@ -247,8 +254,6 @@ func (act *activation) send(to *messages.PID, msg proto.Message) {
 		h.served(act.st, act.holder, act.epoch, "hand-out "+m.GetWorkId())
 	case *messages.WorkBundle:
 		h.served(act.st, act.holder, act.epoch, "hand-out bundle")
-	case *messages.WorkStatusReply:
-		h.served(act.st, act.holder, act.epoch, "status "+m.GetWorkId())
 	case *messages.Ack:
 		h.masterAcked(m.GetWorkId())
 	case *messages.WorkBatchAck:

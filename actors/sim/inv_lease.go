@@ -9,6 +9,9 @@ package sim
 // an activation serve once another has taken the stream's epoch after it:
 // that one recovered under the lease in between, so what the first serves is
 // stale (a renewal answered after the deadline must not continue a lease).
+// An answer counts at the instant the master decides it: one held until an
+// earlier append is durable leaves later, as one slow in the network
+// arrives later, and shows what was true when it was decided.
 //
 // And an activation takes the stream's epoch (which fences the one
 // serving) only while it holds the lease: an epoch taken without it fences
