@@ -879,7 +879,14 @@ type WorkFailed struct {
 	// cancelled: the work's caller no longer waits (its waiter said so, is
 	// gone, or its node left). The master ends the work CANCELLED: not
 	// retried, not dead; re-submitting the id runs it again.
-	Cancelled     bool `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Cancelled bool `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	// With cancelled: the waiter whose caller left (the one the worker asked,
+	// from the Work it ran). The master takes the report only while that
+	// waiter is still one of the work's: a stale report (a duplicated
+	// hand-out the worker asked about after the master had handed the work
+	// out again with another caller's waiter) must not cancel the work that
+	// caller waits for. Unset from workers before this field: taken as now.
+	Waiter        *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -947,6 +954,13 @@ func (x *WorkFailed) GetCancelled() bool {
 		return x.Cancelled
 	}
 	return false
+}
+
+func (x *WorkFailed) GetWaiter() *PID {
+	if x != nil {
+		return x.Waiter
+	}
+	return nil
 }
 
 // WorkResult is published to subscribers once a job's completion is durable.
@@ -1830,14 +1844,15 @@ const file_work_proto_rawDesc = "" +
 	"\bwork_ids\x18\x01 \x03(\tR\aworkIds\":\n" +
 	"\n" +
 	"WorkBundle\x12,\n" +
-	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\"\x94\x01\n" +
+	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\"\xc3\x01\n" +
 	"\n" +
 	"WorkFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
 	"\tpermanent\x18\x04 \x01(\bR\tpermanent\x12\x1c\n" +
-	"\tcancelled\x18\x05 \x01(\bR\tcancelled\"\xa4\x01\n" +
+	"\tcancelled\x18\x05 \x01(\bR\tcancelled\x12-\n" +
+	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\"\xa4\x01\n" +
 	"\n" +
 	"WorkResult\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
@@ -1982,17 +1997,18 @@ var file_work_proto_depIdxs = []int32{
 	25, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> foreman.messages.PID
 	10, // 4: foreman.messages.WorkIsDoneBatch.done:type_name -> foreman.messages.WorkIsDone
 	3,  // 5: foreman.messages.WorkBundle.works:type_name -> foreman.messages.Work
-	1,  // 6: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
-	1,  // 7: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
-	18, // 8: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
-	1,  // 9: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
-	22, // 10: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
-	2,  // 11: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	25, // 6: foreman.messages.WorkFailed.waiter:type_name -> foreman.messages.PID
+	1,  // 7: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
+	1,  // 8: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
+	18, // 9: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
+	1,  // 10: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
+	22, // 11: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
+	2,  // 12: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_work_proto_init() }

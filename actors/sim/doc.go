@@ -17,8 +17,9 @@
 // journal (SQLite and PostgreSQL: group commit, fsync latency, write
 // errors, a crash losing the unsynced tail, epochs and leases by
 // persistence/core.Stream, the backends' rules, on the journal's clock),
-// membership (detection delay, false suspicion, re-admission, the
-// singleton placement by each node's own view), crashes, restarts,
+// membership (detection delay, false suspicion, re-admission; each node
+// places a shard's master with route/core's Owner over its own view),
+// crashes, restarts,
 // pauses and clocks that drift within a bound. The jobs and the callers
 // (who submit, batch, wait, give up, cancel and re-submit) are the
 // simulator's workload. The chaos and partition tests keep covering the

@@ -120,8 +120,15 @@ func TestReplaySeed(t *testing.T) {
 //     an earlier append's durability, whose confirmation reached b2 only
 //     after a pause, past the lease; the invariant judged the answer when
 //     it left (the invariant's, fixed: an answer counts when decided).
+//   - 1015389: two callers waited; the second left, the worker said so
+//     and the work went out again through the first's waiter; a
+//     duplicate of the earlier hand-out reached the same worker, which
+//     asked the gone caller again and reported "cancelled" once more, and
+//     the master cancelled the work the first caller still waited for
+//     (the master's, fixed: a cancellation names the waiter asked, and
+//     one about a waiter no longer the work's changes nothing).
 func TestRegressionSeeds(t *testing.T) {
-	for _, seed := range []uint64{1, 25, 27, 44, 612, 1346, 1716, 3180, 8355, 11585, 14599, 1001288} {
+	for _, seed := range []uint64{1, 25, 27, 44, 612, 1346, 1716, 3180, 8355, 11585, 14599, 1001288, 1015389} {
 		cfg := DefaultConfig()
 		cfg.Seed = seed
 		rep, err := Run(t.Context(), cfg)

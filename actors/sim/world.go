@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
+	routecore "github.com/foreman-actors/foreman/actors/route/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -39,7 +40,11 @@ type world struct {
 	nodes  []*node // every node, journal's last; index = node.idx
 	procs  []*node // the process nodes (not the journal's)
 	byName map[string]*node
-	hosts  []host // [node.idx]; nil for the journal
+	// shardKinds are the cluster kinds of the shards' masters (every
+	// backend hosts them all); members is placement's scratch list.
+	shardKinds []string
+	members    []routecore.Member
+	hosts      []host // [node.idx]; nil for the journal
 
 	backends, frontends, workers []*node
 
@@ -64,6 +69,9 @@ type world struct {
 
 func newWorld(cfg Config) *world {
 	w := &world{cfg: cfg, e: newEngine(cfg.Seed, cfg.Trace), byName: map[string]*node{}, planted: cfg.Planted, maxAttempts: maxAttempts}
+	for k := range cfg.Shards {
+		w.shardKinds = append(w.shardKinds, routecore.ShardKind("master", k, cfg.Shards))
+	}
 	add := func(kind nodeKind, name string) *node {
 		n := &node{idx: len(w.nodes), name: name, kind: kind, up: true}
 		w.nodes = append(w.nodes, n)
@@ -146,29 +154,23 @@ func shardOfID(id string) (int, bool) {
 }
 
 // placement is the backend that observer's view places shard s on: the
-// live backend of the highest rendezvous score, so that views that agree
-// place alike and a backend's loss moves only its shards.
+// cluster's own decision, route/core's Owner (protoactor's rendezvous over
+// the members that host the shard's kind), over the backends observer
+// sees. Views that agree place alike; a backend's loss moves only its
+// shards.
 func (w *world) placement(observer *node, s int) *node {
-	var best *node
-	var bestScore uint64
+	members := w.members[:0]
 	for _, b := range w.backends {
-		if !w.view.sees(observer, b) {
-			continue
-		}
-		sc := mix(uint64(s)*1_000_003 + uint64(b.idx))
-		if best == nil || sc > bestScore {
-			best, bestScore = b, sc
+		if w.view.sees(observer, b) {
+			members = append(members, routecore.Member{ID: b.name, Address: b.name, Kinds: w.shardKinds})
 		}
 	}
-	return best
-}
-
-// mix is splitmix64's finaliser: a fixed hash, no randomness.
-func mix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+	w.members = members
+	owner := routecore.Owner(members, w.shardKinds[s], routecore.ShardName("master", s, w.cfg.Shards))
+	if owner == "" {
+		return nil
+	}
+	return w.byName[owner]
 }
 
 // crash stops n at once: its state is gone, its unsynced journal writes

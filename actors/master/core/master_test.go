@@ -238,6 +238,33 @@ func TestMasterStep(t *testing.T) {
 		require.Empty(t, h.step(Committed{}), "once per commit that released work")
 	})
 
+	t.Run("AStaleCancellationLeavesTheWorkToItsOtherCaller", func(t *testing.T) {
+		// Found by the simulator (actors/sim, seed 1015389): two callers
+		// wait (A, then B, whom workers ask first). B leaves; the worker
+		// reports it and the work goes out again asked about through A. A
+		// duplicate of the earlier hand-out (B's) reaches the same worker,
+		// which asks B again and reports "cancelled" once more. That
+		// report is about B, who already left: it must not cancel the work
+		// A still waits for.
+		t.Parallel()
+		h := serving(t, testConfig())
+		h.durable(h.step(Submit{From: frontend, Work: work("j1", waiterA)}))
+		h.durable(h.step(Submit{From: frontend, Work: work("j1", waiterB)}))
+		h.step(register(worker1))
+		require.Equal(t, []string{"j1"}, handedOut(h.step(request(worker1, 1)), worker1))
+		bLeft := &messages.WorkFailed{WorkId: "j1", WorkerId: worker1.GetId(), Error: "caller gone", Permanent: true, Cancelled: true, Waiter: waiterB}
+		h.durable(h.step(Failed{Msg: bLeft}))
+		require.Equal(t, waiterA, h.m.State().Waiter("j1"), "handed out again, asked about through A")
+		require.Equal(t, []string{"j1"}, handedOut(h.step(request(worker1, 1)), worker1))
+		stale := h.step(Failed{Msg: bLeft})
+		require.Empty(t, events(stale), "B's second report changes nothing")
+		require.Equal(t, messages.WorkStatus_WORK_STATUS_RUNNING, h.m.State().Status("j1").GetStatus())
+		aLeft := &messages.WorkFailed{WorkId: "j1", WorkerId: worker1.GetId(), Error: "caller gone", Permanent: true, Cancelled: true, Waiter: waiterA}
+		evs := events(h.step(Failed{Msg: aLeft}))
+		require.Len(t, evs, 1)
+		require.True(t, evs[0].(*messages.WorkerFailed).GetCancelled(), "A's own report cancels it")
+	})
+
 	t.Run("OutcomeReachesTheWaiterOnceDurable", func(t *testing.T) {
 		t.Parallel()
 		h := serving(t, testConfig())

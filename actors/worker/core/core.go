@@ -374,8 +374,12 @@ func (w *Worker) fail(m *messages.Work, err error) {
 	} else {
 		w.log(slog.LevelWarn, "Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
 	}
-	w.tell(&messages.WorkFailed{WorkerId: w.cfg.ID, WorkId: m.GetWorkId(), Error: err.Error(), Permanent: Permanent(err),
-		Cancelled: errors.Is(err, ErrCallerGone)})
+	f := &messages.WorkFailed{WorkerId: w.cfg.ID, WorkId: m.GetWorkId(), Error: err.Error(), Permanent: Permanent(err),
+		Cancelled: errors.Is(err, ErrCallerGone)}
+	if f.Cancelled {
+		f.Waiter = m.GetWaiter() // whose caller left: the master ignores the report once that waiter is no longer the work's
+	}
+	w.tell(f)
 }
 
 // shardOf returns the shard of a work id among the worker's masters.
