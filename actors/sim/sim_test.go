@@ -127,8 +127,14 @@ func TestReplaySeed(t *testing.T) {
 //     the master cancelled the work the first caller still waited for
 //     (the master's, fixed: a cancellation names the waiter asked, and
 //     one about a waiter no longer the work's changes nothing).
+//   - 1018802: w2 restarted at its address and watched another job's
+//     waiter under the watch name its earlier incarnation had used; that
+//     earlier job's waiter, whose caller left, told the name "no" without
+//     naming the work, and w2 cancelled the job whose caller still
+//     waited (waiter/core's, fixed: the unasked "no" names the work the
+//     worker asked about, and a gate drops a "no" for another work).
 func TestRegressionSeeds(t *testing.T) {
-	for _, seed := range []uint64{1, 25, 27, 44, 612, 1346, 1716, 3180, 8355, 11585, 14599, 1001288, 1015389} {
+	for _, seed := range []uint64{1, 25, 27, 44, 612, 1346, 1716, 3180, 8355, 11585, 14599, 1001288, 1015389, 1018802} {
 		cfg := DefaultConfig()
 		cfg.Seed = seed
 		rep, err := Run(t.Context(), cfg)

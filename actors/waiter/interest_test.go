@@ -39,7 +39,7 @@ func TestInterest(t *testing.T) {
 		worker.ExpectMsg(&messages.IAmStillInterested{WorkId: "w1"}, testkit.Timeout())
 		cancel()
 		cancelled := messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CANCELLED
-		worker.ExpectMsg(&messages.IAmNoLongerInterested{Reason: cancelled}, testkit.Timeout())
+		worker.ExpectMsg(&messages.IAmNoLongerInterested{WorkId: "w1", Reason: cancelled}, testkit.Timeout()) // names the work it asked about
 
 		// While it lingers, later askers are told no.
 		still, err := waiter.AskStillInterested(context.Background(), sys, i.PID(), "w2")
@@ -140,6 +140,7 @@ func TestInterestAcrossNodes(t *testing.T) {
 	worker.ExpectMsg(&messages.IAmStillInterested{WorkId: "remote-2"}, testkit.Timeout())
 	cancel()
 	worker.ExpectMsg(&messages.IAmNoLongerInterested{
+		WorkId: "remote-2",
 		Reason: messages.NoLongerInterestedReason_NO_LONGER_INTERESTED_REASON_CANCELLED,
 	}, testkit.Timeout())
 }

@@ -71,11 +71,21 @@ func (Stop) IsEffect() {}
 type Interest struct {
 	cfg       InterestConfig
 	w         Waiter
-	workers   []*messages.PID // workers told IAmStillInterested
+	workers   []toldYes // workers told IAmStillInterested
 	released  bool            // yes to every question until the linger ends
 	delivered bool
 	lingering bool
 	stopped   bool
+}
+
+// toldYes is a worker told IAmStillInterested and the work it asked
+// about: the "no" it is told when the caller leaves names that work, so a
+// worker whose watch address now belongs to another job's passage (a
+// worker restarted at the same address) drops it (the simulator's seed
+// 1018802).
+type toldYes struct {
+	to     *messages.PID
+	workID string
 }
 
 // NewInterest returns the interest of a caller that waits.
@@ -144,7 +154,7 @@ func (i *Interest) asked(now time.Time, m Asked) []effect.Effect {
 	if i.w.Phase() == PhaseInterested {
 		i.w.Ask()
 		if m.From != nil {
-			i.workers = append(i.workers, m.From)
+			i.workers = append(i.workers, toldYes{to: m.From, workID: m.WorkID})
 		}
 		return append(out, effect.Reply{To: m.From, Msg: &messages.IAmStillInterested{WorkId: m.WorkID}})
 	}
@@ -159,7 +169,7 @@ func (i *Interest) giveUp(now time.Time, r Reason, out []effect.Effect) []effect
 	eff := i.w.GiveUp(r)
 	if eff.CancelWorker {
 		for _, w := range i.workers {
-			out = append(out, effect.Send{To: w, Msg: &messages.IAmNoLongerInterested{Reason: i.w.Reason().Proto()}})
+			out = append(out, effect.Send{To: w.to, Msg: &messages.IAmNoLongerInterested{WorkId: w.workID, Reason: i.w.Reason().Proto()}})
 		}
 	}
 	i.workers = nil

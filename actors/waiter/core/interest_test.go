@@ -26,7 +26,7 @@ func noLonger(to *messages.PID, r Reason) effect.Effect {
 }
 
 func push(to *messages.PID, r Reason) effect.Effect {
-	return effect.Send{To: to, Msg: &messages.IAmNoLongerInterested{Reason: r.Proto()}}
+	return effect.Send{To: to, Msg: &messages.IAmNoLongerInterested{WorkId: "j", Reason: r.Proto()}}
 }
 
 func linger(at time.Duration) effect.Effect { return effect.Timer{Name: TimerLinger, At: t0.Add(at)} }
