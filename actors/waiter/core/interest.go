@@ -72,7 +72,7 @@ type Interest struct {
 	cfg       InterestConfig
 	w         Waiter
 	workers   []toldYes // workers told IAmStillInterested
-	released  bool            // yes to every question until the linger ends
+	released  bool      // yes to every question until the linger ends
 	delivered bool
 	lingering bool
 	stopped   bool
