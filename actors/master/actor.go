@@ -97,6 +97,15 @@ func (a *masterActor) Receive(c actor.Context) {
 		}
 	case *messages.GetWorkStatus:
 		a.step(core.GetStatus{From: a.sent(c), Msg: msg})
+	case *messages.GetWorkersKnown:
+		// A worker node's readiness probe: a read of the core, no step.
+		known := make([]string, 0, len(msg.GetWorkerIds()))
+		for _, id := range msg.GetWorkerIds() {
+			if a.core.IsWorker(id) {
+				known = append(known, id)
+			}
+		}
+		c.Respond(&messages.WorkersKnown{Known: known})
 	case *messages.GetMasterStatus:
 		a.step(core.GetMasterStatus{From: a.sent(c), Address: a.self.GetAddress(), Epoch: a.rt.Epoch()})
 	case *messages.ListWork:

@@ -237,6 +237,23 @@ func TestMaster(t *testing.T) {
 		require.Contains(t, logs.String(), "worker_shards=2 cluster_shards=4")
 	})
 
+	// A worker node's readiness probe asks which of its workers the
+	// master knows: those registered and not deregistered.
+	t.Run("AnswersWhichWorkersItKnows", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		known := func() []string {
+			b.front.Request(b.master, &messages.GetWorkersKnown{WorkerIds: []string{"w1", "w2", "w3"}})
+			return testkit.ExpectMsgType[*messages.WorkersKnown](b.front, testkit.Timeout()).GetKnown()
+		}
+		require.Empty(t, known())
+		b.register(t, b.worker, "w1")
+		b.register(t, b.worker, "w3")
+		require.Equal(t, []string{"w1", "w3"}, known())
+		b.worker.Send(b.master, &messages.DeregisterWorker{WorkerId: "w1"})
+		require.Equal(t, []string{"w3"}, known())
+	})
+
 	t.Run("HandsOutCompletesAndPublishes", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
