@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/cluster/health"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/tlsconf"
@@ -87,6 +88,7 @@ func TestAuth(t *testing.T) {
 	// OpenAPI document and the dashboard's static files.
 	require.ElementsMatch(t, []string{
 		"GET " + httpapi.PathHealthz, httpapi.PathHealthz,
+		"GET " + health.PathLivez, health.PathLivez, "GET " + health.PathReadyz, health.PathReadyz,
 		"GET " + httpapi.PathOpenAPI, httpapi.PathOpenAPI,
 		"GET " + httpapi.PathUI, "GET " + httpapi.PathUI + "/{file...}", httpapi.PathUI,
 	}, public)

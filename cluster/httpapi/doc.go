@@ -16,6 +16,8 @@
 //	GET /status      200 members (roles, addresses), where the master runs,
 //	                 queue length and counts, idle and busy workers.
 //	GET /healthz     200 {"status":"ok"} while the server runs.
+//	GET /livez       Kubernetes' probes (cluster/health, WithHealth): 200 "ok"
+//	GET /readyz      or 503 naming the failing checks; ?verbose lists them.
 //
 // Every error answer is {"error": "..."} with a message that says what to fix.
 //

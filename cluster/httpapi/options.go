@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/foreman-actors/foreman/cluster/health"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 )
 
@@ -61,6 +62,7 @@ type config struct {
 	tokens            *Tokens          // nil: no token needed (WithTokens)
 	tls               *tls.Config      // nil: plain HTTP (WithTLS)
 	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
+	health            *health.Checker  // nil: /livez and /readyz check only that the server runs
 	feedPerClient     int              // open feed reads per client (feedshare.go)
 }
 
@@ -139,6 +141,11 @@ func WithTimeouts(readHeader, read, idle time.Duration) Option {
 // WithIDGenerator sets how ids are made for work submitted without one
 // (default NewID).
 func WithIDGenerator(fn func() string) Option { return func(c *config) { c.newID = fn } }
+
+// WithHealth serves c's checks at GET /livez and GET /readyz (public, as
+// Kubernetes' probes send no token); cluster/node's Health methods build a
+// node's. Without it both answer 200 while the server runs.
+func WithHealth(c *health.Checker) Option { return func(cfg *config) { cfg.health = c } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/foreman-actors/foreman/cluster/health"
 )
 
 // Route is one entry of the API's route table. Every route of the server
@@ -16,7 +18,8 @@ type Route struct {
 	// Path is the http.ServeMux path pattern, e.g. "/work/{id}".
 	Path string
 	// Public routes are served without a bearer token. Only routes that
-	// carry no data may be public: /healthz says only that the server runs.
+	// carry no data may be public: /healthz says only that the server runs,
+	// /livez and /readyz name their checks and withhold the reasons.
 	Public bool
 
 	handler http.HandlerFunc
@@ -45,6 +48,8 @@ func (s *Server) routeTable() []Route {
 		{Method: http.MethodGet, Path: PathResults, handler: s.handleResults},
 		{Method: http.MethodGet, Path: PathResultsStream, handler: s.handleResultsStream},
 		{Method: http.MethodGet, Path: PathHealthz, Public: true, handler: s.handleHealthz},
+		{Method: http.MethodGet, Path: health.PathLivez, Public: true, handler: s.cfg.health.LivezHandler().ServeHTTP},
+		{Method: http.MethodGet, Path: health.PathReadyz, Public: true, handler: s.cfg.health.ReadyzHandler().ServeHTTP},
 		{Method: http.MethodGet, Path: PathOpenAPI, Public: true, handler: s.handleOpenAPI},
 		{Method: http.MethodGet, Path: PathUI, Public: true, handler: s.handleUI},
 		{Method: http.MethodGet, Path: PathUI + "/{file...}", Public: true, handler: s.handleUI},
@@ -62,6 +67,8 @@ func (s *Server) routeTable() []Route {
 		Route{Path: PathResults, handler: methodNotAllowed("GET, HEAD")},
 		Route{Path: PathResultsStream, handler: methodNotAllowed("GET, HEAD")},
 		Route{Path: PathHealthz, Public: true, handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: health.PathLivez, Public: true, handler: methodNotAllowed("GET, HEAD")},
+		Route{Path: health.PathReadyz, Public: true, handler: methodNotAllowed("GET, HEAD")},
 		Route{Path: PathOpenAPI, Public: true, handler: methodNotAllowed("GET, HEAD")},
 		Route{Path: PathUI, Public: true, handler: methodNotAllowed("GET, HEAD")},
 		Route{Path: "/", handler: s.notFound},

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/foreman-actors/foreman/cluster/health"
 )
 
 // Server is the HTTP front of a frontend node: it turns POST /work, GET
@@ -46,6 +48,12 @@ func New(backend Backend, opts ...Option) (*Server, error) {
 	log := cfg.logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if cfg.health == nil {
+		var err error
+		if cfg.health, err = health.New(health.WithLogger(log)); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{cfg: cfg, backend: backend, log: log.With("component", "http")}
 	s.handler = s.routes()

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/foreman-actors/foreman/cluster/health"
 )
 
 // ListenAddr turns a --metrics value into a listen address: "9100" and
@@ -37,7 +39,7 @@ func ListenAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// Server serves GET /metrics on its own listener (the --metrics flag of
+// Server serves GET /metrics (and, WithHealth, the probes) on its own listener (the --metrics flag of
 // nodes without an HTTP API).
 type Server struct {
 	srv  *http.Server
@@ -50,8 +52,9 @@ type Server struct {
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
-	tls   *tls.Config
-	valid func(token string) bool
+	tls    *tls.Config
+	valid  func(token string) bool
+	health *health.Checker
 }
 
 // WithTLS serves HTTPS with cfg (e.g. tlsconf.APIServerConfig, the HTTP
@@ -64,6 +67,12 @@ func WithTLS(cfg *tls.Config) ServeOption { return func(c *serveConfig) { c.tls 
 func WithBearer(valid func(token string) bool) ServeOption {
 	return func(c *serveConfig) { c.valid = valid }
 }
+
+// WithHealth also serves c's checks at GET /livez and GET /readyz, without
+// a token (Kubernetes' probes send none; they name checks and carry no
+// data): the probes of nodes whose only listener is --metrics (backends,
+// workers). cluster/node's Health methods build a node's checks.
+func WithHealth(c *health.Checker) ServeOption { return func(cfg *serveConfig) { cfg.health = c } }
 
 // Serve listens on addr (see ListenAddr) and serves m at /metrics until
 // Shutdown.
@@ -86,6 +95,9 @@ func Serve(ctx context.Context, addr string, m *Metrics, opts ...ServeOption) (*
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", requireBearer(cfg.valid, m.Handler()))
+	if cfg.health != nil {
+		cfg.health.Register(mux)
+	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, cfg: cfg, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

@@ -3,13 +3,16 @@ package metrics_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foreman-actors/foreman/cluster/health"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/tlsconf"
 	"github.com/foreman-actors/foreman/cluster/tlsconf/tlsconftest"
@@ -62,4 +65,49 @@ func TestServeTLSAndBearer(t *testing.T) {
 	require.Contains(t, h.Get("WWW-Authenticate"), "invalid_token")
 	code, _, _ = scrape("http://"+srv.Addr()+"/metrics", "Bearer "+token)
 	require.Equal(t, http.StatusBadRequest, code, "plain HTTP to the HTTPS listener")
+}
+
+// TestServeHealthWithoutToken: WithHealth serves /livez and /readyz on the
+// metrics listener without a token while /metrics still wants one.
+func TestServeHealthWithoutToken(t *testing.T) {
+	t.Parallel()
+	ready := false
+	var mu sync.Mutex
+	hc, err := health.New(health.WithReady(health.Check{Name: "journal", Run: func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ready {
+			return errors.New("not yet")
+		}
+		return nil
+	}}))
+	require.NoError(t, err)
+	srv, err := metrics.Serve(t.Context(), "127.0.0.1:0", metrics.New(), metrics.WithBearer(func(string) bool { return false }), metrics.WithHealth(hc))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.Shutdown(context.Background())) })
+	get := func(path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+srv.Addr()+path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, _ := get("/metrics")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body := get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "[-]journal failed")
+	code, body = get("/livez")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok", body)
+	mu.Lock()
+	ready = true
+	mu.Unlock()
+	code, body = get("/readyz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok", body)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -228,7 +229,11 @@ type ClusterNode struct {
 	ownership []*masterOwnership
 	client    *frontend.Client
 	workers   []*actor.PID
+	workerIDs []string // the workers' ids, which the readiness check asks the masters about
 	results   *actor.PID
+	// joined: this node is in the last cluster topology it saw (a
+	// backend's readiness, health.go).
+	joined atomic.Bool
 	peers     *peers                    // whether a waiter's node has gone (peers.go); nil until workers start
 	prodMu    sync.Mutex                // guards prod and prodAt
 	prod      *cluster.BatchingProducer // results producer of a backend
@@ -291,9 +296,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	n.sys.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
 			addrs := make([]string, 0, len(t.GetMembers()))
+			self := false
 			for _, m := range t.GetMembers() {
 				addrs = append(addrs, m.Address())
+				self = self || m.GetId() == n.sys.ID
 			}
+			n.joined.Store(self)
 			lib.SetMembers(addrs)
 		}
 	})
@@ -631,8 +639,11 @@ func (n *ClusterNode) startWorkers() error {
 		// worker finds a new master after a failover, so it bounds how long
 		// work waits for workers then. Each worker registers with every
 		// shard's master and asks those that have work.
-		wopts := append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
-			worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...)
+		// The id last: the readiness check asks the masters about it.
+		id := fmt.Sprintf("%s-%d", n.sys.ID, i)
+		wopts := append(append([]worker.Option{worker.WithLogger(n.log), worker.WithRegisterInterval(DefaultWorkerRegister),
+			worker.WithWaiterGone(n.peerWatch().Gone)}, n.cfg.WorkerOptions...), worker.WithWorkerID(id))
+		n.workerIDs = append(n.workerIDs, id)
 		props, err := worker.Props(n.route, reg, wopts...)
 		if err != nil {
 			return err

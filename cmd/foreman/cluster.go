@@ -102,7 +102,13 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
-	stopMetrics, err := startMetricsServer(ctx, a, sec, m, log)
+	hc, err := n.Health()
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		n.Kill()
+		return 1
+	}
+	stopMetrics, err := startMetricsServer(ctx, a, sec, m, hc, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		n.Kill()
@@ -123,7 +129,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		if addr == "" {
 			addr = fmt.Sprintf("%s:%d", a.host, a.port+5000)
 		}
-		stopHTTP, err = startHTTP(ctx, n, addr, sec, m, log)
+		stopHTTP, err = startHTTP(ctx, n, addr, sec, m, hc, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			n.Kill()

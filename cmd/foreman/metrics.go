@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/foreman-actors/foreman/cluster/health"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
@@ -30,9 +31,10 @@ func metricsReadable(a nodeArgs) bool {
 }
 
 // startMetricsServer serves m on --metrics ADDR when given, secured as the
-// HTTP API is (sec.metricsOptions), and returns the function that stops it
-// (a no-op without the flag).
-func startMetricsServer(ctx context.Context, a nodeArgs, sec *security, m *metrics.Metrics, log *slog.Logger) (func(), error) {
+// HTTP API is (sec.metricsOptions), with the node's probes (/livez,
+// /readyz: hc, public), and returns the function that stops it (a no-op
+// without the flag).
+func startMetricsServer(ctx context.Context, a nodeArgs, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger) (func(), error) {
 	if a.metrics == "" {
 		return func() {}, nil
 	}
@@ -40,7 +42,7 @@ func startMetricsServer(ctx context.Context, a nodeArgs, sec *security, m *metri
 	if err != nil {
 		return nil, err
 	}
-	srv, err := metrics.Serve(ctx, a.metrics, m, opts...)
+	srv, err := metrics.Serve(ctx, a.metrics, m, append(opts, metrics.WithHealth(hc))...)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,13 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
 	}
-	stopMetrics, err := startMetricsServer(ctx, a, sec, m, log)
+	hc, err := n.Health()
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		_ = n.Stop(context.Background())
+		return 1
+	}
+	stopMetrics, err := startMetricsServer(ctx, a, sec, m, hc, log)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		_ = n.Stop(context.Background())
@@ -92,7 +98,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	sys := n.System()
 	if a.http != "" {
-		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, m, log)
+		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, m, hc, log)
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			stopNode()
