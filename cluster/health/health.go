@@ -112,7 +112,9 @@ func WithLive(checks ...Check) Option { return func(c *Checker) { c.live = appen
 
 // WithReady adds readiness checks: a failing one takes the node out of its
 // Service's endpoints (and a StatefulSet's rollout waits for it).
-func WithReady(checks ...Check) Option { return func(c *Checker) { c.ready = append(c.ready, checks...) } }
+func WithReady(checks ...Check) Option {
+	return func(c *Checker) { c.ready = append(c.ready, checks...) }
+}
 
 // WithTimeout bounds each check (default DefaultTimeout).
 func WithTimeout(d time.Duration) Option { return func(c *Checker) { c.timeout = d } }

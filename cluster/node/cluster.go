@@ -234,10 +234,10 @@ type ClusterNode struct {
 	// joined: this node is in the last cluster topology it saw (a
 	// backend's readiness, health.go).
 	joined atomic.Bool
-	peers     *peers                    // whether a waiter's node has gone (peers.go); nil until workers start
-	prodMu    sync.Mutex                // guards prod and prodAt
-	prod      *cluster.BatchingProducer // results producer of a backend
-	prodAt    time.Time                 // when prod was made
+	peers  *peers                    // whether a waiter's node has gone (peers.go); nil until workers start
+	prodMu sync.Mutex                // guards prod and prodAt
+	prod   *cluster.BatchingProducer // results producer of a backend
+	prodAt time.Time                 // when prod was made
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
