@@ -55,7 +55,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	if *out == "" || (*swagger == "" && len(crds) == 0) {
-		return errors.New("usage: kubeschema -out DIR [-swagger swagger.json] [-crd FILE]...")
+		return errors.New("usage: kubeschema -out DIR [-swagger swagger.json] [-crd FILE]... (give the Kubernetes OpenAPI document, CRD files or both)")
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -75,8 +75,8 @@ func run(args []string, stderr io.Writer) error {
 		}
 		n += k
 	}
-	fmt.Fprintf(stderr, "kubeschema: wrote %d schemas to %s\n", n, *out)
-	return nil
+	_, err := fmt.Fprintf(stderr, "kubeschema: wrote %d schemas to %s\n", n, *out)
+	return err
 }
 
 // fileName is kubeconform's name for a kind's schema: KindSuffix is "-" and
