@@ -37,7 +37,10 @@ kubeconform="$kubeconform_bin/kubeconform"
 # moddir prints the module cache directory of module@version, downloading
 # it through the proxy if needed (outside this module: go.mod is untouched).
 moddir() {
-	(cd "$(mktemp -d)" && go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	local d
+	d=$(mktemp -d)
+	(cd "$d" && go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	rmdir "$d"
 }
 converter_hash=$(sha256sum deploy/kubeschema/main.go | cut -c1-12)
 schemas="$tools/kube-schemas-v$k8s_version-keda-$keda_version-$converter_hash"
