@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/foreman-actors/foreman/cluster/metrics"
 )
 
@@ -62,6 +64,7 @@ type config struct {
 	tls               *tls.Config      // nil: plain HTTP (WithTLS)
 	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
 	feedPerClient     int              // open feed reads per client (feedshare.go)
+	tracer            trace.Tracer     // nil: no spans of its own (trace.go)
 }
 
 func defaultConfig() config {
