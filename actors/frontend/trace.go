@@ -17,7 +17,7 @@ import (
 func (c *Client) submitTraced(ctx context.Context, w *messages.Work) error {
 	ctx, span := c.startSubmit(ctx, w.GetTraceParent(), attribute.String("foreman.work_id", w.GetWorkId()),
 		attribute.String("foreman.job_type", w.GetJobType()))
-	if parent := tracing.Parent(ctx); parent != "" && parent != w.GetTraceParent() {
+	if parent := sampledParent(ctx); parent != "" && parent != w.GetTraceParent() {
 		w = messages.CloneWork(w)
 		w.TraceParent = parent
 	}
@@ -42,7 +42,7 @@ func (c *Client) startSubmit(ctx context.Context, given string, attrs ...attribu
 // tracedWorks returns works with the trace context of ctx's span set on
 // copies of those that carry none (works itself when there is no span).
 func tracedWorks(ctx context.Context, works []*messages.Work) []*messages.Work {
-	parent := tracing.Parent(ctx)
+	parent := sampledParent(ctx)
 	if parent == "" {
 		return works
 	}
@@ -55,6 +55,19 @@ func tracedWorks(ctx context.Context, works []*messages.Work) []*messages.Work {
 		}
 	}
 	return out
+}
+
+// sampledParent returns the traceparent of ctx's span when it is sampled,
+// else "": the master and the workers sample by their parent, so an
+// unsampled context would make them do the work of spans nobody records;
+// leaving it out spares each job that (a copy of the Work, the parsing)
+// at low sampling ratios.
+func sampledParent(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsSampled() {
+		return ""
+	}
+	return tracing.ParentOf(sc)
 }
 
 // endSpan ends span (nil: none) with err's status.

@@ -79,6 +79,14 @@ func TestClientPropagatesTheTrace(t *testing.T) {
 		require.Empty(t, w.GetTraceParent(), "the caller's Work is not changed")
 	})
 
+	t.Run("AnUnsampledTraceIsNotCarried", func(t *testing.T) {
+		t.Parallel()
+		c, master := setup(t)
+		unsampled := trace.ContextWithRemoteSpanContext(context.Background(), callerSpan.WithTraceFlags(0))
+		require.NoError(t, c.Submit(unsampled, work("a")))
+		require.Empty(t, received(t, master).GetTraceParent(), "nothing downstream would record it")
+	})
+
 	t.Run("SubmitSpanUnderTheCaller", func(t *testing.T) {
 		t.Parallel()
 		exp := tracetest.NewInMemoryExporter()
