@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
@@ -63,8 +64,9 @@ func TestTraceParentSurvivesFailover(t *testing.T) {
 
 	wk.Request(m, &messages.WorkIsDone{WorkerId: "w1", WorkId: "j1", Result: []byte("9")})
 	fish[*messages.Ack](wk)
+	require.Eventually(t, func() bool { return len(exp.GetSpans()) == 2 }, testkit.Timeout(), 5*time.Millisecond,
+		"the result span, once the completion is durable (the Ack may go first)")
 	spans = exp.GetSpans()
-	require.Len(t, spans, 2)
 	result := spans[1]
 	require.Equal(t, tracing.SpanResult, result.Name)
 	require.Equal(t, handout.SpanContext.SpanID(), result.Parent.SpanID())
