@@ -244,7 +244,15 @@ type Work struct {
 	// Optional WorkWaiter of the submitting caller (seed 003, actors/waiter):
 	// a worker asks it AreYouStillInterested before starting and skips the
 	// work when the caller has gone.
-	Waiter        *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	Waiter *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	// Optional W3C trace context of the submission (the traceparent header's
+	// form, "00-<trace id>-<span id>-<flags>"): the frontend client sets it
+	// from its ctx's span, the master journals it with the work (so a
+	// hand-out after a failover still joins the submitter's trace) and sets
+	// it to its hand-out span on the copy it sends, and the worker starts the
+	// job's span under it. Empty: the job is not traced. Numbered high so
+	// that fields other streams add meanwhile keep the low numbers.
+	TraceParent   string `protobuf:"bytes,20,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -319,6 +327,13 @@ func (x *Work) GetWaiter() *PID {
 		return x.Waiter
 	}
 	return nil
+}
+
+func (x *Work) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
 }
 
 // Ack acknowledges a Work (once WorkAccepted is durable) or a WorkIsDone.
@@ -1805,14 +1820,15 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\"\xcb\x01\n" +
+	"work.proto\x12\x10foreman.messages\"\xee\x01\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12,\n" +
 	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12-\n" +
-	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\"\x1e\n" +
+	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\x12!\n" +
+	"\ftrace_parent\x18\x14 \x01(\tR\vtraceParent\"\x1e\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\"q\n" +
 	"\fWorkRejected\x12\x17\n" +

@@ -2,9 +2,12 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foreman-actors/foreman/actors/route"
@@ -38,7 +41,24 @@ const (
 // retried with backoff, each retry carrying only the works still pending;
 // the master acknowledges an id it already accepted again, so works repeated
 // in works, or retried, run once.
+//
+// With WithTracerProvider the batch has one foreman.submit span, and each
+// work without a trace_parent of its own carries its context (or that of
+// ctx's span without a tracer).
 func (c *Client) SubmitMany(ctx context.Context, works []*messages.Work) []error {
+	if c.tracer != nil || trace.SpanContextFromContext(ctx).IsValid() {
+		var span trace.Span
+		ctx, span = c.startSubmit(ctx, "", attribute.Int("foreman.works", len(works)))
+		works = tracedWorks(ctx, works)
+		errs := c.submitMany(ctx, works)
+		endSpan(span, errors.Join(errs...))
+		return errs
+	}
+	return c.submitMany(ctx, works)
+}
+
+// submitMany is SubmitMany without its span.
+func (c *Client) submitMany(ctx context.Context, works []*messages.Work) []error {
 	errs := make([]error, len(works))
 	byShard := make([][]int, c.master.Shards())
 	for i, w := range works {

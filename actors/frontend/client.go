@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foreman-actors/foreman/actors/frontend/core"
 	"github.com/foreman-actors/foreman/actors/route"
+	"github.com/foreman-actors/foreman/actors/tracing"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -25,6 +27,8 @@ type Client struct {
 	// boxes holds registered reply addresses that got their one reply,
 	// for the next asks (see replyBox); nil: every ask registers its own.
 	boxes chan *replyBox
+	// tracer starts the submissions' spans; nil: none (WithTracerProvider).
+	tracer trace.Tracer
 }
 
 // replyBoxesKept bounds the reply addresses a Client keeps registered for
@@ -50,7 +54,7 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 		log = sys.Logger()
 	}
 	return &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client"),
-		boxes: make(chan *replyBox, replyBoxesKept)}, nil
+		boxes: make(chan *replyBox, replyBoxesKept), tracer: tracing.Tracer(cfg.tracerProvider)}, nil
 }
 
 // Submit sends w to the master until it is acknowledged (nil: the work is
@@ -59,7 +63,14 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 // last attempt's error). Timeouts, an unreachable master and
 // REJECT_CODE_UNAVAILABLE are retried with backoff; the master acknowledges
 // an id it already accepted again, so retrying never runs a job twice.
+//
+// The work carries the trace context of ctx's span (Work.trace_parent),
+// or, with WithTracerProvider, of a foreman.submit span under it: the
+// master's and the worker's spans of the job join that trace.
 func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
+	if c.tracer != nil || trace.SpanContextFromContext(ctx).IsValid() {
+		return c.submitTraced(ctx, w)
+	}
 	return c.retry(ctx, submitWhat{w}, func() error { return c.SubmitOnce(ctx, w) })
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -67,6 +69,8 @@ type config struct {
 	noStream    bool
 	feedClient  *Client     // WithFeed
 	feedStore   CursorStore // WithFeed
+
+	tracerProvider trace.TracerProvider // WithTracerProvider
 }
 
 func defaultConfig() config {
@@ -198,3 +202,13 @@ func WithDedupe(n int) Option { return func(c *config) { c.dedupe = n } }
 // system's EventStream; it then consumes only results sent to its PID (e.g.
 // by cluster pub-sub). For: WorkResultConsumer.
 func WithoutEventStream() Option { return func(c *config) { c.noStream = true } }
+
+// WithTracerProvider makes the client start a foreman.submit span per
+// submission (Submit, Call, Do, SubmitMany), under the span of the call's
+// ctx, and send its trace context with the work (docs/tracing.md). Without
+// it the work still carries ctx's span context when there is one, so a
+// traced caller's job joins its trace. The provider is used as given: the
+// client never reads or sets OpenTelemetry's global one. For: Client.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}

@@ -60,6 +60,9 @@ type masterActor struct {
 	// snapSize is what the previous snapshot weighed: the next one's
 	// buffer is sized from it (snapshotMsg).
 	snapSize core.SnapshotSize
+
+	// trace records the jobs' spans (trace.go); nil: not traced.
+	trace *masterTracer
 }
 
 // stopper is a clock.Timer or a *time.Timer.
@@ -167,8 +170,14 @@ func (a *masterActor) step(in any) {
 func (a *masterActor) do(e effect.Effect) {
 	switch e := e.(type) {
 	case effect.Send:
+		if a.trace != nil {
+			a.trace.handOut(e.Msg, e.To)
+		}
 		a.root.RequestWithCustomSender(a.pid(e.To), e.Msg, a.self)
 	case effect.Reply:
+		if a.trace != nil {
+			a.trace.handOut(e.Msg, e.To)
+		}
 		to := a.sender
 		if e.To != a.from || to == nil {
 			to = a.pid(e.To)
@@ -232,6 +241,9 @@ func (a *masterActor) arm(e effect.Timer) {
 // result feed's readers.
 func (a *masterActor) append(e effect.Append) {
 	observed := a.observeDurable(e.Events)
+	if a.trace != nil {
+		observed = a.trace.durable(a.clock.Now(), e.Events, observed)
+	}
 	var entries []*messages.FeedEntry // the feed's, for its in-memory tail
 	first := a.rt.LastSeq() + 1
 	for i, ev := range e.Events {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/actors/master/core"
 	"github.com/foreman-actors/foreman/actors/persistence"
@@ -102,6 +104,7 @@ type config struct {
 	observer        Observer      // nil: none (observer.go)
 	feedRetention   int64         // journal events kept behind a snapshot for the result feed
 	shard, shards   int           // this master is shard `shard` of `shards` (WithShard); shards 0: not sharded
+	tracer          trace.Tracer  // WithTracerProvider; nil: none (trace.go)
 }
 
 func defaultConfig() config {

@@ -42,7 +42,7 @@ func Props(j persistence.Journal, opts ...Option) (*actor.Props, error) {
 			panic(err) // validated above
 		}
 		return &masterActor{cfg: cfg, rt: rt, j: j, clock: cfg.clock, core: core.New(cfg.core()), timers: make(map[string]stopper),
-			pids: make(map[*messages.PID]*actor.PID), feed: newFeedHub(cfg.feedRetention)}
+			pids: make(map[*messages.PID]*actor.PID), feed: newFeedHub(cfg.feedRetention), trace: newMasterTracer(cfg.tracer)}
 	}), nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -59,8 +61,9 @@ type execResult struct {
 // panics the executor with a *PanicError; the worker's supervision reports
 // WorkFailed and restarts it.
 type executor struct {
-	slot int
-	reg  *Registry
+	slot   int
+	reg    *Registry
+	tracer trace.Tracer // nil: jobs are not traced
 }
 
 func (e *executor) run(ctx context.Context, w *messages.Work) (res []byte, err error) {
@@ -83,13 +86,20 @@ func (e *executor) run(ctx context.Context, w *messages.Work) (res []byte, err e
 		ctx, cancel = context.WithDeadline(ctx, time.Unix(0, dl))
 		defer cancel()
 	}
+	var span trace.Span
+	if e.tracer != nil && w.GetTraceParent() != "" {
+		ctx, span = e.startSpan(ctx, w)
+		defer func() { endSpan(span, err) }()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			stack := debug.Stack()
 			if len(stack) > maxStack {
 				stack = stack[:maxStack]
 			}
-			panic(&PanicError{Value: r, Stack: string(stack)})
+			pe := &PanicError{Value: r, Stack: string(stack)}
+			endSpan(span, pe)
+			panic(pe)
 		}
 	}()
 	return fn(ctx, w.GetPayload())

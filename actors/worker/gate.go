@@ -2,6 +2,7 @@ package worker
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foreman-actors/foreman/actors/worker/core"
 	"github.com/foreman-actors/foreman/messages"
@@ -82,9 +83,9 @@ func (w *workerActor) unwatch(slot int, seq uint64) {
 	}
 }
 
-func executorProps(slot int, reg *Registry, d actor.Dispatcher) *actor.Props {
+func executorProps(slot int, reg *Registry, tracer trace.Tracer, d actor.Dispatcher) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &executor{slot: slot, reg: reg}
+		return &executor{slot: slot, reg: reg, tracer: tracer}
 	}, actor.WithDispatcher(d))
 }
 

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/messages"
@@ -70,6 +72,7 @@ type config struct {
 	clock            clock.Clock
 	logger           *slog.Logger
 	onWork           func(seq int, w *messages.Work)
+	tracer           trace.Tracer // WithTracerProvider; nil: none
 }
 
 func defaultConfig() config {

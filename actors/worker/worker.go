@@ -189,7 +189,7 @@ func (w *workerActor) start(c actor.Context) {
 	w.execDispatch = newExecDispatcher(window, execIdle)
 	w.execs, w.slotOf = make([]*actor.PID, window), make(map[string]int, window)
 	for i := range w.execs {
-		pid := c.Spawn(executorProps(i, w.reg, w.execDispatch))
+		pid := c.Spawn(executorProps(i, w.reg, w.cfg.tracer, w.execDispatch))
 		w.execs[i] = pid
 		w.slotOf[pid.GetId()] = i
 	}

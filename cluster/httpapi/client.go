@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/foreman-actors/foreman/actors/tracing"
 )
 
 // Defaults of the Client.
@@ -222,6 +224,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, want 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if parent := tracing.Parent(ctx); parent != "" { // the caller's trace goes on at the server
+		req.Header.Set(traceParentHeader, parent)
+	}
 	resp, err := c.hc.Do(req)
 	if rerr := redirectErr(err); rerr != nil {
 		return rerr

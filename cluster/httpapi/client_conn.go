@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/foreman-actors/foreman/actors/tracing"
 )
 
 // SubmitConn posts jobs one after another (POST /work) on one keep-alive
@@ -137,7 +139,7 @@ func (s *SubmitConn) roundTrip(ctx context.Context, body []byte) (code int, h ht
 			_ = s.Close()
 		}
 	}()
-	s.buf = s.request(s.buf[:0], body)
+	s.buf = s.request(s.buf[:0], body, tracing.Parent(ctx))
 	if _, err := s.conn.Write(s.buf); err != nil {
 		return 0, nil, nil, fmt.Errorf("%w: %w", errStaleConn, err)
 	}
@@ -255,13 +257,18 @@ func (s *SubmitConn) dial(ctx context.Context) error {
 }
 
 // request appends the bytes of POST /work with body to b.
-func (s *SubmitConn) request(b, body []byte) []byte {
+func (s *SubmitConn) request(b, body []byte, traceParent string) []byte {
 	b = append(b, "POST "+PathWork+" HTTP/1.1\r\nHost: "...)
 	b = append(b, s.host...)
 	b = append(b, "\r\nContent-Type: application/json\r\nAccept: application/json\r\n"...)
 	if s.c.token != "" {
 		b = append(b, "Authorization: Bearer "...)
 		b = append(b, s.c.token...)
+		b = append(b, "\r\n"...)
+	}
+	if traceParent != "" {
+		b = append(b, traceParentHeader+": "...)
+		b = append(b, traceParent...)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Content-Length: "...)

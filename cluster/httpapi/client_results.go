@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/foreman-actors/foreman/actors/tracing"
 )
 
 // The Client's side of POST /work?wait= and the result feed.
@@ -223,6 +225,9 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, acc
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", accept)
+	if parent := tracing.Parent(ctx); parent != "" { // the caller's trace goes on at the server
+		req.Header.Set(traceParentHeader, parent)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return sent{}, nil, fmt.Errorf("httpapi: %s %s at %s: %w", method, path, c.base, err)

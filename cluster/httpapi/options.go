@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/cluster/health"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/foreman-actors/foreman/cluster/metrics"
 )
 
@@ -64,6 +66,7 @@ type config struct {
 	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
 	health            *health.Checker  // nil: /livez and /readyz check only that the server runs
 	feedPerClient     int              // open feed reads per client (feedshare.go)
+	tracer            trace.Tracer     // nil: no spans of its own (trace.go)
 }
 
 func defaultConfig() config {

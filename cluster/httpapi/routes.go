@@ -39,8 +39,8 @@ func (r Route) Pattern() string {
 // (the page sends the token on its API calls, which stay protected).
 func (s *Server) routeTable() []Route {
 	t := []Route{
-		{Method: http.MethodPost, Path: PathWork, handler: s.timeSubmit(s.handleSubmit)},
-		{Method: http.MethodPost, Path: PathWorkBatch, handler: s.handleSubmitBatch},
+		{Method: http.MethodPost, Path: PathWork, handler: s.timeSubmit(s.traceSubmit(s.handleSubmit))},
+		{Method: http.MethodPost, Path: PathWorkBatch, handler: s.traceSubmit(s.handleSubmitBatch)},
 		{Method: http.MethodGet, Path: PathWork, handler: s.handleList},
 		{Method: http.MethodGet, Path: PathWork + "/{id}", handler: s.handleWork},
 		{Method: http.MethodPost, Path: PathWork + "/{id}" + PathResubmit, handler: s.handleResubmit},

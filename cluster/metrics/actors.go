@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -49,13 +48,17 @@ func (m *Metrics) Mailbox(kind string) actor.PropsOption {
 	return actor.WithMailbox(actor.Unbounded(m.mailboxOf(kind)))
 }
 
-// ActorSystemOption returns the actor-system option that turns on
-// protoactor's own actor metrics (receive time, spawns, stops, restarts,
-// failures, dead letters, futures) and exports them into this registry,
-// with seconds buckets for the receive time. protoactor records
-// its instruments through OpenTelemetry's process-wide provider, which this
-// sets: use it for one actor system per process (the last call wins).
-func (m *Metrics) ActorSystemOption() (actor.ConfigOption, error) {
+// MeterProvider returns the OpenTelemetry MeterProvider that exports into
+// this registry, with seconds buckets for protoactor's receive time; made
+// on the first call, the same one after. The library never installs it as
+// OpenTelemetry's process-wide provider: that is the application's choice
+// (see ActorSystemOption).
+func (m *Metrics) MeterProvider() (*sdkmetric.MeterProvider, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.meterProvider != nil {
+		return m.meterProvider, nil
+	}
 	exp, err := otelprom.New(otelprom.WithRegisterer(m.reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
 	if err != nil {
 		return nil, fmt.Errorf("metrics: OpenTelemetry exporter: %w", err)
@@ -66,10 +69,25 @@ func (m *Metrics) ActorSystemOption() (actor.ConfigOption, error) {
 			Boundaries: []float64{0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1},
 		}},
 	)
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(receive))
-	// protoactor only checks that a provider was given; it makes its
-	// instruments with OpenTelemetry's global meter, so the global
-	// provider must be ours (protoactor's own :2222 provider sets it too).
-	otel.SetMeterProvider(provider)
+	m.meterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(receive))
+	return m.meterProvider, nil
+}
+
+// ActorSystemOption returns the actor-system option that turns on
+// protoactor's own actor metrics (receive time, spawns, stops, restarts,
+// failures, dead letters, futures), with this registry's MeterProvider.
+//
+// It does not touch OpenTelemetry's process-wide MeterProvider. The pinned
+// protoactor makes its instruments with the global meter
+// (otel.Meter), whatever provider it is given, so its series reach this
+// registry only when the application installs this registry's provider as
+// the global one (otel.SetMeterProvider(m.MeterProvider())), as the
+// foreman binary does for --actor-metrics. An application with its own
+// global provider gets protoactor's instruments there instead.
+func (m *Metrics) ActorSystemOption() (actor.ConfigOption, error) {
+	provider, err := m.MeterProvider()
+	if err != nil {
+		return nil, err
+	}
 	return actor.WithMetricProviders(provider), nil
 }

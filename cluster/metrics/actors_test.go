@@ -7,17 +7,25 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 
 	"github.com/foreman-actors/foreman/actors/testkit"
 )
 
 // TestActorSystemMetrics: protoactor's own instruments land in the node's
-// registry (not on a listener of their own). protoactor sets OpenTelemetry's
-// process-wide provider, so this is the package's only such test.
+// registry (not on a listener of their own) once the application installs
+// the registry's provider as the global one, as the foreman binary does:
+// the pinned protoactor makes its instruments with the global meter. The
+// test plays the application, so it restores the global provider after.
 func TestActorSystemMetrics(t *testing.T) {
 	m := New()
 	opt, err := m.ActorSystemOption()
 	require.NoError(t, err)
+	mp, err := m.MeterProvider()
+	require.NoError(t, err)
+	before := otel.GetMeterProvider()
+	otel.SetMeterProvider(mp)
+	t.Cleanup(func() { otel.SetMeterProvider(before) })
 	sys := actor.NewActorSystem(opt)
 	t.Cleanup(sys.Shutdown)
 	got := make(chan struct{}, 10)
@@ -40,4 +48,23 @@ func TestActorSystemMetrics(t *testing.T) {
 		}
 		return false
 	}, testkit.Timeout(), 10*time.Millisecond, "protoactor's receive-time histogram is in the registry")
+}
+
+// TestActorSystemOptionLeavesTheGlobalProvider: the library hands its
+// MeterProvider to protoactor and never installs it process-wide behind
+// the application's back (it did before issue 38).
+func TestActorSystemOptionLeavesTheGlobalProvider(t *testing.T) {
+	before := otel.GetMeterProvider()
+	m := New()
+	opt, err := m.ActorSystemOption()
+	require.NoError(t, err)
+	sys := actor.NewActorSystem(opt)
+	t.Cleanup(sys.Shutdown)
+	sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	require.Same(t, before, otel.GetMeterProvider(), "the global MeterProvider is the application's")
+	mp, err := m.MeterProvider()
+	require.NoError(t, err)
+	again, err := m.MeterProvider()
+	require.NoError(t, err)
+	require.Same(t, mp, again, "one provider per registry")
 }

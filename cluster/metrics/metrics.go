@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/foreman-actors/foreman/actors/master"
 )
 
 // Namespace prefixes every Foreman metric.
@@ -43,6 +44,8 @@ type Metrics struct {
 	// byStream holds each master's last counts on this node: with shards a
 	// node hosts several masters, and the queue gauges are their sums.
 	byStream map[string]streamCounts
+	// meterProvider exports OpenTelemetry instruments into reg (actors.go).
+	meterProvider *sdkmetric.MeterProvider
 }
 
 // streamCounts is one master's last Counts report.

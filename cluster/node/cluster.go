@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
@@ -210,6 +211,8 @@ type ClusterConfig struct {
 	// also exports protoactor's actor metrics into it.
 	Metrics      *metrics.Metrics
 	ActorMetrics bool
+	// TracerProvider, when set, traces the node's jobs (tracing.go).
+	TracerProvider trace.TracerProvider
 }
 
 // ClusterNode is a running backend, frontend or worker node.
@@ -284,7 +287,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &ClusterNode{cfg: cfg, log: log.With("component", "node", "role", cfg.Role.String())}
+	n := &ClusterNode{cfg: cfg.withTracing(), log: log.With("component", "node", "role", cfg.Role.String())}
 	lib, factory := libraryLogger(log)
 	sysOpts, err := metricsSystem(cfg.Metrics, cfg.ActorMetrics)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/master"
@@ -51,6 +52,7 @@ type localConfig struct {
 	squareDelay   bool
 	metrics       *metrics.Metrics // metrics.go
 	actorMetrics  bool
+	tracer        trace.TracerProvider // tracing.go
 }
 
 // WithDataDir sets the directory of the SQLite journal (created if missing).
@@ -175,7 +177,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	// arbitrates between a cluster singleton's activations, and this
 	// master is a plain actor that nothing re-activates, so a lease lost
 	// to a stall of the process would stop the node's master for good.
-	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, append(metricsMaster(cfg.metrics), cfg.masterOpts...)...)
+	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, append(append(metricsMaster(cfg.metrics), master.WithTracerProvider(cfg.tracer)), cfg.masterOpts...)...)
 	mprops, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()
@@ -187,14 +189,14 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		return nil, fmt.Errorf("node: spawn master: %w", err)
 	}
 	for i := 0; i < cfg.workers; i++ {
-		wprops, err := worker.Props(route.Fixed(n.master), reg, append([]worker.Option{worker.WithLogger(log)}, cfg.workerOpts...)...)
+		wprops, err := worker.Props(route.Fixed(n.master), reg, append([]worker.Option{worker.WithLogger(log), worker.WithTracerProvider(cfg.tracer)}, cfg.workerOpts...)...)
 		if err != nil {
 			n.shutdown()
 			return nil, err
 		}
 		n.workers = append(n.workers, n.sys.Root.Spawn(metricsMailbox(wprops, cfg.metrics, metrics.ActorWorker)))
 	}
-	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), frontend.WithLogger(log))
+	n.client, err = frontend.NewClient(n.sys, route.Fixed(n.master), frontend.WithLogger(log), frontend.WithTracerProvider(cfg.tracer))
 	if err != nil {
 		n.shutdown()
 		return nil, err

@@ -24,6 +24,7 @@ var errUsage = errors.New("usage error")
 
 // nodeArgs is the parsed command line of a node: `foreman [PORT] [flags]`.
 type nodeArgs struct {
+	otlp    otlpArgs // tracing.go
 	port    int
 	role    node.Role
 	host    string
@@ -180,6 +181,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)
+	a.otlp.register(fs)
 	fs.Usage = func() {
 		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()

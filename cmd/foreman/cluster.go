@@ -76,6 +76,17 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 	if a.role == node.RoleFrontend {
 		cfg.OnResult = countResults(m, nil)
 	}
+	if err := useActorMeter(a, m); err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	tp, stopTracing, err := startTracing(ctx, a.otlp, a.role.String(), fmt.Sprintf("%s:%d", a.host, a.port), log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		return 2
+	}
+	defer stopTracing()
+	cfg.TracerProvider = tp
 	if !metricsReadable(a) {
 		cfg.Metrics = nil // see metricsReadable
 	}
@@ -129,7 +140,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		if addr == "" {
 			addr = fmt.Sprintf("%s:%d", a.host, a.port+5000)
 		}
-		stopHTTP, err = startHTTP(ctx, n, addr, sec, m, hc, log)
+		stopHTTP, err = startHTTP(ctx, n, addr, sec, m, hc, log, httpapi.WithTracerProvider(tp))
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			n.Kill()

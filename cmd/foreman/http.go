@@ -12,29 +12,29 @@ import (
 
 // startHTTP serves the HTTP API of a frontend node on addr and returns the
 // function that shuts it down.
-func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger) (func(context.Context) error, error) {
+func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger, extra ...httpapi.Option) (func(context.Context) error, error) {
 	b, err := httpapi.NewActorBackend(n.Client(), httpapi.ClusterMembers(n.Cluster()), httpapi.WithThrottlers(clusterThrottlers(n)))
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, m, hc, log)
+	return serveHTTP(ctx, b, addr, sec, m, hc, log, extra...)
 }
 
 // startLocalHTTP serves the HTTP API of an all-in-one node.
-func startLocalHTTP(ctx context.Context, n *node.Local, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger) (func(context.Context) error, error) {
+func startLocalHTTP(ctx context.Context, n *node.Local, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger, extra ...httpapi.Option) (func(context.Context) error, error) {
 	b, err := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, m, hc, log)
+	return serveHTTP(ctx, b, addr, sec, m, hc, log, extra...)
 }
 
-func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger) (func(context.Context) error, error) {
+func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger, extra ...httpapi.Option) (func(context.Context) error, error) {
 	secOpts, err := sec.httpOptions()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := httpapi.New(b, append([]httpapi.Option{httpapi.WithAddr(addr), httpapi.WithLogger(log), httpapi.WithMetrics(m), httpapi.WithHealth(hc)}, secOpts...)...)
+	srv, err := httpapi.New(b, append([]httpapi.Option{httpapi.WithAddr(addr), httpapi.WithLogger(log), httpapi.WithMetrics(m), httpapi.WithHealth(hc)}, append(secOpts, extra...)...)...)
 	if err != nil {
 		return nil, err
 	}

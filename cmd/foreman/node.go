@@ -52,6 +52,19 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	if a.actorMetrics {
 		opts = append(opts, node.WithActorMetrics())
 	}
+	if err := useActorMeter(a, m); err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		return 1
+	}
+	tp, stopTracing, err := startTracing(ctx, a.otlp, a.role.String(), a.http, log)
+	if err != nil {
+		printErr(stderr, "foreman: %v\n", err)
+		return 2
+	}
+	defer stopTracing()
+	if tp != nil {
+		opts = append(opts, node.WithTracerProvider(tp))
+	}
 	if a.delaySet {
 		opts = append(opts, node.WithSquareDelay(a.delay, a.delay))
 	}
@@ -98,7 +111,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	sys := n.System()
 	if a.http != "" {
-		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, m, hc, log)
+		stopHTTP, err = startLocalHTTP(ctx, n, a.http, sec, m, hc, log, httpapi.WithTracerProvider(tp))
 		if err != nil {
 			printErr(stderr, "foreman: %v\n", err)
 			stopNode()
