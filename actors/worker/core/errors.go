@@ -44,7 +44,7 @@ var (
 	// jobs still running when its drain timeout passes (context.Cause of
 	// the job's ctx), and is reported for them: the master re-queues them
 	// at once without counting the attempt.
-	ErrDrainTimeout = errors.New("worker: drain timeout passed, job cancelled and handed back")
+	ErrDrainTimeout = errors.New("worker: drain timeout passed: job cancelled, work handed back")
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("worker: invalid option")
 )
