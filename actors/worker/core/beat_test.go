@@ -66,6 +66,14 @@ func TestWorkerCoreLongJobs(t *testing.T) {
 			{at: 2 * time.Second, do: fired(core.YieldFlush), want: []string{"done b=2"}},
 			{at: 2 * time.Second, do: ack("a", "b"), want: []string{"stop resend:a", "stop resend:b", "deregister", "drained"}},
 		}},
+		{name: "ADrainResendsTheResultsAwaitingTheirAckAtOnce", cfg: config(), steps: []step{
+			{do: start, want: started},
+			{do: offer(work("a")), want: []string{"run 0 a"}},
+			{do: done(0, "a", "1"), want: []string{"timer resend:a +5s", "yield flush"}},
+			{do: fired(core.YieldFlush), want: []string{"done a=1", "request 2"}},
+			{at: time.Second, do: drainWithin(25 * time.Second), want: []string{"timer drain-timeout +25s", "done a=1", "timer resend:a +5s"}},
+			{at: time.Second, do: ack("a"), want: []string{"stop resend:a", "deregister", "drained"}},
+		}},
 		{name: "ADrainTimeoutCancelsAndHandsBackWhatStillRuns", cfg: config(), steps: []step{
 			{do: start, want: started},
 			{do: bundle(work("a"), work("b"), work("c")), want: []string{"run 0 a", "run 1 b"}},

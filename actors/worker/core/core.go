@@ -691,6 +691,12 @@ func (w *Worker) DrainWithin(now time.Time, timeout time.Duration) []effect.Effe
 		for len(w.spare) > 0 {
 			w.emit(Abandon{Permit: w.popSpare()})
 		}
+		// A result still unacknowledged may have lost its Ack (the master
+		// moved): re-sent now, not a resend interval into the drain,
+		// which the exit would wait for.
+		for _, id := range w.unackedIDs() {
+			w.onResend(id)
+		}
 	}
 	w.checkDrained()
 	return w.out
