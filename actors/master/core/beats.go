@@ -141,13 +141,3 @@ func (m *Master) addProgress(st *messages.WorkStatusReply) {
 		st.HasProgress, st.Progress, st.ProgressMessage = true, b.fraction, b.message
 	}
 }
-
-// Progress returns the latest progress a running work reported, for the
-// runner's result stream; ok is false when it reported none.
-func (m *Master) Progress(workID string) (fraction float64, message string, ok bool) {
-	b := m.beats[workID]
-	if b == nil || !b.hasProgress || !m.state.Holds(workID, b.worker, b.attempt) {
-		return 0, "", false
-	}
-	return b.fraction, b.message, true
-}
