@@ -351,8 +351,13 @@ type WorkerFailed struct {
 	Dead              bool                   `protobuf:"varint,6,opt,name=dead,proto3" json:"dead,omitempty"`
 	// cancelled: the caller stopped waiting (WorkFailed.cancelled); the work
 	// ends CANCELLED.
-	Cancelled     bool   `protobuf:"varint,7,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
-	JobType       string `protobuf:"bytes,8,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Cancelled bool   `protobuf:"varint,7,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	JobType   string `protobuf:"bytes,8,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	// handed_back: the worker gave the work back unfinished (it stopped or
+	// drained): it goes back to its place in its queue, ready at once, and
+	// the attempt is not counted. A master from before this field takes it
+	// as a failure ready at not_before_unix_nano.
+	HandedBack    bool `protobuf:"varint,9,opt,name=handed_back,json=handedBack,proto3" json:"handed_back,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -441,6 +446,13 @@ func (x *WorkerFailed) GetJobType() string {
 		return x.JobType
 	}
 	return ""
+}
+
+func (x *WorkerFailed) GetHandedBack() bool {
+	if x != nil {
+		return x.HandedBack
+	}
+	return false
 }
 
 // WorkerTimedOut: the worker did not report within the work timeout. Same
@@ -1169,7 +1181,7 @@ const file_master_proto_rawDesc = "" +
 	"\x06result\x18\x03 \x01(\fR\x06result\x12 \n" +
 	"\fat_unix_nano\x18\x04 \x01(\x03R\n" +
 	"atUnixNano\x12\x19\n" +
-	"\bjob_type\x18\x05 \x01(\tR\ajobType\"\xfa\x01\n" +
+	"\bjob_type\x18\x05 \x01(\tR\ajobType\"\x9b\x02\n" +
 	"\fWorkerFailed\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -1179,7 +1191,9 @@ const file_master_proto_rawDesc = "" +
 	"\x14not_before_unix_nano\x18\x05 \x01(\x03R\x11notBeforeUnixNano\x12\x12\n" +
 	"\x04dead\x18\x06 \x01(\bR\x04dead\x12\x1c\n" +
 	"\tcancelled\x18\a \x01(\bR\tcancelled\x12\x19\n" +
-	"\bjob_type\x18\b \x01(\tR\ajobType\"\xc8\x01\n" +
+	"\bjob_type\x18\b \x01(\tR\ajobType\x12\x1f\n" +
+	"\vhanded_back\x18\t \x01(\bR\n" +
+	"handedBack\"\xc8\x01\n" +
 	"\x0eWorkerTimedOut\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12 \n" +

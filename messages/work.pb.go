@@ -901,7 +901,11 @@ type WorkFailed struct {
 	// hand-out the worker asked about after the master had handed the work
 	// out again with another caller's waiter) must not cancel the work that
 	// caller waits for. Unset from workers before this field: taken as now.
-	Waiter        *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	Waiter *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	// handed_back: the worker gave the work back without a verdict on it (it
+	// stopped or drained, and the job did not finish in time): the master
+	// re-queues it at once and does not count the attempt (WorkerFailed.handed_back).
+	HandedBack    bool `protobuf:"varint,7,opt,name=handed_back,json=handedBack,proto3" json:"handed_back,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -976,6 +980,13 @@ func (x *WorkFailed) GetWaiter() *PID {
 		return x.Waiter
 	}
 	return nil
+}
+
+func (x *WorkFailed) GetHandedBack() bool {
+	if x != nil {
+		return x.HandedBack
+	}
+	return false
 }
 
 // WorkResult is published to subscribers once a job's completion is durable.
@@ -1429,9 +1440,17 @@ type WorkStatusReply struct {
 	JobType   string                 `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	// What happened to the job, oldest first (bounded: the first transitions
 	// and the latest ones; see WorkHistoryEvent).
-	History       []*WorkHistoryEvent `protobuf:"bytes,7,rep,name=history,proto3" json:"history,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	History []*WorkHistoryEvent `protobuf:"bytes,7,rep,name=history,proto3" json:"history,omitempty"`
+	// The running job's latest progress (worker.Progress), while it runs:
+	// not journaled, so absent after a failover until the job's next
+	// heartbeat (docs/long-jobs.md).
+	HasProgress     bool    `protobuf:"varint,8,opt,name=has_progress,json=hasProgress,proto3" json:"has_progress,omitempty"`
+	Progress        float64 `protobuf:"fixed64,9,opt,name=progress,proto3" json:"progress,omitempty"`
+	ProgressMessage string  `protobuf:"bytes,10,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
+	// When the master last heard a heartbeat of the running job, Unix nanoseconds; 0: none.
+	HeartbeatUnixNano int64 `protobuf:"varint,11,opt,name=heartbeat_unix_nano,json=heartbeatUnixNano,proto3" json:"heartbeat_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *WorkStatusReply) Reset() {
@@ -1511,6 +1530,34 @@ func (x *WorkStatusReply) GetHistory() []*WorkHistoryEvent {
 		return x.History
 	}
 	return nil
+}
+
+func (x *WorkStatusReply) GetHasProgress() bool {
+	if x != nil {
+		return x.HasProgress
+	}
+	return false
+}
+
+func (x *WorkStatusReply) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *WorkStatusReply) GetProgressMessage() string {
+	if x != nil {
+		return x.ProgressMessage
+	}
+	return ""
+}
+
+func (x *WorkStatusReply) GetHeartbeatUnixNano() int64 {
+	if x != nil {
+		return x.HeartbeatUnixNano
+	}
+	return 0
 }
 
 // WorkHistoryEvent is one transition in a job's history, rebuilt from the
@@ -1860,7 +1907,7 @@ const file_work_proto_rawDesc = "" +
 	"\bwork_ids\x18\x01 \x03(\tR\aworkIds\":\n" +
 	"\n" +
 	"WorkBundle\x12,\n" +
-	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\"\xc3\x01\n" +
+	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\"\xe4\x01\n" +
 	"\n" +
 	"WorkFailed\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
@@ -1868,7 +1915,9 @@ const file_work_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
 	"\tpermanent\x18\x04 \x01(\bR\tpermanent\x12\x1c\n" +
 	"\tcancelled\x18\x05 \x01(\bR\tcancelled\x12-\n" +
-	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\"\xa4\x01\n" +
+	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\x12\x1f\n" +
+	"\vhanded_back\x18\a \x01(\bR\n" +
+	"handedBack\"\xa4\x01\n" +
 	"\n" +
 	"WorkResult\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
@@ -1901,7 +1950,7 @@ const file_work_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x14\n" +
 	"\x05ahead\x18\x06 \x01(\bR\x05ahead\"(\n" +
 	"\rGetWorkStatus\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\"\x8c\x02\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\"\xa6\x03\n" +
 	"\x0fWorkStatusReply\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x124\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x16\n" +
@@ -1910,7 +1959,12 @@ const file_work_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x05 \x01(\tR\tlastError\x12\x19\n" +
 	"\bjob_type\x18\x06 \x01(\tR\ajobType\x12<\n" +
-	"\ahistory\x18\a \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xb8\x01\n" +
+	"\ahistory\x18\a \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\x12!\n" +
+	"\fhas_progress\x18\b \x01(\bR\vhasProgress\x12\x1a\n" +
+	"\bprogress\x18\t \x01(\x01R\bprogress\x12)\n" +
+	"\x10progress_message\x18\n" +
+	" \x01(\tR\x0fprogressMessage\x12.\n" +
+	"\x13heartbeat_unix_nano\x18\v \x01(\x03R\x11heartbeatUnixNano\"\xb8\x01\n" +
 	"\x10WorkHistoryEvent\x125\n" +
 	"\x04kind\x18\x01 \x01(\x0e2!.foreman.messages.WorkHistoryKindR\x04kind\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +

@@ -92,6 +92,8 @@ func (a *masterActor) Receive(c actor.Context) {
 		}
 	case *messages.WorkFailed:
 		a.step(core.Failed{Msg: msg})
+	case *messages.WorkHeartbeat:
+		a.step(core.Heartbeat{From: a.sent(c), Msg: msg})
 	case *messages.DeregisterWorker:
 		known := a.core.IsWorker(msg.GetWorkerId())
 		a.step(core.Deregister{Msg: msg})

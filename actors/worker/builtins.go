@@ -23,6 +23,11 @@ const (
 	// JobSleep sleeps for a duration: a JSON string such as "250ms" or a
 	// JSON integer of milliseconds.
 	JobSleep = "sleep"
+	// JobLong runs for a duration given as JobSleep's is, reporting its
+	// progress (Progress) every half second or tenth of the duration,
+	// whichever is shorter: a long job that heartbeats (docs/long-jobs.md).
+	// It is registered with DefaultLongHeartbeatTimeout.
+	JobLong = "long"
 )
 
 // Defaults of the built-in jobs.
@@ -32,6 +37,9 @@ const (
 	DefaultMinSquareDelay = time.Second
 	// DefaultMaxSquareDelay: see DefaultMinSquareDelay.
 	DefaultMaxSquareDelay = 2 * time.Second
+	// DefaultLongHeartbeatTimeout is the long job's heartbeat timeout: it
+	// beats at least every half second.
+	DefaultLongHeartbeatTimeout = 5 * time.Second
 )
 
 // BuiltinOption configures RegisterBuiltins.
@@ -55,7 +63,7 @@ func WithBuiltinClock(c clock.Clock) BuiltinOption {
 	return func(cfg *builtinConfig) { cfg.clock = c }
 }
 
-// RegisterBuiltins registers the built-in job types square, factorize and
+// RegisterBuiltins registers the built-in job types square, factorize, long and
 // sleep in r. It fails if an option is out of range or a name is taken.
 func RegisterBuiltins(r *Registry, opts ...BuiltinOption) error {
 	cfg := builtinConfig{delayMin: DefaultMinSquareDelay, delayMax: DefaultMaxSquareDelay}
@@ -69,12 +77,14 @@ func RegisterBuiltins(r *Registry, opts ...BuiltinOption) error {
 	for _, j := range []struct {
 		name string
 		fn   JobFunc
+		opts []JobOption
 	}{
-		{JobSquare, squareJob(cfg)},
-		{JobFactorize, Factorize},
-		{JobSleep, sleepJob(cfg.clock)},
+		{JobSquare, squareJob(cfg), nil},
+		{JobFactorize, Factorize, nil},
+		{JobSleep, sleepJob(cfg.clock), nil},
+		{JobLong, longJob(cfg.clock), []JobOption{WithHeartbeatTimeout(DefaultLongHeartbeatTimeout)}},
 	} {
-		if err := r.Register(j.name, j.fn); err != nil {
+		if err := r.Register(j.name, j.fn, j.opts...); err != nil {
 			return err
 		}
 	}
@@ -145,6 +155,26 @@ func sleepJob(c clock.Clock) JobFunc {
 		if err := sleepCtx(ctx, c, d); err != nil {
 			return nil, err
 		}
+		return json.Marshal(d.String())
+	}
+}
+
+func longJob(c clock.Clock) JobFunc {
+	return func(ctx context.Context, payload []byte) ([]byte, error) {
+		d, err := parseSleep(payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w (long takes the sleep job's payload)", err)
+		}
+		step := max(min(500*time.Millisecond, d/10), time.Millisecond)
+		for done := time.Duration(0); done < d; {
+			Progress(ctx, float64(done)/float64(d), fmt.Sprintf("%v of %v", done, d))
+			s := min(step, d-done)
+			if err := sleepCtx(ctx, c, s); err != nil {
+				return nil, err
+			}
+			done += s
+		}
+		Progress(ctx, 1, fmt.Sprintf("%v of %v", d, d))
 		return json.Marshal(d.String())
 	}
 }

@@ -9,7 +9,14 @@
 // A job type is a name and a [JobFunc] `(ctx, payload) -> (result, error)`
 // registered in a [Registry]. [RegisterBuiltins] adds the job types of the
 // foreman binary: square (the sample's n*n after a simulated 1-2 s delay),
-// factorize (seed 004's CPU-bound trial division) and sleep.
+// factorize (seed 004's CPU-bound trial division), sleep and long (a job
+// that heartbeats).
+//
+// A long job calls [Heartbeat] or [Progress] with its ctx; registered with
+// [WithHeartbeatTimeout], it is then timed out by the master only when that
+// long passes without a heartbeat, instead of after the work timeout. The
+// beats are gathered: at most one WorkHeartbeat per master per heartbeat
+// interval ([WithHeartbeatInterval]). See docs/long-jobs.md.
 //
 // # Messages
 //
@@ -81,8 +88,9 @@
 //
 // To stop gracefully instead, send [Drain]: the worker stops asking for
 // work, hands back work that has not started, lets running jobs finish,
-// waits for their Acks, deregisters, answers [Drained] and stops. Bound the
-// drain with a timeout, then stop the worker.
+// waits for their Acks, deregisters, answers [Drained] and stops. With
+// Drain.Timeout, jobs still running when it passes are cancelled (cause
+// [ErrDrainTimeout]) and handed back; a hand-back is not a failed attempt.
 //
 // # The seeds working together
 //

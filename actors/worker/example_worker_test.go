@@ -54,6 +54,6 @@ func Example() {
 	<-done
 	_ = sys.Root.PoisonFuture(w).Wait() // after the Ack: nothing left to hand back
 	// Output:
-	// registered worker-1 [factorize shout sleep square]
+	// registered worker-1 [factorize long shout sleep square]
 	// job-1 is done: 49
 }

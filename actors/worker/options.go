@@ -50,6 +50,11 @@ const (
 	// permit back unused (so idle time never counts as service time) and
 	// asks again on the master's next WorkIsReady.
 	DefaultPermitIdle = time.Second
+	// DefaultHeartbeatInterval is the least time between two heartbeat
+	// messages of a worker to one master: beats of its jobs in between are
+	// gathered into the next (see Heartbeat). Keep heartbeat timeouts at
+	// several intervals.
+	DefaultHeartbeatInterval = time.Second
 )
 
 // Option configures a worker (see Props).
@@ -73,6 +78,7 @@ type config struct {
 	logger           *slog.Logger
 	onWork           func(seq int, w *messages.Work)
 	tracer           trace.Tracer // WithTracerProvider; nil: none
+	beatInterval     time.Duration
 }
 
 func defaultConfig() config {
@@ -86,6 +92,7 @@ func defaultConfig() config {
 		window:           DefaultWindow,
 		prefetch:         -1,
 		resultHold:       DefaultResultHold,
+		beatInterval:     DefaultHeartbeatInterval,
 	}
 }
 
@@ -127,11 +134,18 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: prefetch %d: must be 0..4096 (0 = never read ahead)", ErrInvalidOption, c.prefetch)
 	case c.resultHold < 0 || c.resultHold > MaxResultHold:
 		return fmt.Errorf("%w: result hold %v: must be 0..%v (0 = every result leaves at once)", ErrInvalidOption, c.resultHold, MaxResultHold)
+	case c.beatInterval <= 0:
+		return fmt.Errorf("%w: heartbeat interval %v: must be positive (default %v)", ErrInvalidOption, c.beatInterval, DefaultHeartbeatInterval)
 	case c.maxUnacked < 0:
 		return fmt.Errorf("%w: max unacked %d: must be positive (0 = default)", ErrInvalidOption, c.maxUnacked)
 	}
 	return nil
 }
+
+// WithHeartbeatInterval sets the least time between two heartbeat messages
+// to one master (default DefaultHeartbeatInterval): a job's beats in
+// between are gathered into the next.
+func WithHeartbeatInterval(d time.Duration) Option { return func(c *config) { c.beatInterval = d } }
 
 // WithWorkerID sets the worker's id (default a random 16-hex-digit id per
 // worker instance). Workers spawned from one Props with a fixed id share it:

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/foreman-actors/foreman/actors/worker/core"
 )
@@ -43,6 +44,11 @@ var (
 	// ErrWorkerStopping is reported for work that was running or queued when
 	// the worker stopped; the master re-queues it.
 	ErrWorkerStopping = core.ErrWorkerStopping
+	// ErrDrainTimeout is the cause (context.Cause) with which a draining
+	// worker cancels the jobs still running when its drain timeout passes;
+	// they are handed back to the master, which runs them again elsewhere
+	// without counting the attempt.
+	ErrDrainTimeout = core.ErrDrainTimeout
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = core.ErrInvalidOption
 )
@@ -65,20 +71,43 @@ type JobFunc func(ctx context.Context, payload []byte) ([]byte, error)
 // Registry maps job types to job functions. It is safe for concurrent use;
 // register everything before the workers start.
 type Registry struct {
-	mu   sync.RWMutex       // guards jobs
-	jobs map[string]JobFunc // guarded by mu
+	mu    sync.RWMutex             // guards jobs and beats
+	jobs  map[string]JobFunc       // guarded by mu
+	beats map[string]time.Duration // heartbeat timeouts; guarded by mu
+}
+
+// JobOption configures a job type at its registration (Registry.Register).
+type JobOption func(*jobConfig)
+
+type jobConfig struct{ beatTimeout time.Duration }
+
+// WithHeartbeatTimeout declares that the job type's jobs heartbeat
+// (Heartbeat, Progress) at least once every d: once a job has beat, the
+// master times it out and retries it when d passes without a heartbeat,
+// instead of applying its work timeout to the whole job, so a job may run
+// far longer than the work timeout. d should span several heartbeat
+// intervals (WithHeartbeatInterval, default 1 s). See docs/long-jobs.md.
+func WithHeartbeatTimeout(d time.Duration) JobOption {
+	return func(c *jobConfig) { c.beatTimeout = d }
 }
 
 // NewRegistry returns an empty registry. Add the built-in job types with
 // RegisterBuiltins.
 func NewRegistry() *Registry {
-	return &Registry{jobs: make(map[string]JobFunc)}
+	return &Registry{jobs: make(map[string]JobFunc), beats: make(map[string]time.Duration)}
 }
 
 // Register adds fn under jobType. It fails with ErrInvalidJobType for an empty
 // name, a name with white space, or a nil fn, and with ErrDuplicateJobType when
 // the name is taken.
-func (r *Registry) Register(jobType string, fn JobFunc) error {
+func (r *Registry) Register(jobType string, fn JobFunc, opts ...JobOption) error {
+	var jc jobConfig
+	for _, o := range opts {
+		o(&jc)
+	}
+	if jc.beatTimeout < 0 || (jc.beatTimeout > 0 && jc.beatTimeout < time.Millisecond) {
+		return fmt.Errorf("%w: %q: heartbeat timeout %v: must be at least 1ms (0 = none)", ErrInvalidOption, jobType, jc.beatTimeout)
+	}
 	if jobType == "" || strings.ContainsFunc(jobType, func(c rune) bool { return c <= ' ' }) {
 		return fmt.Errorf("%w: %q: use a non-empty name without spaces, e.g. \"square\"", ErrInvalidJobType, jobType)
 	}
@@ -91,7 +120,18 @@ func (r *Registry) Register(jobType string, fn JobFunc) error {
 		return fmt.Errorf("%w: %q (register each job type once)", ErrDuplicateJobType, jobType)
 	}
 	r.jobs[jobType] = fn
+	if jc.beatTimeout > 0 {
+		r.beats[jobType] = jc.beatTimeout
+	}
 	return nil
+}
+
+// HeartbeatTimeout returns the heartbeat timeout jobType was registered
+// with (WithHeartbeatTimeout); 0 when none.
+func (r *Registry) HeartbeatTimeout(jobType string) time.Duration {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.beats[jobType]
 }
 
 // Lookup returns the function registered for jobType.

@@ -40,7 +40,7 @@ func TestRegistry(t *testing.T) {
 			require.NoError(t, err)
 			_, ok := r.Lookup(tt.jobType)
 			require.True(t, ok)
-			require.Equal(t, []string{"cube", "factorize", "sleep", "square"}, r.Types())
+			require.Equal(t, []string{"cube", "factorize", "long", "sleep", "square"}, r.Types())
 		})
 	}
 }

@@ -77,7 +77,12 @@ type workerActor struct {
 	// ctx is the worker's lifetime, cancelled with ErrWorkerStopping (Halt).
 	ctx    context.Context //nolint:containedctx // the actor's lifetime: cancelled on Stopping so running jobs and resolver calls end; never a caller's context
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup // resolver and acquiring goroutines in flight
+	// jobs is the running jobs' parent ctx (a child of ctx), cancelled
+	// with ErrDrainTimeout when a drain times out (CancelJobs).
+	jobs       context.Context //nolint:containedctx // as ctx: the jobs' lifetime, never a caller's context
+	cancelJobs context.CancelCauseFunc
+	beaters    []*slotBeater  // per slot: its jobs' heartbeats (beat.go)
+	wg         sync.WaitGroup // resolver and acquiring goroutines in flight
 
 	// masters[k] is shard k's master as last found, wires[k] as the core
 	// holds it (one value per master: a Send finds its PID).
@@ -142,7 +147,9 @@ func (w *workerActor) Receive(c actor.Context) {
 		if s := c.Sender(); s != nil {
 			w.drainers = append(w.drainers, s)
 		}
-		w.do(w.core.Drain(w.clockNow()))
+		w.do(w.core.DrainWithin(w.clockNow(), m.Timeout))
+	case *beatMsg:
+		w.do(w.core.Beat(w.clockNow(), m.slot, m.seq, m.progress))
 	case *actor.Stopping:
 		w.shutdown()
 	case *actor.Restarting:
@@ -177,6 +184,7 @@ func (w *workerActor) start(c actor.Context) {
 	}
 	w.log = w.log.With("component", "worker", "worker_id", w.id)
 	w.ctx, w.cancel = context.WithCancelCause(context.Background())
+	w.jobs, w.cancelJobs = context.WithCancelCause(w.ctx)
 	n := w.master.Shards()
 	w.masters, w.wires = make([]*actor.PID, n), make([]*messages.PID, n)
 	for k := range n {
@@ -194,6 +202,10 @@ func (w *workerActor) start(c actor.Context) {
 		w.slotOf[pid.GetId()] = i
 	}
 	w.runs, w.watchers = make([]runRef, window), make([]watcherRef, window)
+	w.beaters = make([]*slotBeater, window)
+	for i := range w.beaters {
+		w.beaters[i] = newSlotBeater(c.ActorSystem(), c.Self(), i, w.cfg.clock, w.cfg.beatInterval)
+	}
 	sys, self := w.sys, w.self
 	w.timers = timerSet{clock: w.cfg.clock, send: func(m *fired) { sys.Root.Send(self, m) }, armed: make(map[string]timerRef)}
 	w.permits, w.box = permitSet{held: make(map[uint64]*adaptive.Permit)}, newPermitBox()
@@ -204,6 +216,7 @@ func (w *workerActor) start(c actor.Context) {
 		RegisterInterval: w.cfg.registerInterval, ResendInterval: w.cfg.resendInterval, ResultHold: w.cfg.resultHold,
 		InterestTimeout: w.cfg.interestTimeout, InterestRetry: w.cfg.interestRetry, PermitIdle: w.cfg.permitIdle,
 		NodeGone: w.cfg.waiterGone, OnWork: w.cfg.onWork, Debug: w.log.Enabled(context.Background(), slog.LevelDebug),
+		BeatInterval: w.cfg.beatInterval, BeatTimeout: w.reg.HeartbeatTimeout,
 	})
 	w.do(w.core.Start(w.clockNow()))
 }
@@ -252,6 +265,8 @@ func (w *workerActor) do(effs []effect.Effect) {
 			}
 			w.drainers = nil
 			w.actx.Stop(w.self)
+		case core.CancelJobs:
+			w.cancelJobs(e.Cause)
 		case core.Halt:
 			w.halt()
 		}
@@ -268,12 +283,14 @@ func (w *workerActor) run(e *core.Run) {
 	if w.sys.IsStopped() {
 		return
 	}
-	ctx, r := w.ctx, runRef{seq: e.Seq}
+	ctx, r := w.jobs, runRef{seq: e.Seq}
 	if e.Work.GetWaiter() != nil {
-		ctx, r.cancel = context.WithCancelCause(w.ctx)
+		ctx, r.cancel = context.WithCancelCause(w.jobs)
 	}
 	w.runs[e.Slot] = r
-	w.sys.Root.Send(w.execs[e.Slot], &doWork{work: e.Work, ctx: ctx})
+	// The job's ctx names its passage, for Heartbeat and Progress: one
+	// small allocation, not a cancellable ctx of its own.
+	w.sys.Root.Send(w.execs[e.Slot], &doWork{work: e.Work, ctx: &jobCtx{Context: ctx, b: w.beaters[e.Slot], seq: e.Seq}})
 }
 
 // ran releases the ctx of slot's job, which has returned.

@@ -416,7 +416,7 @@ func TestWorker(t *testing.T) {
 		require.Equal(t, "queued", f.GetWorkId(), "work that has not started is handed back")
 		b.master.Send(pid, &messages.WorkIsReady{})
 		b.master.Send(pid, work("late", "echo", "l"))
-		b.master.ExpectMsg(&messages.WorkFailed{WorkerId: "w1", WorkId: "late", Error: worker.ErrWorkerStopping.Error()}, testkit.Timeout())
+		b.master.ExpectMsg(&messages.WorkFailed{WorkerId: "w1", WorkId: "late", Error: worker.ErrWorkerStopping.Error(), HandedBack: true}, testkit.Timeout())
 		caller.ExpectNoMsg(20 * time.Millisecond)
 		close(b.release)
 		b.master.ExpectMsg(&messages.WorkIsDone{WorkerId: "w1", WorkId: "run", Result: []byte("run")}, testkit.Timeout())

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -85,6 +86,21 @@ type WorkInfo struct {
 	// first transitions and the latest ones); GET /work/{id} includes it
 	// when asked with ?history=true.
 	History []HistoryEntry `json:"history,omitempty"`
+	// Progress is the running job's latest progress (worker.Progress), if
+	// it reported any; absent otherwise. Not journaled: after a failover it
+	// is absent until the job's next heartbeat (docs/long-jobs.md).
+	Progress *ProgressInfo `json:"progress,omitempty"`
+	// Heartbeat is when the master last heard a heartbeat of the running
+	// job (RFC 3339), if it did.
+	Heartbeat *time.Time `json:"heartbeat,omitempty"`
+}
+
+// ProgressInfo is a running job's latest progress.
+type ProgressInfo struct {
+	// Fraction is how far the job is, from 0 to 1.
+	Fraction float64 `json:"fraction"`
+	// Message is what the job said it does.
+	Message string `json:"message,omitempty"`
 }
 
 // StatusInfo is the body of GET /status: the members of the cluster, where
@@ -230,7 +246,7 @@ func WorkInfoFromReply(r *messages.WorkStatusReply) (info WorkInfo, ok bool) {
 	if !ok {
 		return WorkInfo{ID: r.GetWorkId()}, false
 	}
-	return WorkInfo{
+	info = WorkInfo{
 		ID:        r.GetWorkId(),
 		Status:    name,
 		Type:      r.GetJobType(),
@@ -238,7 +254,15 @@ func WorkInfoFromReply(r *messages.WorkStatusReply) (info WorkInfo, ok bool) {
 		Attempts:  r.GetAttempts(),
 		LastError: r.GetLastError(),
 		History:   historyFromReply(r.GetHistory()),
-	}, true
+	}
+	if r.GetHasProgress() {
+		info.Progress = &ProgressInfo{Fraction: r.GetProgress(), Message: r.GetProgressMessage()}
+	}
+	if ns := r.GetHeartbeatUnixNano(); ns != 0 {
+		at := time.Unix(0, ns).UTC()
+		info.Heartbeat = &at
+	}
+	return info, true
 }
 
 // resultJSON renders a job result as JSON: itself when it is valid JSON, a

@@ -161,6 +161,14 @@ type ClusterConfig struct {
 	// Workers is the number of workers of a worker node; each pulls from
 	// every shard.
 	Workers int
+	// DrainTimeout, if positive, makes Stop drain the node's workers first
+	// (a graceful drain, e.g. on SIGTERM): they ask for no more work, their
+	// running jobs may finish for up to DrainTimeout, and the jobs still
+	// running then are cancelled (context.Cause: worker.ErrDrainTimeout)
+	// and handed back to the master, which runs them again elsewhere
+	// without counting the attempt. 0: Stop hands running jobs back at
+	// once. cmd/foreman's --drain-timeout defaults to DefaultDrainTimeout.
+	DrainTimeout time.Duration
 	// Registry holds the job functions of a worker node (default: built-ins).
 	Registry *worker.Registry
 	// RateLimits are cluster-wide per-job-type limits (backends): each is
@@ -707,6 +715,11 @@ func (n *ClusterNode) Stop(ctx context.Context) error {
 	var errs []error
 	n.once.Do(func() {
 		start := time.Now()
+		if len(n.workers) > 0 && n.cfg.DrainTimeout > 0 {
+			// While the node still runs in full: a job's result may need
+			// the master looked up again.
+			n.drainWorkers(ctx, n.cfg.DrainTimeout)
+		}
 		if n.cancel != nil {
 			n.cancel()
 		}
@@ -783,11 +796,48 @@ func (n *ClusterNode) Kill() {
 	})
 }
 
+// DefaultDrainTimeout is how long a draining worker node lets its running
+// jobs finish (cmd/foreman's --drain-timeout): below Kubernetes' default
+// termination grace period of 30 s, so that the rest is handed back before
+// the kubelet kills the pod.
+const DefaultDrainTimeout = 25 * time.Second
+
+// drainBound is how long Stop waits for a drained worker beyond the drain
+// timeout: its last results' Acks and its hand-backs.
+const drainBound = 5 * time.Second
+
+// drainWorkers drains every worker of the node at once (worker.Drain with
+// timeout) and waits until each has answered Drained, or timeout plus
+// drainBound, or ctx ends; stopWorkers then stops what is left.
+func (n *ClusterNode) drainWorkers(ctx context.Context, timeout time.Duration) {
+	start := time.Now()
+	n.log.Info("draining workers: no more work is asked for; running jobs may finish", "workers", len(n.workers), "drain_timeout", timeout)
+	var wg sync.WaitGroup
+	for _, w := range n.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait := timeout + drainBound
+			if dl, ok := ctx.Deadline(); ok {
+				wait = min(wait, time.Until(dl))
+			}
+			if _, err := n.sys.Root.RequestFuture(w, &worker.Drain{Timeout: timeout}, wait).Result(); err != nil {
+				n.log.Warn("a worker did not finish its drain; stopping it hands the rest back", "worker", w.GetId(), "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	n.log.Info("workers drained", "took", time.Since(start).Round(time.Millisecond))
+}
+
 // stopWorkers stops the node's workers (their running work goes back to the
-// master) and waits for them.
+// master) and waits for them. A worker that drained has stopped itself.
 func (n *ClusterNode) stopWorkers() []error {
 	var errs []error
 	for _, w := range n.workers {
+		if _, alive := n.sys.ProcessRegistry.Get(w); !alive {
+			continue
+		}
 		if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
 		}

@@ -71,7 +71,7 @@ func WithJournal(j persistence.Journal) LocalOption { return func(c *localConfig
 func WithWorkers(k int) LocalOption { return func(c *localConfig) { c.workers = k } }
 
 // WithRegistry sets the job functions the workers run (default: the built-in
-// square, factorize and sleep jobs).
+// square, factorize, sleep and long jobs).
 func WithRegistry(r *worker.Registry) LocalOption { return func(c *localConfig) { c.registry = r } }
 
 // WithSquareDelay sets the built-in square job's simulated work time, uniform

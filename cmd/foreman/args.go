@@ -24,14 +24,16 @@ var errUsage = errors.New("usage error")
 
 // nodeArgs is the parsed command line of a node: `foreman [PORT] [flags]`.
 type nodeArgs struct {
-	otlp    otlpArgs // tracing.go
-	port    int
-	role    node.Role
-	host    string
-	seeds   []string
-	workers int
-	shards  int
-	data    string
+	otlp otlpArgs // tracing.go
+	// drainTimeout bounds a worker node's graceful drain (--drain-timeout).
+	drainTimeout time.Duration
+	port         int
+	role         node.Role
+	host         string
+	seeds        []string
+	workers      int
+	shards       int
+	data         string
 	// journal is the journal URL (--journal, else FOREMAN_JOURNAL; empty:
 	// SQLite under data); journalFromEnv says it came from the environment.
 	journal        string
@@ -139,6 +141,18 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 			return fmt.Errorf("must be from 0 to %v", worker.MaxResultHold)
 		}
 		a.resultHold = d
+		return nil
+	})
+	a.drainTimeout = node.DefaultDrainTimeout
+	fs.Func("drain-timeout", fmt.Sprintf("on SIGTERM or Ctrl-C, how long a worker node's running jobs may finish before they are cancelled and handed back to run elsewhere; it asks for no work meanwhile; 0 = hand them back at once (worker nodes; default %v, below Kubernetes' 30 s grace period)", node.DefaultDrainTimeout), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration (examples: 25s, 2m, 0): %w", err)
+		}
+		if d < 0 {
+			return errors.New("must not be negative")
+		}
+		a.drainTimeout = d
 		return nil
 	})
 	fs.BoolVar(&a.produce, "produce", true, "run the simulated clients of the Akka sample (frontend and all-in-one nodes; --produce=false: only the HTTP API submits work)")

@@ -67,6 +67,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 		Provider:         prov,
 		DataDir:          a.data,
 		Workers:          a.workers,
+		DrainTimeout:     a.drainTimeout,
 		Shards:           a.shards,
 		Logger:           log,
 		TLS:              sec.node,
@@ -156,7 +157,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 	}
 	<-ctx.Done()
 	log.Info("leaving the cluster")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), a.drainTimeout+30*time.Second)
 	defer cancel()
 	if stopHTTP != nil {
 		if err := stopHTTP(sctx); err != nil {

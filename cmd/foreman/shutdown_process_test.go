@@ -81,7 +81,9 @@ func TestSIGTERMClusterNodes(t *testing.T) {
 	front := g.startBinary(ctx, bin, fmt.Sprintf("frontend-%d", ports.frontend), strconv.Itoa(ports.frontend), seeds, "--jobs", "1000")
 
 	// A worker whose job runs for minutes: a SIGTERM finds it running.
-	slow := g.startBinary(ctx, bin, "worker-slow", "0", seeds, "--workers", "1", "--delay", "2m")
+	// Its drain timeout is short: the job is cancelled and handed back
+	// (drain_process_test.go tests the drain itself).
+	slow := g.startBinary(ctx, bin, "worker-slow", "0", seeds, "--workers", "1", "--delay", "2m", "--drain-timeout", "1s")
 	slow.waitLine(t, "Worker started", 1, 60*time.Second)
 	running := g.runningOn(ctx, t, dbPath, workerIDs(slow))
 	g.startBinary(ctx, bin, "worker-fast", "0", seeds, "--workers", "2", "--delay", "100ms")
@@ -89,7 +91,7 @@ func TestSIGTERMClusterNodes(t *testing.T) {
 
 	// Worker: its running job goes back to the master (it is done by
 	// another worker once the jobs queued before it are, checked below).
-	g.sigterm(t, slow, bound)
+	g.sigterm(t, slow, bound+time.Second)
 	require.Contains(t, handedBack(slow), running, "the stopping worker did not hand back %s\n%s", running, slow.log.tail(20))
 
 	// Backend hosting the master: the other one takes over.

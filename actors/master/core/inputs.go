@@ -44,6 +44,12 @@ type (
 	}
 	// Failed is a WorkFailed.
 	Failed struct{ Msg *messages.WorkFailed }
+	// Heartbeat is a WorkHeartbeat: jobs of a worker say they are alive,
+	// with their progress.
+	Heartbeat struct {
+		From *messages.PID
+		Msg  *messages.WorkHeartbeat
+	}
 	// Deregister is a DeregisterWorker.
 	Deregister struct{ Msg *messages.DeregisterWorker }
 	// GetStatus is a GetWorkStatus.
@@ -113,5 +119,6 @@ const StartsTimer = "starts"
 // generation, so that a fire from before a recovery is recognised.
 const (
 	cleanupTimer = "cleanup/"
+	beatTimer    = "beat/"
 	wakeTimer    = "wake/"
 )

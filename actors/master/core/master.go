@@ -36,6 +36,12 @@ type Master struct {
 	token   uint64
 	waiting map[uint64]afterDurable
 
+	// beats are the latest heartbeats of running works, by work id (see
+	// beats.go): not journaled.
+	beats     map[string]*beat
+	beatName  string
+	beatArmAt time.Time
+
 	out []effect.Effect
 }
 
@@ -70,7 +76,8 @@ type outcome struct {
 
 // New returns a master core with an empty state, not serving.
 func New(cfg Config) *Master {
-	return &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]afterDurable)}
+	return &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]afterDurable),
+		beats: make(map[string]*beat)}
 }
 
 // State is the decision state. A runner replays the journal into it
@@ -134,6 +141,8 @@ func (m *Master) Step(now time.Time, in any) []effect.Effect {
 		}
 	case effect.Fired:
 		m.onFired(now, in.Name)
+	case Heartbeat:
+		m.onHeartbeat(now, in.Msg)
 	case Serving:
 		m.until, m.failing = in.Until, in.RecoveryFailing
 	case Recovered:
@@ -199,6 +208,11 @@ func (m *Master) onFired(now time.Time, name string) {
 	case name == m.cleanupName && m.serving(now):
 		m.flushHeld(now)
 		m.onCleanup(now)
+	case name == m.beatName && m.serving(now):
+		m.beatName, m.beatArmAt = "", time.Time{}
+		m.flushHeld(now)
+		m.timedOut(planTimeouts(m.state, m.cfg.Policy, m.overdue(now), now))
+		m.notifyWorkers(now)
 	case name == m.wakeName && m.serving(now):
 		m.flushHeld(now)
 		m.wakeName, m.wakeAt = "", time.Time{} // fired: the next armWake arms anew
@@ -223,12 +237,14 @@ func (m *Master) onRecovered(now time.Time) {
 
 func (m *Master) stopTimers() {
 	m.gen++
-	for _, n := range []string{m.cleanupName, m.wakeName} {
+	for _, n := range []string{m.cleanupName, m.wakeName, m.beatName} {
 		if n != "" {
 			m.emit(effect.StopTimer{Name: n})
 		}
 	}
 	m.cleanupName, m.wakeName, m.wakeAt = "", "", time.Time{}
+	m.beatName, m.beatArmAt = "", time.Time{}
+	clear(m.beats) // a new activation learns them from the next heartbeats
 }
 
 func (m *Master) armCleanup(now time.Time) {

@@ -98,17 +98,24 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 	return p
 }
 
-// planCleanup times out work running longer than workTimeout (the events are
-// WorkerTimedOut, retried or dead by policy) and forgets finished work older
-// than the retention, or the oldest beyond limit finished works
-// (FinishedForgotten). early counts the works forgotten only for the limit.
-func planCleanup(s *WorkState, policy Policy, workTimeout, retention time.Duration, limit int, now time.Time) (events []proto.Message, early int) {
-	for _, r := range s.Overdue(now, workTimeout) {
+// planTimeouts times out the overdue works (the events are WorkerTimedOut,
+// retried or dead by policy).
+func planTimeouts(s *WorkState, policy Policy, overdue []Running, now time.Time) (events []proto.Message) {
+	for _, r := range overdue {
 		if ev, ok := s.TimeoutEvent(policy, r.WorkID, r.WorkerID, now); ok {
 			_ = s.Apply(ev) // a WorkerTimedOut always applies
 			events = append(events, ev)
 		}
 	}
+	return events
+}
+
+// planCleanup times out the overdue works (planTimeouts) and forgets
+// finished work older than the retention, or the oldest beyond limit
+// finished works (FinishedForgotten). early counts the works forgotten only
+// for the limit.
+func planCleanup(s *WorkState, policy Policy, overdue []Running, retention time.Duration, limit int, now time.Time) (events []proto.Message, early int) {
+	events = planTimeouts(s, policy, overdue, now)
 	before := now.Add(-retention).UnixNano()
 	if cut, ok := s.limitCut(limit); ok && cut > before {
 		// The event keeps its form (a time): replay forgets the same works,

@@ -21,7 +21,9 @@ func (m *Master) onGetStatus(now time.Time, in GetStatus) {
 			Reason: "master: recovering from the journal; ask again later"}, false)
 		return
 	}
-	m.reply(in.From, m.state.Status(in.Msg.GetWorkId()), true)
+	st := m.state.Status(in.Msg.GetWorkId())
+	m.addProgress(st)
+	m.reply(in.From, st, true)
 }
 
 func (m *Master) onGetMasterStatus(now time.Time, in GetMasterStatus) {

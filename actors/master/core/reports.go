@@ -89,6 +89,16 @@ func (m *Master) onFailed(now time.Time, msg *messages.WorkFailed) {
 		m.log(slog.LevelDebug, "failure reported for work the worker does not hold", "work_id", msg.GetWorkId(), "worker_id", msg.GetWorkerId())
 		return
 	}
+	if msg.GetHandedBack() && !msg.GetCancelled() {
+		// The worker stopped or drained and gave the job back unfinished:
+		// it is ready again at once, and the attempt does not count.
+		ev.HandedBack, ev.Dead, ev.NotBeforeUnixNano = true, false, now.UnixNano()
+		m.persist(ev)
+		m.log(slog.LevelInfo, "work handed back by a stopping worker; handing it out again", "work_id", msg.GetWorkId(),
+			"worker_id", msg.GetWorkerId(), "error", msg.GetError())
+		m.notifyWorkers(now)
+		return
+	}
 	if msg.GetCancelled() {
 		if wp := msg.GetWaiter(); wp != nil && !samePID(wp, m.state.Waiter(msg.GetWorkId())) {
 			// About a caller who is no longer the one workers ask (it
@@ -152,12 +162,23 @@ func (m *Master) onDeregister(now time.Time, msg *messages.DeregisterWorker) {
 }
 
 func (m *Master) onCleanup(now time.Time) {
-	events, early := planCleanup(m.state, m.cfg.Policy, m.cfg.WorkTimeout, m.cfg.DoneRetention, m.cfg.DoneLimit, now)
+	events, early := planCleanup(m.state, m.cfg.Policy, m.overdue(now), m.cfg.DoneRetention, m.cfg.DoneLimit, now)
 	if early > 0 && now.Sub(m.earlyLogged) >= time.Minute {
 		m.earlyLogged = now
 		m.log(slog.LevelWarn, "finished works forgotten before their retention: more are finished than the limit keeps; a re-submitted id among them runs again (raise WithDoneLimit, --done-limit, if that window is too short)",
 			"forgotten", early, "limit", m.cfg.DoneLimit, "retention", m.cfg.DoneRetention)
 	}
+	m.timedOut(events)
+	for _, id := range m.workers.stale(now, m.cfg.WorkerDeadAfter, func(id string) bool { return m.state.RunningCount(id) > 0 }) {
+		m.log(slog.LevelInfo, "too long since heard from worker; pruning", "worker_id", id)
+		m.workers.remove(id)
+	}
+	m.notifyWorkers(now)
+	m.armCleanup(now)
+}
+
+// timedOut logs the timeouts among events and journals events.
+func (m *Master) timedOut(events []proto.Message) {
 	for _, ev := range events {
 		if to, ok := ev.(*messages.WorkerTimedOut); ok {
 			m.log(slog.LevelInfo, "work timed out", "work_id", to.GetWorkId(), "worker_id", to.GetWorkerId(), "dead", to.GetDead())
@@ -169,10 +190,4 @@ func (m *Master) onCleanup(now time.Time) {
 	if len(events) > 0 {
 		m.journal(events, release{})
 	}
-	for _, id := range m.workers.stale(now, m.cfg.WorkerDeadAfter, func(id string) bool { return m.state.RunningCount(id) > 0 }) {
-		m.log(slog.LevelInfo, "too long since heard from worker; pruning", "worker_id", id)
-		m.workers.remove(id)
-	}
-	m.notifyWorkers(now)
-	m.armCleanup(now)
 }

@@ -145,6 +145,10 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	case *messages.WorkCompleted:
 		s.applyCompleted(ev)
 	case *messages.WorkerFailed:
+		if ev.GetHandedBack() && !ev.GetCancelled() && !ev.GetDead() {
+			s.applyHandedBack(ev)
+			break
+		}
 		kind, end := histFailed, statusFailed
 		switch {
 		case ev.GetCancelled():
@@ -390,6 +394,36 @@ func (s *WorkState) applyFailed(kind messages.WorkHistoryKind, workID, workerID,
 	}
 	e.status = statusFailed
 	s.enqueue(e, notBefore)
+}
+
+// applyHandedBack returns a work its worker gave back unfinished (it
+// stopped or drained; see messages.WorkerFailed.handed_back) to its old
+// place in its queue, ready at once, without counting the attempt: the job
+// said nothing about itself, so it must neither use up its attempts nor
+// wait out a backoff.
+func (s *WorkState) applyHandedBack(ev *messages.WorkerFailed) {
+	e, ok := s.entries[ev.GetWorkId()]
+	if !ok || e.status != statusRunning || e.workerID != ev.GetWorkerId() {
+		return
+	}
+	worker := e.workerID // the shared copy
+	e.unplain()
+	s.removeRunning(e)
+	e.record(histEvent{kind: histRequeued, at: ev.GetAtUnixNano(), attempt: e.attempts, worker: worker, err: ev.GetError()})
+	e.takeBackAttempt()
+	e.status = statusAccepted
+	if e.lastError() != "" {
+		e.status = statusFailed
+	}
+	s.push(e)
+}
+
+// Holds reports whether workerID runs workID in hand-out attempt (the
+// Work.attempt it was sent with): a heartbeat of an older hand-out, or of
+// a worker the work no longer belongs to, is not.
+func (s *WorkState) Holds(workID, workerID string, attempt int32) bool {
+	e, ok := s.entries[workID]
+	return ok && e.status == statusRunning && e.workerID == workerID && e.attempts == attempt
 }
 
 func (s *WorkState) applyExpired(ev *messages.WorkExpired) {

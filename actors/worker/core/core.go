@@ -58,16 +58,24 @@ type Config struct {
 	OnWork func(seq int, w *messages.Work)
 	// Debug adds the per-job debug lines (off: they cost allocations).
 	Debug bool
+	// BeatInterval bounds how often heartbeats leave (at most one
+	// WorkHeartbeat per shard per interval); BeatTimeout, if set, gives a
+	// job type's heartbeat timeout, which each beat carries to the master
+	// (0: none; see docs/long-jobs.md).
+	BeatInterval time.Duration
+	BeatTimeout  func(jobType string) time.Duration
 }
 
 // Timer names (see effect.Timer). Per-work timers append the work id
 // (resend) or the slot and passage (ask, watch).
 const (
-	TimerRegister = "register" // re-register with every master
-	TimerHold     = "hold"     // end a result hold: flush
-	TimerIdle     = "idle"     // check the spare permits for idle ones
-	YieldFlush    = "flush"    // Yield: send the results gathered
-	YieldDrain    = "drain"    // Yield: the drain may be complete
+	TimerRegister = "register"      // re-register with every master
+	TimerHold     = "hold"          // end a result hold: flush
+	TimerIdle     = "idle"          // check the spare permits for idle ones
+	TimerBeat     = "beat"          // send the heartbeats gathered since the last
+	TimerDrain    = "drain-timeout" // the drain timeout passed: hand back what runs
+	YieldFlush    = "flush"         // Yield: send the results gathered
+	YieldDrain    = "drain"         // Yield: the drain may be complete
 	timerResend   = "resend:"
 	timerAsk      = "ask:"
 	timerWatch    = "watch:"
@@ -109,6 +117,9 @@ type Worker struct {
 	idleArmed   bool
 
 	stopped, draining, deregistered bool
+
+	beats     []slotBeat // per slot: its job's heartbeat to send (beat.go)
+	beatArmed bool       // TimerBeat is armed: beats wait for it
 }
 
 // masterConn is the worker's link to one shard's master.
@@ -134,6 +145,7 @@ func New(cfg Config) *Worker {
 		ra:     readAhead{max: cfg.Prefetch, window: cfg.Window},
 		gates:  make([]gate, cfg.Window),
 		runs:   make([]Run, cfg.Window),
+		beats:  make([]slotBeat, cfg.Window),
 		book:   goneBook{nodes: make(map[string]suspicion)},
 		hungry: true,
 	}
@@ -191,6 +203,10 @@ func (w *Worker) Fired(now time.Time, name string) []effect.Effect {
 		w.checkDrained()
 	case name == TimerIdle:
 		w.onPermitIdle()
+	case name == TimerBeat:
+		w.onBeatTimer()
+	case name == TimerDrain:
+		w.onDrainTimeout()
 	case len(name) > len(timerResend) && name[:len(timerResend)] == timerResend:
 		w.onResend(name[len(timerResend):])
 	default:
@@ -375,7 +391,7 @@ func (w *Worker) fail(m *messages.Work, err error) {
 		w.log(slog.LevelWarn, "Work failed", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "error", err)
 	}
 	f := &messages.WorkFailed{WorkerId: w.cfg.ID, WorkId: m.GetWorkId(), Error: err.Error(), Permanent: Permanent(err),
-		Cancelled: errors.Is(err, ErrCallerGone)}
+		Cancelled: errors.Is(err, ErrCallerGone), HandedBack: HandedBack(err)}
 	if f.Cancelled {
 		f.Waiter = m.GetWaiter() // whose caller left: the master ignores the report once that waiter is no longer the work's
 	}
@@ -646,8 +662,19 @@ func (w *Worker) unackedIDs() []string {
 // back what has not started, lets running jobs finish and waits for their
 // results' Acks, then deregisters and returns Drained.
 func (w *Worker) Drain(now time.Time) []effect.Effect {
+	return w.DrainWithin(now, 0)
+}
+
+// DrainWithin is Drain bounded by timeout (0: none): jobs still running
+// when it passes are cancelled with ErrDrainTimeout (CancelJobs) and handed
+// back to the master at once, without waiting for them to return, so that
+// they run again elsewhere and do not count as a failed attempt.
+func (w *Worker) DrainWithin(now time.Time, timeout time.Duration) []effect.Effect {
 	w.begin(now)
 	if !w.draining && !w.stopped {
+		if timeout > 0 {
+			w.arm(TimerDrain, timeout)
+		}
 		w.draining = true
 		w.log(slog.LevelInfo, "Worker draining", "running", w.st.busy(), "unacked", len(w.st.unacked))
 		for _, m := range w.st.takeQueue() {
@@ -663,6 +690,12 @@ func (w *Worker) Drain(now time.Time) []effect.Effect {
 		}
 		for len(w.spare) > 0 {
 			w.emit(Abandon{Permit: w.popSpare()})
+		}
+		// A result still unacknowledged may have lost its Ack (the master
+		// moved): re-sent now, not a resend interval into the drain,
+		// which the exit would wait for.
+		for _, id := range w.unackedIDs() {
+			w.onResend(id)
 		}
 	}
 	w.checkDrained()

@@ -72,6 +72,8 @@ func render(now time.Time, effs []effect.Effect) []string {
 			out = append(out, "drained")
 		case core.Halt:
 			out = append(out, "halt")
+		case core.CancelJobs:
+			out = append(out, "cancel jobs: "+e.Cause.Error())
 		}
 	}
 	return out
@@ -99,7 +101,20 @@ func renderMsg(m any) string {
 		if m.GetCancelled() {
 			s += " cancelled"
 		}
+		if m.GetHandedBack() {
+			s += " handed-back"
+		}
 		return s
+	case *messages.WorkHeartbeat:
+		beats := make([]string, 0, len(m.GetBeats()))
+		for _, b := range m.GetBeats() {
+			s := fmt.Sprintf("%s#%d/%dms", b.GetWorkId(), b.GetAttempt(), b.GetTimeoutMs())
+			if b.GetHasProgress() {
+				s += fmt.Sprintf("@%.2f:%s", b.GetFraction(), b.GetMessage())
+			}
+			beats = append(beats, s)
+		}
+		return "heartbeat " + strings.Join(beats, ",")
 	case *messages.DeregisterWorker:
 		return "deregister"
 	}
@@ -261,10 +276,10 @@ func TestWorkerCore(t *testing.T) {
 		{name: "DrainHandsBackQueuedWaitsForAcks", cfg: config(func(c *core.Config) { c.Window = 1 }), steps: []step{
 			{do: start, want: []string{"timer register +10s", "register", "request 1"}},
 			{do: bundle(work("a"), work("b")), want: []string{"run 0 a"}},
-			{do: drain, want: []string{"failed b"}, err: core.ErrWorkerStopping.Error()},
+			{do: drain, want: []string{"failed b handed-back"}, err: core.ErrWorkerStopping.Error()},
 			{do: done(0, "a", "1"), want: []string{"timer resend:a +5s", "yield flush"}},
 			{do: fired(core.YieldFlush), want: []string{"done a=1"}},
-			{do: offer(work("c")), want: []string{"failed c"}},
+			{do: offer(work("c")), want: []string{"failed c handed-back"}},
 			{do: ack("a"), want: []string{"stop resend:a", "deregister", "drained"}},
 		}},
 		{name: "StopHandsBackAndResendsUnackedInIDOrder", cfg: config(func(c *core.Config) { c.Window = 3 }), steps: []step{
@@ -272,9 +287,9 @@ func TestWorkerCore(t *testing.T) {
 			{do: bundle(work("z"), work("y"), work("x"), work("q")), want: []string{"run 0 z", "run 1 y", "run 2 x"}},
 			{do: done(0, "z", "1"), want: []string{"timer resend:z +5s", "run 0 q", "yield flush"}},
 			{do: done(1, "y", "2"), want: []string{"timer resend:y +5s"}},
-			{do: stop, want: []string{"halt", "failed q", "failed x", "done y=2", "done z=1", "deregister"}},
+			{do: stop, want: []string{"halt", "failed q handed-back", "failed x handed-back", "done y=2", "done z=1", "deregister"}},
 			{do: fired(core.YieldFlush), want: nil},
-			{do: offer(work("r")), want: []string{"failed r"}},
+			{do: offer(work("r")), want: []string{"failed r handed-back"}},
 		}},
 		{name: "PanicFailsTheWorkAndStartsTheNext", cfg: config(func(c *core.Config) { c.Window = 1 }), steps: []step{
 			{do: start, want: []string{"timer register +10s", "register", "request 1"}},

@@ -67,6 +67,10 @@ type (
 	// core stepped again before Stop may say it again (the actor shell
 	// stops at the first).
 	Drained struct{}
+	// CancelJobs cancels the ctx of every running job with Cause (the
+	// drain timeout passed: ErrDrainTimeout); the core has handed them back
+	// already, and their later RunDone is stale.
+	CancelJobs struct{ Cause error }
 	// Halt says the worker has stopped: the runner cancels every running
 	// job's ctx with ErrWorkerStopping, drops the core's timers, gives back
 	// the permits still on their way to it, and starts nothing more.
@@ -108,6 +112,9 @@ func (Yield) IsEffect() {}
 
 // IsEffect marks Drained as an effect.
 func (Drained) IsEffect() {}
+
+// IsEffect marks CancelJobs as an effect.
+func (CancelJobs) IsEffect() {}
 
 // IsEffect marks Halt as an effect.
 func (Halt) IsEffect() {}

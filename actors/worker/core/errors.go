@@ -40,6 +40,11 @@ var (
 	// ErrWorkerStopping is reported for work that was running or queued when
 	// the worker stopped; the master re-queues it.
 	ErrWorkerStopping = errors.New("worker: worker stopping, work handed back")
+	// ErrDrainTimeout is the cause with which a draining worker cancels the
+	// jobs still running when its drain timeout passes (context.Cause of
+	// the job's ctx), and is reported for them: the master re-queues them
+	// at once without counting the attempt.
+	ErrDrainTimeout = errors.New("worker: drain timeout passed: job cancelled, work handed back")
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("worker: invalid option")
 )
@@ -51,6 +56,13 @@ var (
 func Permanent(err error) bool {
 	return errors.Is(err, ErrBadPayload) || errors.Is(err, ErrUnknownJobType) ||
 		errors.Is(err, ErrDeadlinePassed) || errors.Is(err, ErrCallerGone)
+}
+
+// HandedBack reports whether err gives the work back unfinished, with no
+// verdict on the job: the worker stopped or its drain timed out. The
+// master re-queues such work at once and does not count the attempt.
+func HandedBack(err error) bool {
+	return errors.Is(err, ErrWorkerStopping) || errors.Is(err, ErrDrainTimeout)
 }
 
 // UnknownTypeError explains which job types (sorted) a worker knows.

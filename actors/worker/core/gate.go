@@ -378,6 +378,7 @@ func (w *Worker) endGate(slot int, ran bool) {
 		}
 	}
 	*g = gate{}
+	w.beats[slot] = slotBeat{}
 	w.ensureAcquire()
 }
 

@@ -228,6 +228,17 @@ async function refreshJob() {
   head.appendChild(el("span", job.status, "status " + job.status));
   head.appendChild(el("span", " · " + job.type + " · attempts " + job.attempts, "muted"));
   const parts = [head];
+  if (job.progress) {
+    // A long job's latest worker.Progress (issue 38): shown while it runs.
+    const p = el("p", "Progress: " + Math.round(job.progress.fraction * 100) + "% ", "progress");
+    const bar = document.createElement("progress");
+    bar.max = 1;
+    bar.value = job.progress.fraction;
+    p.appendChild(bar);
+    if (job.progress.message) p.appendChild(el("span", " " + job.progress.message, "muted"));
+    parts.push(p);
+  }
+  if (job.heartbeat) parts.push(el("p", "Last heartbeat: " + new Date(job.heartbeat).toLocaleTimeString(), "muted"));
   if (job.last_error) parts.push(el("p", "Last error: " + job.last_error, "error"));
   if (job.result !== null && job.result !== undefined) parts.push(el("p", "Result: " + JSON.stringify(job.result)));
   const t = el("table");
