@@ -11,7 +11,11 @@
 # asynq with appendfsync always, River Insert one by one, River InsertMany in
 # batches, the 3-process Foreman cluster over HTTP (single POST /work, then
 # POST /work/batch), Foreman in one process (`foreman bench`), and the disk's
-# fsync rate. Every system-run holds /tmp/bench.lock (flock) for its whole
+# fsync rate. Each run also prints CPU µs per job per process over its
+# measured phase (issue 39): the compare process and its server (redis-server;
+# PostgreSQL's postmaster with every backend it forked) from /proc/PID/stat,
+# each Foreman node by PID (foreman bench --cpu-of), and the load generator
+# from getrusage; a second table gives their medians. Every system-run holds /tmp/bench.lock (flock) for its whole
 # length, server start to stop, and releases it between runs, so that others
 # measuring on this machine can interleave; nothing this script starts runs
 # outside the lock except the builds' outputs lying on disk.
@@ -130,7 +134,7 @@ run_asynq() {
 	pids+=("$rpid")
 	for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 	redis-cli -p "$REDIS_PORT" ping >/dev/null || die "redis did not start (log: $(tail -n 5 "$d/redis.log"))"
-	"$COMPARE" asynq --redis "127.0.0.1:$REDIS_PORT" --producers 64 --concurrency 8 --jobs "$jobs" \
+	"$COMPARE" asynq --redis "127.0.0.1:$REDIS_PORT" --producers 64 --concurrency 8 --jobs "$jobs" --server-pid "$rpid" \
 		>"$OUT/r$round-asynq-$fsync.txt" 9>&-
 	stop_pid "$rpid"
 	unlock
@@ -151,7 +155,7 @@ run_river() {
 	env=$(bash "$ci_postgres" 9>&- 2>"$work/pg-start.log") || { cat "$work/pg-start.log" >&2; die "PostgreSQL did not start"; }
 	eval "$env"
 	pgdir=$FOREMAN_TEST_POSTGRES_DIR
-	"$COMPARE" river --dsn "$FOREMAN_TEST_POSTGRES_DSN" \
+	"$COMPARE" river --dsn "$FOREMAN_TEST_POSTGRES_DSN" --server-pid "$FOREMAN_TEST_POSTGRES_PID" \
 		--workers "$RIVER_WORKERS" "${args[@]}" >"$OUT/r$round-river-$mode.txt" 9>&-
 	pg_stop
 	unlock
@@ -178,10 +182,11 @@ run_foreman_cluster() {
 		sleep 0.2
 	done
 	[ -n "$ok" ] || { tail -n 5 "$d"/*.log >&2; die "the Foreman cluster did not become reachable"; }
+	local cpu=(--cpu-of "backend=$b" --cpu-of "frontend=$f" --cpu-of "worker=$w")
 	"$FOREMAN" bench --to 127.0.0.1:8750 --jobs 5000 --light 0 >"$OUT/r$round-foreman-warmup.txt" 9>&-
-	"$FOREMAN" bench --to 127.0.0.1:8750 --jobs "$FOREMAN_SINGLE_JOBS" --connections 64 --light 300 \
+	"$FOREMAN" bench --to 127.0.0.1:8750 --jobs "$FOREMAN_SINGLE_JOBS" --connections 64 --light 300 "${cpu[@]}" \
 		>"$OUT/r$round-foreman-single.txt" 9>&-
-	"$FOREMAN" bench --to 127.0.0.1:8750 --mode batch --batch 1000 --connections 4 --jobs "$FOREMAN_BATCH_JOBS" --light 0 \
+	"$FOREMAN" bench --to 127.0.0.1:8750 --mode batch --batch 1000 --connections 4 --jobs "$FOREMAN_BATCH_JOBS" --light 0 "${cpu[@]}" \
 		>"$OUT/r$round-foreman-batch.txt" 9>&-
 	stop_pid "$w"
 	stop_pid "$f"
@@ -240,6 +245,25 @@ summary() {
 		}'
 }
 
+# cpufig FILE KEY: the µs figure after KEY on the "CPU per job" line.
+cpufig() {
+	local line
+	line=$(grep -m 1 -- "CPU per job" "$1" 2>/dev/null || true)
+	[ -n "$line" ] || { echo NA; return; }
+	sed -E "s/.*[ :]$2 ([0-9.]+).*/\\1/" <<<"$line"
+}
+
+cpusummary() {
+	local label=$1 suffix=$2 key=$3 vals=()
+	for round in $(seq "$ROUNDS"); do vals+=("$(cpufig "$OUT/r$round-$suffix.txt" "$key")"); done
+	printf '%s\n' "${vals[@]}" | sort -g | awk -v label="$label" -v all="${vals[*]}" '
+		{ v[NR] = $1 }
+		END {
+			med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "| %s | %.1f | %.1f-%.1f | %s |\n", label, med, v[1], v[NR], all
+		}'
+}
+
 {
 	echo "rounds: $ROUNDS; load at round starts: $(cat "$OUT"/r*-load-start.txt | tr '\n' ';')"
 	echo
@@ -259,5 +283,22 @@ summary() {
 	summary "Foreman cluster batch: acks" foreman-batch "^durable acks:"
 	summary "Foreman one process, 64 submitters, 8 workers x 16: end to end" foreman-local "^end to end:"
 	summary "disk: 4 KiB write+fsync per second" fsync "^fsync in"
+	echo
+	echo "| CPU per job (µs, measured phase) | median | min-max | per round |"
+	echo "| --- | --- | --- | --- |"
+	cpusummary "asynq everysec: redis-server" asynq-everysec server
+	cpusummary "asynq everysec: client + workers process" asynq-everysec client
+	cpusummary "asynq everysec: all" asynq-everysec all
+	cpusummary "asynq always: redis-server" asynq-always server
+	cpusummary "asynq always: all" asynq-always all
+	cpusummary "River Insert: postgres (all its processes)" river-single server
+	cpusummary "River Insert: all" river-single all
+	cpusummary "River InsertMany: postgres" river-many server
+	cpusummary "River InsertMany: all" river-many all
+	cpusummary "Foreman single: nodes (backend+frontend+worker)" foreman-single nodes
+	cpusummary "Foreman single: load generator" foreman-single load-generator
+	cpusummary "Foreman batch: nodes" foreman-batch nodes
+	cpusummary "Foreman batch: load generator" foreman-batch load-generator
+	cpusummary "Foreman one process (node + submitters)" foreman-local this-process
 } | tee "$OUT/table.md"
 log "raw outputs and table.md in $OUT"

@@ -13,6 +13,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/cpustat"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/progress"
 )
 
@@ -31,6 +32,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 	cpu := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	fsyncFor := fs.Duration("fsync", 0, "first measure the disk's write+fsync rate for this long (in --data, or the temporary directory) and print it")
 	hf := registerHTTPBenchFlags(fs)
+	var cpuOf []cpustat.Source
+	fs.Func("cpu-of", "also measure this process's CPU per job: NAME=PID (a local process and its children, from /proc) or NAME=URL (a node's --metrics listener, its process_cpu_seconds_total); repeatable", func(s string) error {
+		src, err := cpustat.ParseSource(s)
+		cpuOf = append(cpuOf, src)
+		return err
+	})
 	gcHeadroom := int64(defaultGCHeadroom)
 	fs.Func("gc-headroom", "as for a node: the collector's heap grows by at least this much past what is live (0 or off: Go's own pacing; default 128MiB)", func(s string) error {
 		v, err := parseMemoryLimit(s)
@@ -78,6 +85,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (cod
 			}
 		}()
 	}
+	hf.cpu = cpustat.NewMeter(append([]cpustat.Source{cpustat.Self(bench.LoadGenerator)}, cpuOf...)...)
+	cfg.CPU = cpustat.NewMeter(append([]cpustat.Source{cpustat.Self(bench.ThisProcess)}, cpuOf...)...)
 	if code, handled := hf.run(ctx, fs, cfg.Jobs, cfg.LightJobs, stdout, stderr); handled {
 		return code
 	}

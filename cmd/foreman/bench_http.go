@@ -10,6 +10,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/clock"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/cpustat"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/progress"
 )
 
@@ -24,6 +25,7 @@ type httpBenchFlags struct {
 	payload       string
 	results       bool
 	resultTimeout time.Duration
+	cpu           *cpustat.Meter // this process and those of --cpu-of
 }
 
 // Flags of one mode that make no sense in the other.
@@ -73,7 +75,7 @@ func (f *httpBenchFlags) run(ctx context.Context, fs *flag.FlagSet, jobs, light 
 	cfg := bench.HTTPConfig{
 		Mode: bench.HTTPMode(f.mode), Jobs: jobs, Connections: f.connections, Batch: f.batch,
 		Type: f.jobType, Payload: json.RawMessage(f.payload), Results: f.results, ResultTimeout: f.resultTimeout,
-		LightJobs: light,
+		LightJobs: light, CPU: f.cpu,
 	}
 	if f.payload == "" {
 		cfg.Payload = nil

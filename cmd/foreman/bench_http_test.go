@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -46,7 +47,8 @@ func TestBenchOverHTTP(t *testing.T) {
 		args     []string
 		requests int
 	}{
-		{name: "Single", args: []string{"--jobs", "60", "--connections", "8", "--light", "3"}, requests: 60},
+		// The node runs in this process: --cpu-of measures it by PID.
+		{name: "Single", args: []string{"--jobs", "60", "--connections", "8", "--light", "3", "--cpu-of", "node=" + strconv.Itoa(os.Getpid())}, requests: 60},
 		// 250 jobs in batches of 100: two full requests and one of 50.
 		{name: "Batch", args: []string{"--mode", "batch", "--batch", "100", "--jobs", "250", "--connections", "2", "--light", "0"}, requests: 3},
 	}
@@ -60,6 +62,11 @@ func TestBenchOverHTTP(t *testing.T) {
 			require.Contains(t, out, "end to end: "+jobs+" jobs submitted, durable and run in ")
 			require.Contains(t, out, "0 not done")
 			require.Regexp(t, regexp.MustCompile(`= [1-9][0-9]* jobs/s \(results read`), out)
+			// The load generator's CPU per job is always there; a node's when asked.
+			require.Regexp(t, regexp.MustCompile(`CPU per job \(µs, over `+jobs+` jobs\): load-generator [0-9.]+ \([^)]+\);`), out)
+			if slices.Contains(tt.args, "--cpu-of") {
+				require.Regexp(t, regexp.MustCompile(` node [0-9.]+ \([^)]+\);`), out)
+			}
 			if slices.Index(tt.args, "3") >= 0 {
 				require.Contains(t, out, "light load (one job in flight)")
 			} else {
@@ -104,6 +111,8 @@ func TestBenchFlagsRefused(t *testing.T) {
 		{name: "PayloadNotJSON", args: []string{"--to", "127.0.0.1:1", "--payload", "seven"}, wantErr: `payload "seven" is not JSON`},
 		{name: "LightWithoutResults", args: []string{"--to", "127.0.0.1:1", "--results=false", "--light", "5"}, wantErr: "the light phase measures results"},
 		{name: "BadAddress", args: []string{"--to", "ftp://x"}, wantErr: "--to:"},
+		{name: "CPUOfNotPIDOrURL", args: []string{"--to", "127.0.0.1:1", "--cpu-of", "backend=localhost:9100"}, wantErr: "is neither a PID nor an http:// URL"},
+		{name: "CPUOfNoName", args: []string{"--cpu-of", "4242"}, wantErr: "is not NAME=PID or NAME=URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,6 +30,8 @@ func runAsynq(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// before it sees the first task, which the end-to-end time includes.
 	checkInterval := fs.Duration("task-check-interval", time.Second, "asynq.Config.TaskCheckInterval")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up if the handler has not run every task by then")
+	var servers pidList
+	fs.Var(&servers, "server-pid", "PID of a server process (redis-server, the postmaster) whose CPU, with its children's, is measured; repeatable")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("asynq: %w", err)
 	}
@@ -71,7 +73,7 @@ func runAsynq(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer srv.Shutdown()
 
-	res, err := drive(ctx, driveConfig{jobs: *jobs, perCall: 1, producers: *producers, timeout: *timeout}, c,
+	res, err := drive(ctx, driveConfig{jobs: *jobs, perCall: 1, producers: *producers, timeout: *timeout, servers: servers}, c,
 		func(ctx context.Context, first, _ int) error {
 			// The payload is the job's number, as small as Foreman's bench job.
 			// Enqueue's defaults: queue "default", MaxRetry 25, no uniqueness; the

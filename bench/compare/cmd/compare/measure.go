@@ -50,6 +50,9 @@ type driveConfig struct {
 	perCall   int
 	producers int
 	timeout   time.Duration
+	// servers are the PIDs of the system's server processes (redis-server,
+	// the postmaster) whose CPU, with their descendants', is measured.
+	servers []int
 }
 
 // result holds one run's timings.
@@ -60,6 +63,11 @@ type result struct {
 	lastAck   time.Time       // when the last call returned
 	allRun    time.Time       // when the handler ran the last job
 	latencies []time.Duration // one per call
+	// self and servers are the CPU times spent from the first call until
+	// the handler ran the last job: this process (producers, client and
+	// in-process workers) and each server in driveConfig.servers.
+	self    time.Duration
+	servers []time.Duration
 }
 
 // drive runs producers that pull calls from a shared sequence until jobs
@@ -73,6 +81,10 @@ func drive(ctx context.Context, cfg driveConfig, c *counter, submit submitFunc) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	cpu0, err := sampleCPU(cfg.servers)
+	if err != nil {
+		return result{}, err
+	}
 	res := result{jobs: cfg.jobs, perCall: cfg.perCall, start: time.Now()}
 	var wg sync.WaitGroup
 	for p := range cfg.producers {
@@ -108,6 +120,14 @@ func drive(ctx context.Context, cfg driveConfig, c *counter, submit submitFunc) 
 	select {
 	case <-c.all:
 		res.allRun = time.Unix(0, c.at.Load())
+		cpu1, err := sampleCPU(cfg.servers)
+		if err != nil {
+			return res, err
+		}
+		res.self = cpu1.self - cpu0.self
+		for i := range cpu1.servers {
+			res.servers = append(res.servers, cpu1.servers[i]-cpu0.servers[i])
+		}
 	case <-timer.C:
 		return res, fmt.Errorf("%w: %d of %d after %s", errTimeout, c.n.Load(), c.want, cfg.timeout)
 	case <-ctx.Done():
@@ -135,6 +155,17 @@ func (r result) print(w io.Writer, header string) error {
 	fmt.Fprintf(&b, "  acks/s: %.0f (all %d submitted and acked in %s)\n", float64(r.jobs)/ack.Seconds(), r.jobs, ack.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  end-to-end jobs/s: %.0f (first submit to last handler run: %s)\n", float64(r.jobs)/e2e.Seconds(), e2e.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  call->ack latency p50/p99: %s / %s\n", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond))
+	// CPU per job: run.sh parses "CPU per job (µs):", then "client", "server"
+	// and "all" (the process and its server, the system's whole cost here).
+	perJob := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(r.jobs) }
+	all := r.self
+	fmt.Fprintf(&b, "  CPU per job (µs): client %.1f (%s);", perJob(r.self), r.self.Round(time.Millisecond))
+	var srv time.Duration
+	for _, s := range r.servers {
+		srv += s
+	}
+	all += srv
+	fmt.Fprintf(&b, " server %.1f (%s); all %.1f\n", perJob(srv), srv.Round(time.Millisecond), perJob(all))
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write the figures: %w", err)
 	}

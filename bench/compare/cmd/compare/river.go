@@ -56,6 +56,8 @@ func runRiver(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 5000, "river.QueueConfig.MaxWorkers of the default queue")
 	jobs := fs.Int("jobs", 30000, "jobs to insert")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up if the workers have not run every job by then")
+	var servers pidList
+	fs.Var(&servers, "server-pid", "PID of a server process (redis-server, the postmaster) whose CPU, with its children's, is measured; repeatable")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("river: %w", err)
 	}
@@ -144,7 +146,7 @@ func runRiver(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	res, err := drive(ctx, driveConfig{jobs: *jobs, perCall: perCall, producers: *producers, timeout: *timeout}, c, submit)
+	res, err := drive(ctx, driveConfig{jobs: *jobs, perCall: perCall, producers: *producers, timeout: *timeout, servers: servers}, c, submit)
 	if err != nil {
 		return fmt.Errorf("river: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/node"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/cpustat"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	// OnResult, when set, is called once per distinct result (of both
 	// phases), for a progress line; it must be quick.
 	OnResult func()
+	// CPU, when set, is sampled around the throughput phase (first submit
+	// to the last result); its processes' CPU per job goes into the result.
+	CPU *cpustat.Meter
 }
 
 // Result holds the figures of a run.
@@ -66,7 +70,15 @@ type Result struct {
 	LightResultP50, LightResultP99 time.Duration
 	// Duplicates counts results published more than once.
 	Duplicates int64
+	// CPU is each measured process's CPU time over the throughput phase
+	// (Config.CPU): this process, named ThisProcess, is node and
+	// submitters at once.
+	CPU []cpustat.Usage
 }
+
+// ThisProcess names the one-process benchmark's own process in the CPU
+// figures: the node and the in-process submitters together.
+const ThisProcess = "this-process"
 
 // String formats the result for people.
 func (r Result) String() string {
@@ -76,6 +88,7 @@ func (r Result) String() string {
 		s += fmt.Sprintf("light load: submit->ack p50 %v p99 %v; submit->result p50 %v p99 %v\n", r.LightAckP50, r.LightAckP99, r.LightResultP50, r.LightResultP99)
 	}
 	s += fmt.Sprintf("duplicate results: %d\n", r.Duplicates)
+	s += cpustat.Format(r.CPU, r.Jobs, "")
 	return s
 }
 
@@ -168,6 +181,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return nil
 	}
 
+	if cfg.CPU != nil {
+		if err := cfg.CPU.Start(ctx); err != nil {
+			return Result{}, fmt.Errorf("bench: CPU before the run: %w", err)
+		}
+	}
 	ackLats := make([][]time.Duration, cfg.Submitters)
 	errs := make(chan error, cfg.Submitters)
 	var next atomic.Int64
@@ -201,6 +219,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, ctx.Err()
 	}
 	res := Result{Jobs: cfg.Jobs, Elapsed: time.Since(t0)}
+	if cfg.CPU != nil {
+		us, err := cfg.CPU.Stop(ctx)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench: CPU after the run: %w", err)
+		}
+		res.CPU = us
+	}
 	res.JobsPerSecond = float64(cfg.Jobs) / res.Elapsed.Seconds()
 	acks := slices.Concat(ackLats...)
 	res.AckP50, res.AckP99 = percentile(acks, 50), percentile(acks, 99)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/cpustat"
 )
 
 // The HTTP mode drives a running cluster the way its users do: jobs posted
@@ -76,6 +77,10 @@ type HTTPConfig struct {
 	// OnAck, when set, is called with the number of jobs a request got
 	// acknowledged, for a progress line; it must be quick.
 	OnAck func(n int)
+	// CPU, when set, is sampled around the throughput phase (first request
+	// to the last result read, or the last ack without Results): its
+	// processes' CPU per job goes into the result.
+	CPU *cpustat.Meter
 }
 
 // HTTPResult holds the figures of an HTTP run. Latencies are per request:
@@ -119,7 +124,13 @@ type HTTPResult struct {
 	// LightSettled counts the light phase's jobs settled by GET /work/{id}
 	// (their result latency is the lookup's answer).
 	LightSettled int
+	// CPU is each measured process's CPU time over the throughput phase
+	// (HTTPConfig.CPU); the load generator is named LoadGenerator.
+	CPU []cpustat.Usage
 }
+
+// LoadGenerator names this process in the CPU figures.
+const LoadGenerator = "load-generator"
 
 // String formats the result for people.
 func (r HTTPResult) String() string {
@@ -157,6 +168,7 @@ func (r HTTPResult) String() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(cpustat.Format(r.CPU, r.Jobs, LoadGenerator))
 	b.WriteString("(the load generator runs in this process: on a shared machine its CPU counts against the cluster's)\n")
 	return b.String()
 }
@@ -341,9 +353,25 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 		}()
 	}
 
+	if cfg.CPU != nil {
+		if err := cfg.CPU.Start(ctx); err != nil {
+			return res, fmt.Errorf("%w: CPU before the run: %w", ErrHTTPBench, err)
+		}
+	}
 	lats, resent, requests, t0, err := submitAll(ctx, cfg, h)
 	if err != nil {
 		return res, err
+	}
+	stopCPU := func() error {
+		if cfg.CPU == nil {
+			return nil
+		}
+		us, err := cfg.CPU.Stop(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: CPU after the run: %w", ErrHTTPBench, err)
+		}
+		res.CPU = us
+		return nil
 	}
 	res.AckElapsed = time.Since(t0)
 	res.Requests, res.Resent = requests, resent
@@ -351,7 +379,7 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 	res.AckP50, res.AckP90, res.AckP99 = percentile(lats, 50), percentile(lats, 90), percentile(lats, 99)
 	res.AckMax = percentile(lats, 100)
 	if !cfg.Results {
-		return res, nil
+		return res, stopCPU()
 	}
 
 	h.mu.Lock()
@@ -374,6 +402,9 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 			ErrHTTPBench, missing, cfg.Jobs, cfg.ResultTimeout, cfg.Type)
 	case <-ctx.Done():
 		return res, ctx.Err()
+	}
+	if err := stopCPU(); err != nil {
+		return res, err
 	}
 	h.mu.Lock()
 	res.Elapsed = h.last.Sub(t0)

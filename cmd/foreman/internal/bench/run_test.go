@@ -12,6 +12,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/testkit"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/bench"
+	"github.com/foreman-actors/foreman/cmd/foreman/internal/cpustat"
 )
 
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
@@ -23,7 +24,8 @@ func TestRun(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		res, err := bench.Run(ctx, bench.Config{Jobs: 40, Submitters: 4, Workers: 2, Window: 2, LightJobs: 3, DataDir: t.TempDir()})
+		res, err := bench.Run(ctx, bench.Config{Jobs: 40, Submitters: 4, Workers: 2, Window: 2, LightJobs: 3, DataDir: t.TempDir(),
+			CPU: cpustat.NewMeter(cpustat.Self(bench.ThisProcess))})
 		require.NoError(t, err)
 		require.Equal(t, 40, res.Jobs)
 		require.Positive(t, res.JobsPerSecond)
@@ -32,6 +34,9 @@ func TestRun(t *testing.T) {
 		require.Zero(t, res.Duplicates)
 		require.Contains(t, res.String(), "end to end: 40 jobs")
 		require.Contains(t, res.String(), "light load:")
+		require.Len(t, res.CPU, 1)
+		require.Positive(t, res.CPU[0].CPU, "a run of 40 jobs costs this process some CPU")
+		require.Contains(t, res.String(), "CPU per job (µs, over 40 jobs): this-process ")
 	})
 
 	t.Run("RejectsBadConfig", func(t *testing.T) {
