@@ -241,12 +241,10 @@ func runShellBlocks(ctx context.Context, env shellEnv, blocks []block) (err erro
 		case err = <-done:
 		case <-time.After(b.dir.timeout):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			err = fmt.Errorf("still running after %v", b.dir.timeout)
+			err = fmt.Errorf("still running after %v (killed: %w)", b.dir.timeout, <-done)
 		case <-ctx.Done():
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			err = ctx.Err()
+			err = fmt.Errorf("%w (killed: %w)", ctx.Err(), <-done)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w\n%s\n--- output:\n%s%s", b.where(), err, indent(b.body), out.String(), bgOutputs(bg))
@@ -390,4 +388,3 @@ func runGoBlocks(ctx context.Context, repo, dir string, blocks []block) error {
 	}
 	return nil
 }
-
