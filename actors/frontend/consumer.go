@@ -23,7 +23,7 @@ type Stats = core.Stats
 // ConsumerProps returns the props of the WorkResultConsumer: it subscribes
 // to *messages.WorkResult on the actor system's EventStream (unless
 // WithoutEventStream) and also consumes results sent to its PID, logs
-// "Consumed result" for each, calls WithOnResult, and counts duplicates
+// "Consumed result" for each (at WithResultLogLevel), calls WithOnResult, and counts duplicates
 // (WithDedupe): a result is a duplicate when the same outcome of its work
 // id was consumed, where an outcome is the final status and, on the feed,
 // the position of the finishing event, so that a work that died, was
@@ -105,10 +105,10 @@ func (r *consumer) consume(m *messages.WorkResult, seq int64) {
 		}
 		return
 	}
-	if r.log.Enabled(context.Background(), slog.LevelInfo) {
+	if r.log.Enabled(context.Background(), r.cfg.resultLevel) {
 		// Checked first: the arguments (a copy of the result, boxed
 		// values) cost an allocation each for every result otherwise.
-		r.log.Info("Consumed result", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "result", string(m.GetResult()))
+		r.log.Log(context.Background(), r.cfg.resultLevel, "Consumed result", "work_id", m.GetWorkId(), "job_type", m.GetJobType(), "result", string(m.GetResult()))
 	}
 	if r.cfg.onResult != nil {
 		r.cfg.onResult(m)

@@ -63,6 +63,7 @@ type config struct {
 	onAllAcked               func()
 
 	// WorkResultConsumer.
+	resultLevel slog.Level
 	onResult    func(*messages.WorkResult)
 	onDuplicate func(*messages.WorkResult)
 	dedupe      int
@@ -85,6 +86,7 @@ func defaultConfig() config {
 		jobType:     DefaultJobType,
 		payload:     func(n int) []byte { return strconv.AppendInt(nil, int64(n), 10) },
 		dedupe:      DefaultDedupeWindow,
+		resultLevel: slog.LevelInfo,
 	}
 }
 
@@ -179,6 +181,12 @@ func WithOnAcked(fn func(*messages.Work)) Option { return func(c *config) { c.on
 // WithOnAllAcked calls fn once all WithJobs jobs are acknowledged. For:
 // WorkProducer.
 func WithOnAllAcked(fn func()) Option { return func(c *config) { c.onAllAcked = fn } }
+
+// WithResultLogLevel sets the level of the consumer's "Consumed result"
+// line (default Info, as in the seed, where a result arrives every few
+// seconds). A run of many jobs puts it at Debug so that one line per result
+// does not bury what matters (foreman --jobs N). For: WorkResultConsumer.
+func WithResultLogLevel(l slog.Level) Option { return func(c *config) { c.resultLevel = l } }
 
 // WithOnResult calls fn, on the consumer's goroutine, for every result (only
 // the first of each outcome while deduplication is on: a work id that ended,

@@ -21,20 +21,11 @@ All three pass the conformance suite in package journaltest.
 # Writing
 
 A writer first takes the stream with AcquireEpoch, which fences every earlier
-writer, and then appends events numbered from the returned last sequence
-number plus one:
-
-	j, err := journal.OpenSQLite(filepath.Join(dataDir, "journal.db"))
-	if err != nil {
-		return err // names the file and says what to do
-	}
-	defer j.Close()
-	epoch, last, err := j.AcquireEpoch(ctx, "master-0")
-	// replay: LoadSnapshot, then Load(ctx, "master-0", snap.Seq+1, apply)
-	err = j.Append(ctx, "master-0", epoch, []journal.Event{{Seq: last + 1, Msg: ev}})
-	if errors.Is(err, journal.ErrFenced) {
-		// another activation took over: stop
-	}
+writer, and then appends persistence.Event values numbered from the returned
+last sequence number plus one; an append under an epoch that is no longer
+current fails with persistence.ErrFenced (another activation took over: the
+writer stops). The package's Example (example_test.go, compiled and run by
+go test) shows the whole cycle: open, acquire, append, replay, fenced.
 
 # Leases
 

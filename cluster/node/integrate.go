@@ -13,8 +13,8 @@ import (
 	"github.com/foreman-actors/foreman/actors/throttler"
 )
 
-// This file wires the seeds' patterns into the distributed workers (DESIGN.md
-// "The seeds' patterns work together"): per-job-type rate limits enforced
+// This file wires the seeds' patterns into the distributed workers (see
+// docs/library.md, "The seeds working together"): per-job-type rate limits enforced
 // where the master hands work out (seed 002) and a worker node's executor
 // pool sized by the self-tuning limiter (seed 004). The caller's deadline
 // and interest (seed 003) need no wiring here: a Work carrying a waiter PID

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/cluster/journal"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/cluster/node"
 	"github.com/foreman-actors/foreman/cmd/foreman/internal/progress"
@@ -130,9 +133,12 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		go rep.Run(pctx)
 	}
 	var (
-		mu       sync.Mutex
-		consumed = map[string]bool{}
-		allDone  = make(chan struct{})
+		mu        sync.Mutex
+		consumed  = map[string]bool{}
+		submitted = map[string]time.Time{} // work id -> when the producer made it
+		first     time.Time                // the first submission
+		latencies []time.Duration          // submission -> result, per job
+		allDone   = make(chan struct{})
 	)
 	onResult := func(r *messages.WorkResult) {
 		if a.jobs == 0 || !strings.HasPrefix(r.GetWorkId(), runID) {
@@ -144,12 +150,22 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 			return
 		}
 		consumed[r.GetWorkId()] = true
+		if t, ok := submitted[r.GetWorkId()]; ok {
+			latencies = append(latencies, time.Since(t))
+			delete(submitted, r.GetWorkId())
+		}
 		rep.Add(1)
 		if len(consumed) == a.jobs {
 			close(allDone)
 		}
 	}
-	cprops, err := frontend.ConsumerProps(frontend.WithLogger(log), frontend.WithOnResult(countResults(m, onResult)), frontend.WithDedupe(1<<16))
+	copts := []frontend.Option{frontend.WithLogger(log), frontend.WithOnResult(countResults(m, onResult)), frontend.WithDedupe(1 << 16)}
+	if a.jobs > 0 {
+		// One line per result would bury the progress line and the
+		// summary: the results of a --jobs run show at debug.
+		copts = append(copts, frontend.WithResultLogLevel(slog.LevelDebug))
+	}
+	cprops, err := frontend.ConsumerProps(copts...)
 	if err != nil {
 		printErr(stderr, "foreman: %v\n", err)
 		return 1
@@ -175,7 +191,19 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		front := sys.Root.Spawn(fprops)
 		popts := []frontend.Option{
 			frontend.WithLogger(log),
-			frontend.WithWorkID(func(i int) string { return runID + strconv.Itoa(i) }),
+			frontend.WithWorkID(func(i int) string {
+				id := runID + strconv.Itoa(i)
+				if a.jobs > 0 {
+					mu.Lock()
+					now := time.Now()
+					if first.IsZero() {
+						first = now
+					}
+					submitted[id] = now
+					mu.Unlock()
+				}
+				return id
+			}),
 		}
 		if a.jobs > 0 {
 			popts = append(popts, frontend.WithJobs(a.jobs), frontend.WithConcurrency(256))
@@ -203,8 +231,14 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	select {
 	case <-allDone:
 		rep.Finish()
+		mu.Lock()
+		sum := jobSummary{jobs: a.jobs, elapsed: time.Since(first), latencies: latencies, journal: journalWhere(a)}
+		mu.Unlock()
 		stopClients()
 		code := stopNode()
+		if err := sum.write(stdout); err != nil {
+			return outputFailed(stderr, "foreman", err)
+		}
 		if _, err := fmt.Fprintf(stdout, "consumed %d results\n", a.jobs); err != nil {
 			return outputFailed(stderr, "foreman", err)
 		}
@@ -222,4 +256,17 @@ func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "run-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// journalWhere names the all-in-one node's journal for the summary: the
+// --journal URL with its password masked, or the SQLite file in --data.
+func journalWhere(a nodeArgs) string {
+	if a.journal != "" {
+		return journal.RedactURL(a.journal)
+	}
+	p := filepath.Join(a.data, node.JournalFile)
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	return "sqlite:" + p
 }

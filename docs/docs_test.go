@@ -1,0 +1,255 @@
+package docs_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foreman-actors/foreman/cluster/httpapi"
+	"github.com/foreman-actors/foreman/docs/internal/apimd"
+)
+
+// repo is the repository root; binDir holds the foreman built for the
+// shell blocks.
+var repo, binDir string
+
+func TestMain(m *testing.M) {
+	code, err := setUp(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setUp(m *testing.M) (int, error) {
+	var err error
+	if repo, err = filepath.Abs(".."); err != nil {
+		return 1, err
+	}
+	if binDir, err = os.MkdirTemp("", "foreman-docs-bin-*"); err != nil {
+		return 1, err
+	}
+	defer func() { _ = os.RemoveAll(binDir) }()
+	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "foreman"), "./cmd/foreman")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("building foreman: %w\n%s", err, out)
+	}
+	return m.Run(), nil
+}
+
+func allBlocks(t *testing.T) map[string][]block {
+	t.Helper()
+	files, err := docFiles(repo)
+	require.NoError(t, err)
+	out := map[string][]block{}
+	for _, f := range files {
+		md, err := os.ReadFile(filepath.Join(repo, f))
+		require.NoError(t, err)
+		bs, err := parseBlocks(f, md)
+		require.NoError(t, err)
+		out[f] = bs
+	}
+	return out
+}
+
+// newEnv makes the directories a file's shell blocks run in: an empty one,
+// and a copy of the repository made of symlinks (for repo blocks, so that
+// go run ./cmd/foreman writes its foreman-data there, not in the tree).
+func newEnv(t *testing.T) shellEnv {
+	t.Helper()
+	ci, err := os.ReadFile(filepath.Join(repo, ".ci", "run"))
+	require.NoError(t, err)
+	mirror := t.TempDir()
+	entries, err := os.ReadDir(repo)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.Name() == "foreman-data" || e.Name() == ".git" {
+			continue
+		}
+		require.NoError(t, os.Symlink(filepath.Join(repo, e.Name()), filepath.Join(mirror, e.Name())))
+	}
+	return shellEnv{repo: repo, binDir: binDir, ciRun: string(ci), workDir: t.TempDir(), mirror: mirror}
+}
+
+// TestShellBlocks runs every ```sh block of README.md and docs/**/*.md, a
+// file's blocks in order in one directory, with the foreman of this tree on
+// PATH. The files run one after the other: their clusters use fixed ports.
+func TestShellBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real nodes; not with -short")
+	}
+	for file, blocks := range sortedFiles(allBlocks(t)) {
+		t.Run(file, func(t *testing.T) {
+			n := 0
+			for _, b := range blocks {
+				if b.lang == "sh" {
+					n++
+				}
+			}
+			if n == 0 {
+				t.Skip("no sh blocks")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+			defer cancel()
+			start := time.Now()
+			require.NoError(t, runShellBlocks(ctx, newEnv(t), blocks))
+			t.Logf("%d sh blocks in %v", n, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// TestGoBlocks compiles every ```go block of the documents and runs the
+// programs.
+func TestGoBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles a module; not with -short")
+	}
+	var gos []block
+	for _, blocks := range sortedFiles(allBlocks(t)) {
+		for _, b := range blocks {
+			if b.lang == "go" {
+				gos = append(gos, b)
+			}
+		}
+	}
+	if len(gos) == 0 {
+		t.Skip("no go blocks")
+	}
+	require.NoError(t, runGoBlocks(t.Context(), repo, t.TempDir(), gos))
+}
+
+// sortedFiles iterates the documents in name order.
+func sortedFiles(m map[string][]block) func(func(string, []block) bool) {
+	return func(yield func(string, []block) bool) {
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sortStrings(names)
+		for _, n := range names {
+			if !yield(n, m[n]) {
+				return
+			}
+		}
+	}
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// TestDriftFails proves the two ways docs drift from the code fail the run:
+// a renamed or removed flag in a shell block, a removed symbol in a Go block
+// (issue 40: cluster/journal/doc.go's journal.ErrFenced was such a symbol).
+func TestDriftFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs foreman and compiles a module; not with -short")
+	}
+	t.Run("RenamedFlag", func(t *testing.T) {
+		md := "<!-- doctest: output=\"consumed 3 results\" -->\n```sh\nforeman --jobs 3 --delay 0 --no-such-flag\n```\n"
+		bs, err := parseBlocks("drift.md", []byte(md))
+		require.NoError(t, err)
+		err = runShellBlocks(t.Context(), newEnv(t), bs)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "drift.md:2")
+		require.Contains(t, err.Error(), "no-such-flag")
+		// The same block with the flag as it is passes: the failure above is the flag's.
+		bs[0].body = "foreman --jobs 3 --delay 0\n"
+		require.NoError(t, runShellBlocks(t.Context(), newEnv(t), bs))
+	})
+	t.Run("RemovedSymbol", func(t *testing.T) {
+		md := "```go\npackage main\n\nimport \"github.com/foreman-actors/foreman/cluster/journal\"\n\nvar _ = journal.ErrFenced\n\nfunc main() {}\n```\n"
+		bs, err := parseBlocks("drift.md", []byte(md))
+		require.NoError(t, err)
+		err = runGoBlocks(t.Context(), repo, t.TempDir(), bs)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "undefined: journal.ErrFenced")
+		require.Contains(t, err.Error(), "drift.md:1")
+	})
+	t.Run("Fragment", func(t *testing.T) {
+		bs, err := parseBlocks("drift.md", []byte("```go\nx := 1\n```\n"))
+		require.NoError(t, err)
+		require.ErrorContains(t, runGoBlocks(t.Context(), repo, t.TempDir(), bs), "must be a whole file")
+	})
+}
+
+func TestParseBlocks(t *testing.T) {
+	t.Parallel()
+	md := "text\n<!-- doctest: background ready=\"http api started\" -->\n```sh\nforeman 3761\n```\n\n```text\nnot run\n```\n"
+	bs, err := parseBlocks("x.md", []byte(md))
+	require.NoError(t, err)
+	require.Len(t, bs, 2)
+	require.True(t, bs[0].dir.background)
+	require.Equal(t, "http api started", bs[0].dir.ready.String())
+	require.Equal(t, 3, bs[0].line)
+	require.Equal(t, "foreman 3761\n", bs[0].body)
+	require.Equal(t, "text", bs[1].lang)
+
+	_, err = parseBlocks("x.md", []byte("<!-- doctest: backgrund -->\n```sh\nx\n```\n"))
+	require.ErrorContains(t, err, `unknown doctest directive "backgrund"`)
+	_, err = parseBlocks("x.md", []byte("<!-- doctest: background -->\nprose\n```sh\nx\n```\n"))
+	require.ErrorContains(t, err, "right before a fence")
+	_, err = parseBlocks("x.md", []byte("```sh\nx\n"))
+	require.ErrorContains(t, err, "never closed")
+}
+
+// TestHTTPAPIReference fails when docs/http-api.md's reference is not what
+// cluster/httpapi's OpenAPI document renders to: run go generate ./docs.
+func TestHTTPAPIReference(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("http-api.md")
+	require.NoError(t, err)
+	ref, err := apimd.Render(httpapi.OpenAPI)
+	require.NoError(t, err)
+	want, err := apimd.Splice(doc, ref)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, doc), "docs/http-api.md is stale: run go generate ./docs and commit it")
+}
+
+// TestLengths holds the two front pages to what a newcomer reads (issue 40).
+func TestLengths(t *testing.T) {
+	t.Parallel()
+	for file, most := range map[string]int{"README.md": 250, "BENCHMARKS.md": 300} {
+		b, err := os.ReadFile(filepath.Join(repo, file))
+		require.NoError(t, err)
+		require.LessOrEqual(t, bytes.Count(b, []byte("\n")), most, "%s has grown past %d lines: move reference material to docs/", file, most)
+	}
+}
+
+var linkRE = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+
+// TestLinks: every relative link of the documents names a file that
+// exists (a guide renamed or moved breaks no link unnoticed).
+func TestLinks(t *testing.T) {
+	t.Parallel()
+	files, err := docFiles(repo)
+	require.NoError(t, err)
+	for _, f := range files {
+		md, err := os.ReadFile(filepath.Join(repo, f))
+		require.NoError(t, err)
+		for _, m := range linkRE.FindAllStringSubmatch(string(md), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.ContainsAny(target, "([") { // a URL, or Go code in a text block
+				continue
+			}
+			p := filepath.Join(repo, filepath.Dir(f), target)
+			_, err := os.Stat(p)
+			require.NoError(t, err, "%s links to %s, which does not exist", f, target)
+		}
+	}
+}
