@@ -85,7 +85,7 @@ func parseBlocks(file string, md []byte) ([]block, error) {
 			continue
 		}
 		if m := fenceRE.FindStringSubmatch(line); m != nil {
-			cur = &block{file: file, line: n, lang: m[1]}
+			cur = &block{file: file, line: n, lang: m[1], dir: directive{timeout: time.Minute}}
 			if pending != nil {
 				cur.dir = *pending
 			}
