@@ -72,14 +72,35 @@ func TestSIGTERMDrain(t *testing.T) {
 		return last
 	}
 
+	// waitStarted waits until the job runs on an executor: the master marks
+	// a job running when it hands it out, the built-in long job reports
+	// progress once its function has started.
+	waitStarted := func(id string, within time.Duration) {
+		t.Helper()
+		var last *httpapi.WorkInfo
+		require.Eventually(t, func() bool {
+			info, err := api.Work(ctx, id)
+			if err != nil {
+				return false
+			}
+			last = info
+			return info.Status == httpapi.StatusRunning && info.Progress != nil
+		}, within, 50*time.Millisecond, "waiting for %s to start (last %+v)\n%s", id, last, g.tails())
+	}
+
 	// A drain within the timeout: both jobs complete on the worker.
-	fits := g.startBinary(ctx, bin, "worker-fits", "0", seeds, "--workers", "2", "--drain-timeout", "20s")
+	// --prefetch 0: a worker that does not yet know its jobs are long reads
+	// one ahead, and a draining worker hands back at once what it holds but
+	// has not started (another worker can start it sooner). Without it both
+	// jobs could land on one worker, the second waiting in its queue, and
+	// the test would see a hand-back that is the design, not a fault.
+	fits := g.startBinary(ctx, bin, "worker-fits", "0", seeds, "--workers", "2", "--prefetch", "0", "--drain-timeout", "20s")
 	fits.waitLine(t, "Worker started", 2, 60*time.Second)
 	for _, id := range []string{"fits-1", "fits-2"} {
 		submit(id, `"4s"`)
 	}
 	for _, id := range []string{"fits-1", "fits-2"} {
-		waitStatus(id, httpapi.StatusRunning, 30*time.Second)
+		waitStarted(id, 30*time.Second)
 	}
 	g.sigterm(t, fits, 4*time.Second+bound)
 	require.Empty(t, handedBack(fits), "nothing handed back\n%s", fits.log.tail(20))
@@ -90,13 +111,13 @@ func TestSIGTERMDrain(t *testing.T) {
 	}
 
 	// A drain that times out: the jobs are handed back and done elsewhere.
-	short := g.startBinary(ctx, bin, "worker-short", "0", seeds, "--workers", "2", "--drain-timeout", "2s")
+	short := g.startBinary(ctx, bin, "worker-short", "0", seeds, "--workers", "2", "--prefetch", "0", "--drain-timeout", "2s")
 	short.waitLine(t, "Worker started", 2, 60*time.Second)
 	for _, id := range []string{"long-1", "long-2"} {
 		submit(id, `"15s"`)
 	}
 	for _, id := range []string{"long-1", "long-2"} {
-		waitStatus(id, httpapi.StatusRunning, 30*time.Second)
+		waitStarted(id, 30*time.Second)
 	}
 	other := g.startBinary(ctx, bin, "worker-other", "0", seeds, "--workers", "2")
 	other.waitLine(t, "Worker started", 2, 60*time.Second)
