@@ -42,6 +42,7 @@ func setUp(m *testing.M) (int, error) {
 	defer func() { _ = os.RemoveAll(binDir) }()
 	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "foreman"), "./cmd/foreman")
 	build.Dir = repo
+	build.Env = append(os.Environ(), trimpathEnv()) // as the repo blocks build, so they hit the cache
 	if out, err := build.CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("building foreman: %w\n%s", err, out)
 	}
@@ -84,13 +85,22 @@ func newEnv(t *testing.T) shellEnv {
 
 // TestShellBlocks runs every ```sh block of README.md and docs/**/*.md, a
 // file's blocks in order in one directory, with the foreman of this tree on
-// PATH. The files run one after the other: their clusters use fixed ports.
+// PATH. Files run in parallel (as many at once as -parallel allows): each
+// uses ports of its own (TestDistinctPorts).
 func TestShellBlocks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real nodes; not with -short")
 	}
 	for file, blocks := range sortedFiles(allBlocks(t)) {
 		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			if missing, fail := needsMissing(blocks); len(missing) > 0 {
+				if fail {
+					t.Fatalf("%s needs %s, which this run requires (CI)", file, strings.Join(missing, ", "))
+				}
+				t.Skipf("SKIPPED %s: it needs %s", file, strings.Join(missing, ", "))
+			}
 			n := 0
 			for _, b := range blocks {
 				if b.lang == "sh" {
@@ -112,6 +122,7 @@ func TestShellBlocks(t *testing.T) {
 // TestGoBlocks compiles every ```go block of the documents and runs the
 // programs.
 func TestGoBlocks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("compiles a module; not with -short")
 	}
@@ -157,6 +168,7 @@ func sortStrings(s []string) {
 // a renamed or removed flag in a shell block, a removed symbol in a Go block
 // (issue 40: cluster/journal/doc.go's journal.ErrFenced was such a symbol).
 func TestDriftFails(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs foreman and compiles a module; not with -short")
 	}
@@ -231,25 +243,133 @@ func TestLengths(t *testing.T) {
 	}
 }
 
-var linkRE = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+var (
+	linkRE    = regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+	headingRE = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	anchorRE  = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
+	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N}\s_-]`)
+)
+
+// anchors returns the fragments GitHub gives a Markdown document's headings
+// (lower case, punctuation dropped, spaces to hyphens, a repeated one
+// suffixed -1, -2, ...) and its explicit <a id> anchors. Headings inside
+// code blocks do not count.
+func anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	count := map[string]int{}
+	inFence := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		for _, m := range anchorRE.FindAllStringSubmatch(line, -1) {
+			out[m[1]] = true
+		}
+		m := headingRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		slug := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+		if n := count[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		count[slug]++
+	}
+	return out
+}
 
 // TestLinks: every relative link of the documents names a file that
-// exists (a guide renamed or moved breaks no link unnoticed).
+// exists, and a link's #fragment a heading of that file (a guide renamed or
+// a section retitled breaks no link unnoticed).
 func TestLinks(t *testing.T) {
 	t.Parallel()
 	files, err := docFiles(repo)
 	require.NoError(t, err)
+	cache := map[string]map[string]bool{}
+	anchorsOf := func(p string) map[string]bool {
+		if a, ok := cache[p]; ok {
+			return a
+		}
+		md, err := os.ReadFile(p)
+		require.NoError(t, err)
+		cache[p] = anchors(string(md))
+		return cache[p]
+	}
 	for _, f := range files {
 		md, err := os.ReadFile(filepath.Join(repo, f))
 		require.NoError(t, err)
 		for _, m := range linkRE.FindAllStringSubmatch(string(md), -1) {
-			target := m[1]
+			target, frag := m[1], strings.TrimPrefix(m[2], "#")
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.ContainsAny(target, "([") { // a URL, or Go code in a text block
 				continue
 			}
-			p := filepath.Join(repo, filepath.Dir(f), target)
-			_, err := os.Stat(p)
-			require.NoError(t, err, "%s links to %s, which does not exist", f, target)
+			if target == "" && frag == "" {
+				continue
+			}
+			p := filepath.Join(repo, f)
+			if target != "" {
+				p = filepath.Join(repo, filepath.Dir(f), target)
+				st, err := os.Stat(p)
+				require.NoError(t, err, "%s links to %s, which does not exist", f, target)
+				if st.IsDir() || !strings.HasSuffix(p, ".md") {
+					continue
+				}
+			}
+			if frag != "" {
+				require.True(t, anchorsOf(p)[frag], "%s links to %s#%s: %s has no such heading", f, target, frag, filepath.Base(p))
+			}
+		}
+	}
+}
+
+func TestAnchors(t *testing.T) {
+	t.Parallel()
+	md := "# Foreman as a library: every package\n## Many masters (shards)\n```sh\n# not a heading\n```\n## Notes\n## Notes\n<a id=\"x-1\"></a>\n"
+	a := anchors(md)
+	for _, want := range []string{"foreman-as-a-library-every-package", "many-masters-shards", "notes", "notes-1", "x-1"} {
+		require.True(t, a[want], "missing %s in %v", want, a)
+	}
+	require.False(t, a["not-a-heading"])
+}
+
+var portRE = regexp.MustCompile(`127\.0\.0\.1:(\d{4,5})\b|\bforeman (\d{4,5})\b|--(?:pprof|metrics|listen-client-urls|listen-peer-urls) \S*?(\d{4,5})\b`)
+
+// TestDistinctPorts: the files' shell blocks run in parallel, so no two
+// files may use the same loopback port, counting the ports a node derives
+// from its own (a backend's membership endpoint at +4000, a frontend's HTTP
+// API at +5000).
+func TestDistinctPorts(t *testing.T) {
+	t.Parallel()
+	owner := map[string]string{}
+	for file, blocks := range sortedFiles(allBlocks(t)) {
+		for _, b := range blocks {
+			if b.lang != "sh" || b.dir.ci {
+				continue
+			}
+			for _, m := range portRE.FindAllStringSubmatch(b.body, -1) {
+				p := m[1] + m[2] + m[3]
+				ports := []string{p}
+				var n int
+				_, _ = fmt.Sscan(p, &n)
+				switch {
+				case n >= 2000 && n < 3000:
+					ports = append(ports, fmt.Sprint(n+4000))
+				case n >= 3000 && n < 4000:
+					ports = append(ports, fmt.Sprint(n+5000))
+				}
+				for _, q := range ports {
+					if o, ok := owner[q]; ok && o != file {
+						t.Errorf("port %s is used by %s and %s (%s): files run in parallel, give each its own", q, o, file, b.where())
+					}
+					owner[q] = file
+				}
+			}
 		}
 	}
 }

@@ -44,6 +44,8 @@ type directive struct {
 	ci          bool           // not run here: each command must be one .ci/run runs (the test suite)
 	repo        bool           // run in a copy of the repository (go run ./cmd/foreman ...)
 	compileOnly bool           // go: compile, do not run (a program that serves until stopped)
+	cleanup     bool           // run when the file's blocks end, failed or not, after its background blocks stop
+	needs       []string       // services the block needs installed: etcd, postgres (see needsMissing)
 }
 
 var (
@@ -122,8 +124,17 @@ func parseDirective(s string) (directive, error) {
 			d.repo = true
 		case "compile-only":
 			d.compileOnly = true
+		case "cleanup":
+			d.cleanup = true
+		case "needs":
+			for _, n := range strings.Split(val, ",") {
+				if _, ok := services[n]; !ok {
+					return d, fmt.Errorf("doctest directive needs=%s: unknown service %q (know: etcd, postgres)", val, n)
+				}
+				d.needs = append(d.needs, n)
+			}
 		default:
-			return d, fmt.Errorf("unknown doctest directive %q (know: background, ready=, output=, timeout=, ci, repo, compile-only)", m[1])
+			return d, fmt.Errorf("unknown doctest directive %q (know: background, ready=, output=, timeout=, ci, repo, compile-only, cleanup, needs=)", m[1])
 		}
 		if err != nil {
 			return d, fmt.Errorf("doctest directive %s: %w", m[1], err)
@@ -132,10 +143,56 @@ func parseDirective(s string) (directive, error) {
 	return d, nil
 }
 
-// docFiles lists README.md and every Markdown file under docs/, so a guide
-// added later is run without anyone registering it.
+// A service is a program some blocks need installed: the blocks start
+// their own server, as a newcomer would on one machine. present says whether
+// it is installed; required whether this run must have it (CI installs both
+// and sets these variables, so there a missing one fails instead of skipping).
+type service struct {
+	present  func() bool
+	required func() bool
+	install  string
+}
+
+var services = map[string]service{
+	"etcd": {
+		present:  func() bool { _, err := exec.LookPath("etcd"); return err == nil },
+		required: func() bool { return os.Getenv("FOREMAN_TEST_ETCD") == "require" },
+		install:  "apt-get install etcd-server",
+	},
+	"postgres": {
+		present: func() bool {
+			bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+			return len(bins) > 0
+		},
+		required: func() bool { return os.Getenv("FOREMAN_TEST_POSTGRES_DSN") != "" },
+		install:  "apt-get install postgresql",
+	},
+}
+
+// needsMissing says which services a file's blocks need that are not
+// installed, and whether that is an error here (a required one) rather than
+// a reason to skip the file.
+func needsMissing(blocks []block) (missing []string, fail bool) {
+	seen := map[string]bool{}
+	for _, b := range blocks {
+		for _, n := range b.dir.needs {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			if s := services[n]; !s.present() {
+				missing = append(missing, fmt.Sprintf("%s (%s)", n, s.install))
+				fail = fail || s.required()
+			}
+		}
+	}
+	return missing, fail
+}
+
+// docFiles lists README.md, BENCHMARKS.md and every Markdown file under
+// docs/, so a guide added later is run without anyone registering it.
 func docFiles(repo string) ([]string, error) {
-	files := []string{"README.md"}
+	files := []string{"README.md", "BENCHMARKS.md"}
 	err := filepath.WalkDir(filepath.Join(repo, "docs"), func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -195,9 +252,16 @@ func runShellBlocks(ctx context.Context, env shellEnv, blocks []block) (err erro
 		for i := len(bg) - 1; i >= 0; i-- {
 			stopGroup(bg[i])
 		}
+		for _, b := range blocks {
+			if b.lang == "sh" && b.dir.cleanup {
+				if cerr := runCleanup(env, b); cerr != nil && err == nil {
+					err = cerr
+				}
+			}
+		}
 	}()
 	for _, b := range blocks {
-		if b.lang != "sh" {
+		if b.lang != "sh" || b.dir.cleanup {
 			continue
 		}
 		if b.dir.ci {
@@ -208,14 +272,7 @@ func runShellBlocks(ctx context.Context, env shellEnv, blocks []block) (err erro
 			}
 			continue
 		}
-		dir := env.workDir
-		if b.dir.repo {
-			dir = env.mirror
-		}
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.body) //nolint:gosec // the documentation's own commands, run on purpose
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PATH="+env.binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd := shellCmd(env, b)
 		out := &safeBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if b.dir.background {
@@ -252,6 +309,52 @@ func runShellBlocks(ctx context.Context, env shellEnv, blocks []block) (err erro
 		if b.dir.output != nil && !b.dir.output.MatchString(out.String()) {
 			return fmt.Errorf("%s: the output does not match %q:\n%s", b.where(), b.dir.output, out.String())
 		}
+	}
+	return nil
+}
+
+// shellCmd is the command that runs a shell block, in its own process group.
+func shellCmd(env shellEnv, b block) *exec.Cmd {
+	dir := env.workDir
+	if b.dir.repo {
+		dir = env.mirror
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.body) //nolint:gosec // the documentation's own commands, run on purpose
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+env.binDir+string(os.PathListSeparator)+os.Getenv("PATH"), trimpathEnv())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// trimpathEnv adds -trimpath to GOFLAGS. The go build and go run of repo
+// blocks work in a copy of the repository at another path; without
+// -trimpath Go's build cache keys this module's packages by their
+// directory and compiles them all again (minutes on a busy 2-core machine),
+// while with it they reuse what TestMain's build compiled.
+func trimpathEnv() string {
+	return "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -trimpath")
+}
+
+// runCleanup runs a cleanup block (a server the file started, stopped),
+// whatever happened before it.
+func runCleanup(env shellEnv, b block) error {
+	cmd := shellCmd(env, b)
+	out := &safeBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: starting: %w", b.where(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(b.dir.timeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err = fmt.Errorf("still running after %v (killed: %w)", b.dir.timeout, <-done)
+	}
+	if err != nil {
+		return fmt.Errorf("%s (cleanup): %w\n%s", b.where(), err, out.String())
 	}
 	return nil
 }
