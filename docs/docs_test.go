@@ -222,6 +222,8 @@ func TestParseBlocks(t *testing.T) {
 	require.ErrorContains(t, err, `unknown doctest directive "backgrund"`)
 	_, err = parseBlocks("x.md", []byte("<!-- doctest: background -->\nprose\n```sh\nx\n```\n"))
 	require.ErrorContains(t, err, "right before a fence")
+	_, err = parseBlocks("x.md", []byte("- a list item:\n  ```sh\n  foreman 2551\n  ```\n"))
+	require.ErrorContains(t, err, "indented ```sh block is never run")
 	_, err = parseBlocks("x.md", []byte("```sh\nx\n"))
 	require.ErrorContains(t, err, "never closed")
 }

@@ -86,6 +86,9 @@ func parseBlocks(file string, md []byte) ([]block, error) {
 			pending = &d
 			continue
 		}
+		if m := fenceRE.FindStringSubmatch(strings.TrimLeft(line, " \t")); m != nil && line != strings.TrimLeft(line, " \t") && (m[1] == "sh" || m[1] == "go") {
+			return nil, fmt.Errorf("%s:%d: an indented ```%s block is never run: start its fence at the beginning of the line (or make it ```text)", file, n, m[1])
+		}
 		if m := fenceRE.FindStringSubmatch(line); m != nil {
 			cur = &block{file: file, line: n, lang: m[1], dir: directive{timeout: time.Minute}}
 			if pending != nil {
