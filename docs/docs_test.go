@@ -381,3 +381,24 @@ func TestDistinctPorts(t *testing.T) {
 		}
 	}
 }
+
+var flagCellRE = regexp.MustCompile("(?m)^\\| `(--[a-z0-9-]+)")
+
+// TestFlagsTable: every flag docs/operations.md's table lists is one
+// foreman --help prints, so a renamed or removed flag fails here even where
+// no runnable block uses it. (Flags the table lacks are not an error: other
+// pages document their own.)
+func TestFlagsTable(t *testing.T) {
+	t.Parallel()
+	md, err := os.ReadFile("operations.md")
+	require.NoError(t, err)
+	help, _ := exec.Command(filepath.Join(binDir, "foreman"), "--help").CombinedOutput() //nolint:gosec // this tree's own binary
+	require.Contains(t, string(help), "flags:", "foreman --help printed no flags:\n%s", help)
+	rows := flagCellRE.FindAllStringSubmatch(string(md), -1)
+	require.NotEmpty(t, rows, "operations.md has no flags table")
+	for _, m := range rows {
+		name := strings.TrimPrefix(m[1], "--")
+		require.Regexp(t, `(?m)^\s+-`+regexp.QuoteMeta(name)+`\b`, string(help),
+			"operations.md lists %s, which foreman --help does not know: rename or remove it", m[1])
+	}
+}
