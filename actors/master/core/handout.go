@@ -97,6 +97,7 @@ func (m *Master) onRequestWork(now time.Time, in RequestWork) {
 // With bundles (the worker said it takes them) the works of one request go
 // in one WorkBundle; otherwise one Work each.
 func (m *Master) dispatch(now time.Time, w *workerInfo, n int, bundles bool) {
+	m.state.keys.limits, m.state.keys.timeout = m.cfg.Concurrency, m.cfg.WorkTimeout
 	p := planDispatch(m.state, m.cfg.Limiters, w.accepts, w.id, n, now)
 	switch {
 	case len(p.events) == 0:

@@ -62,6 +62,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 	}
 	var throttled map[string]bool
 	accept := func(jt string) bool { return (accepts == nil || accepts(jt)) && !throttled[jt] }
+	s.beforeDispatch(now)
 	for len(p.works) < n {
 		work := s.nextReady(now, accept)
 		if work == nil {
@@ -70,6 +71,12 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 		if dl := work.deadline(); dl != 0 && dl <= now.UnixNano() {
 			apply(&messages.WorkExpired{WorkId: work.id, AtUnixNano: now.UnixNano(), JobType: work.jobType,
 				Reason: "deadline of the submitter passed before the work was started"})
+			continue
+		}
+		if ok, at := s.mayStart(work, now); !ok {
+			if !at.IsZero() {
+				wake(at)
+			}
 			continue
 		}
 		if lim := limiters[work.jobType]; lim != nil {
