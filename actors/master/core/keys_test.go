@@ -208,7 +208,11 @@ func TestUniqueKeys(t *testing.T) {
 			"negative period": uniqueWork(ok.GetWorkId(), key, -time.Second, nil),
 			"period alone":    uniqueWork(ok.GetWorkId(), "", time.Second, nil),
 			"long key":        uniqueWork(ok.GetWorkId(), string(make([]byte, MaxKeyLen+1)), 0, nil),
-			"keys apart":      func() *messages.Work { w := uniqueWork(ok.GetWorkId(), key, 0, nil); w.ConcurrencyKey = other; return w }(),
+			"keys apart": func() *messages.Work {
+				w := uniqueWork(ok.GetWorkId(), key, 0, nil)
+				w.ConcurrencyKey = other
+				return w
+			}(),
 		} {
 			r := cfg.Check(w)
 			require.NotNil(t, r, name)
