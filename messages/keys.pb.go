@@ -150,13 +150,16 @@ func (x *UniqueHold) GetUntilUnixNano() int64 {
 	return 0
 }
 
-// HeldSlot is a concurrency slot held by a run that a recovery requeued:
-// held until its result arrives or the work timeout after its start.
+// HeldSlot is a concurrency slot held by a run the master no longer
+// tracks as running but that may still execute (a recovery requeued it,
+// or another run's result finished its work): held until that run's own
+// result arrives or the work timeout after its start.
 type HeldSlot struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Key               string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	WorkId            string                 `protobuf:"bytes,2,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
 	StartedAtUnixNano int64                  `protobuf:"varint,3,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	WorkerId          string                 `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -212,6 +215,13 @@ func (x *HeldSlot) GetStartedAtUnixNano() int64 {
 	return 0
 }
 
+func (x *HeldSlot) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
 var File_keys_proto protoreflect.FileDescriptor
 
 const file_keys_proto_rawDesc = "" +
@@ -227,11 +237,12 @@ const file_keys_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x124\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12&\n" +
-	"\x0funtil_unix_nano\x18\x04 \x01(\x03R\runtilUnixNano\"f\n" +
+	"\x0funtil_unix_nano\x18\x04 \x01(\x03R\runtilUnixNano\"\x83\x01\n" +
 	"\bHeldSlot\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
 	"\awork_id\x18\x02 \x01(\tR\x06workId\x12/\n" +
-	"\x14started_at_unix_nano\x18\x03 \x01(\x03R\x11startedAtUnixNanoB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x14started_at_unix_nano\x18\x03 \x01(\x03R\x11startedAtUnixNano\x12\x1b\n" +
+	"\tworker_id\x18\x04 \x01(\tR\bworkerIdB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_keys_proto_rawDescOnce sync.Once

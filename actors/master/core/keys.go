@@ -178,17 +178,20 @@ func (k *keyIndex) runs(e *entry, d int) {
 	}
 }
 
-// requeued keeps the slot of e, running when a recovery requeues it.
+// requeued keeps the slot of e's run, which may go on executing while
+// the master no longer tracks it: a recovery requeues it, or another
+// run's result finishes e.
 func (k *keyIndex) requeued(e *entry) {
 	if key := e.concurrencyKey(); key != "" {
-		k.slots = append(k.slots, &messages.HeldSlot{Key: key, WorkId: e.id, StartedAtUnixNano: e.startedAt})
+		k.slots = append(k.slots, &messages.HeldSlot{Key: key, WorkId: e.id, StartedAtUnixNano: e.startedAt, WorkerId: e.workerID})
 	}
 }
 
-// ended frees a held slot of work id, whose outcome arrived.
-func (k *keyIndex) ended(id string) {
+// ended frees the held slot of work id's run on worker, whose result
+// arrived.
+func (k *keyIndex) ended(id, worker string) {
 	k.slots = slices.DeleteFunc(k.slots, func(s *messages.HeldSlot) bool {
-		if s.GetWorkId() != id {
+		if s.GetWorkId() != id || s.GetWorkerId() != worker {
 			return false
 		}
 		if key := s.GetKey(); len(k.parked[key]) > 0 && !slices.Contains(k.freed, key) {

@@ -248,25 +248,25 @@ func TestConcurrencyKeys(t *testing.T) {
 		h.step(register(worker1))
 		submitAll(h, keyedWork("a1", "a"), keyedWork("a2", "a"), keyedWork("a3", "a"), keyedWork("a4", "a"),
 			keyedWork("b1", "b"), keyedWork("b2", "b"), work("plain", nil))
-		require.Equal(t, []string{"a1", "a2", "b1", "plain"}, handedOut(h.step(request(worker1, 10)), worker1))
+		require.Equal(t, []string{"a1", "a2", "b1", "plain"}, h.handOut(request(worker1, 10), worker1))
 		require.Equal(t, 3, h.m.State().Counts().Pending, "parked works stay pending")
 		require.Equal(t, []string{"a3", "a4", "b2"}, h.m.State().PendingIDs())
-		require.Empty(t, handedOut(h.step(request(worker1, 10)), worker1))
+		require.Empty(t, h.handOut(request(worker1, 10), worker1))
 
 		h.durable(h.step(done(worker1, "a1")))
-		require.Equal(t, []string{"a3"}, handedOut(h.step(request(worker1, 10)), worker1))
+		require.Equal(t, []string{"a3"}, h.handOut(request(worker1, 10), worker1))
 		// A failure frees the slot too; the failed work waits its backoff.
 		h.step(Failed{Msg: &messages.WorkFailed{WorkId: "b1", WorkerId: worker1.GetId(), Error: "boom"}})
-		require.Equal(t, []string{"b2"}, handedOut(h.step(request(worker1, 10)), worker1))
+		require.Equal(t, []string{"b2"}, h.handOut(request(worker1, 10), worker1))
 		h.now = h.now.Add(time.Second)
-		require.Empty(t, handedOut(h.step(request(worker1, 10)), worker1), "b1's retry waits for b2's slot")
+		require.Empty(t, h.handOut(request(worker1, 10), worker1), "b1's retry waits for b2's slot")
 		// A timeout frees the slots of a2 and a3 (and b2), which wait
 		// out their backoff: a4 and b1 take them.
 		h.now = h.now.Add(cfg.WorkTimeout)
 		h.step(effect.Fired{Name: h.m.cleanupName})
-		require.Equal(t, []string{"a4", "b1"}, handedOut(h.step(request(worker1, 10)), worker1))
+		require.Equal(t, []string{"a4", "b1"}, h.handOut(request(worker1, 10), worker1))
 		h.now = h.now.Add(time.Second)
-		require.Equal(t, []string{"a2", "plain"}, handedOut(h.step(request(worker1, 10)), worker1), "plain timed out too")
+		require.Equal(t, []string{"a2", "plain"}, h.handOut(request(worker1, 10), worker1), "plain timed out too")
 		require.Equal(t, []KeyCount{{Key: "a", Running: 2, Waiting: 1}, {Key: "b", Running: 1, Waiting: 1}}, h.m.State().KeyRunning())
 	})
 
@@ -281,7 +281,8 @@ func TestConcurrencyKeys(t *testing.T) {
 			h.durable(effs)
 		}
 		out := h.step(request(worker1, 10))
-		require.Equal(t, []string{"a1", "a2"}, handedOut(out, worker1))
+		require.Empty(t, handedOut(out, worker1), "a keyed hand-out waits for its WorkStarted to be durable")
+		require.Equal(t, []string{"a1", "a2"}, handedOut(h.durable(out), worker1))
 		journal = append(journal, events(out)...)
 		journal = append(journal, &messages.MasterRecovered{AtUnixNano: h.now.Add(time.Second).UnixNano()})
 
@@ -292,17 +293,24 @@ func TestConcurrencyKeys(t *testing.T) {
 				n.step(Serving{Until: forever})
 				n.step(Recovered{})
 				n.step(register(worker2))
-				require.Empty(t, handedOut(n.step(request(worker2, 10)), worker2), "the requeued runs still hold both slots")
+				require.Empty(t, n.handOut(request(worker2, 10), worker2), "the requeued runs still hold both slots")
 				require.Equal(t, []KeyCount{{Key: "a", Held: 2, Waiting: 3}}, n.m.State().KeyRunning())
 				// The old worker's result frees one.
 				n.durable(n.step(done(worker1, "a1")))
-				got := handedOut(n.step(request(worker2, 10)), worker2)
+				got := n.handOut(request(worker2, 10), worker2)
 				require.Len(t, got, 1)
 				// The other one is free once its run's work timeout passed.
 				n.now = h.now.Add(cfg.WorkTimeout)
-				require.Len(t, handedOut(n.step(request(worker2, 10)), worker2), 1)
-				require.Empty(t, handedOut(n.step(request(worker2, 10)), worker2), "two run")
+				require.Len(t, n.handOut(request(worker2, 10), worker2), 1)
+				require.Empty(t, n.handOut(request(worker2, 10), worker2), "two run")
 			})
 		}
 	})
+}
+
+// handOut steps in and reports its Appends durable: the works sent to to
+// (a keyed hand-out is sent once its WorkStarted is durable).
+func (h *harness) handOut(in any, to *messages.PID) []string {
+	effs := h.step(in)
+	return append(handedOut(effs, to), handedOut(h.durable(effs), to)...)
 }

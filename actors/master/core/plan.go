@@ -18,6 +18,9 @@ type dispatchPlan struct {
 	works  []*messages.Work // to send to the worker, in order
 	wakeAt time.Time        // when to look again for idle workers; zero: no need
 	short  bool             // fewer works than asked: the worker still wants work
+	// keyed: a work with a concurrency key is among works; its hand-out
+	// is sent once its WorkStarted is durable (keys.go).
+	keyed bool
 }
 
 // start applies the hand-out of work id to workerID and records it: in the
@@ -94,6 +97,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 		// the start just counted.
 		w := work.toWork()
 		w.Attempt = work.attempts
+		p.keyed = p.keyed || work.concurrencyKey() != ""
 		p.works = append(p.works, w)
 	}
 	p.short = len(p.works) < n

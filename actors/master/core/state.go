@@ -365,6 +365,12 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		return
 	}
 	worker := s.share(ev.GetWorkerId())
+	if len(s.keys.slots) > 0 {
+		s.keys.ended(e.id, worker) // the reporting run's held slot (keys.go)
+	}
+	if e.status == statusRunning && e.workerID != worker {
+		s.keys.requeued(e) // the run the master tracked goes on elsewhere
+	}
 	if e.plain && e.status == statusRunning && e.workerID == worker {
 		// Done on its first attempt by the worker that started it: it
 		// stays plain, its history held by readyAt, startedAt, workerID
@@ -379,9 +385,6 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 	}
 	e.data = ev.GetResult()
 	s.finish(e, statusDone, ev.GetAtUnixNano())
-	if len(s.keys.slots) > 0 {
-		s.keys.ended(e.id)
-	}
 }
 
 // applyFailed ends an attempt (kind: failed or timed out): end is
