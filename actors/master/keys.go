@@ -28,9 +28,9 @@ func WithConcurrencyLimits(def int, perKey map[string]int) Option {
 // ParseConcurrencyLimit reads one --concurrency-limit value into limits:
 // "N" sets the default, "KEY=N" one key's limit (N >= 1).
 func ParseConcurrencyLimit(v string, limits *ConcurrencyLimits) error {
-	key, n, hasKey := strings.Cut(v, "=")
-	if !hasKey {
-		n, key = key, ""
+	key, n, hasKey := "", v, false
+	if i := strings.LastIndexByte(v, '='); i >= 0 { // a key may hold "="
+		key, n, hasKey = v[:i], v[i+1:], true
 	}
 	if hasKey && (key == "" || len(key) > core.MaxKeyLen) {
 		return fmt.Errorf("master: concurrency limit %q: the key must be 1-%d bytes; give KEY=N (e.g. tenant-a=2) or N for the default", v, core.MaxKeyLen)
