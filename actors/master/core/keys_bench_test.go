@@ -19,7 +19,9 @@ func BenchmarkSubmitKeys(b *testing.B) {
 		work func(i int) *messages.Work
 	}{
 		{"plain", func(i int) *messages.Work { return work("j"+strconv.Itoa(i), nil) }},
-		{"unique", func(i int) *messages.Work { return uniqueWork("j"+strconv.Itoa(i), "k"+strconv.Itoa(i), time.Hour, nil) }},
+		{"unique", func(i int) *messages.Work {
+			return uniqueWork("j"+strconv.Itoa(i), "k"+strconv.Itoa(i), time.Hour, nil)
+		}},
 		{"duplicate", func(i int) *messages.Work { return uniqueWork("j"+strconv.Itoa(i), "held", time.Hour, nil) }},
 		{"concurrency", func(i int) *messages.Work { return keyedWork("j"+strconv.Itoa(i), "tenant-"+strconv.Itoa(i%16)) }},
 	} {
