@@ -119,13 +119,16 @@ func (x *WorkBatchAck) GetOutcomes() []*BatchOutcome {
 // (durable; also for an id accepted before or earlier in the batch) or
 // rejected with the code and reason a single Work would have got.
 type BatchOutcome struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
-	Accepted      bool                   `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	Code          RejectCode             `protobuf:"varint,3,opt,name=code,proto3,enum=foreman.messages.RejectCode" json:"code,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkId   string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	Accepted bool                   `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Code     RejectCode             `protobuf:"varint,3,opt,name=code,proto3,enum=foreman.messages.RejectCode" json:"code,omitempty"`
+	Reason   string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// See Ack.duplicate_of: the job this one's unique_key matched.
+	DuplicateOf     string     `protobuf:"bytes,15,opt,name=duplicate_of,json=duplicateOf,proto3" json:"duplicate_of,omitempty"`
+	DuplicateStatus WorkStatus `protobuf:"varint,16,opt,name=duplicate_status,json=duplicateStatus,proto3,enum=foreman.messages.WorkStatus" json:"duplicate_status,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *BatchOutcome) Reset() {
@@ -186,6 +189,20 @@ func (x *BatchOutcome) GetReason() string {
 	return ""
 }
 
+func (x *BatchOutcome) GetDuplicateOf() string {
+	if x != nil {
+		return x.DuplicateOf
+	}
+	return ""
+}
+
+func (x *BatchOutcome) GetDuplicateStatus() WorkStatus {
+	if x != nil {
+		return x.DuplicateStatus
+	}
+	return WorkStatus_WORK_STATUS_UNKNOWN
+}
+
 var File_batch_proto protoreflect.FileDescriptor
 
 const file_batch_proto_rawDesc = "" +
@@ -195,12 +212,14 @@ const file_batch_proto_rawDesc = "" +
 	"\tWorkBatch\x12,\n" +
 	"\x05works\x18\x01 \x03(\v2\x16.foreman.messages.WorkR\x05works\"J\n" +
 	"\fWorkBatchAck\x12:\n" +
-	"\boutcomes\x18\x01 \x03(\v2\x1e.foreman.messages.BatchOutcomeR\boutcomes\"\x8d\x01\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x1e.foreman.messages.BatchOutcomeR\boutcomes\"\xf9\x01\n" +
 	"\fBatchOutcome\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x120\n" +
 	"\x04code\x18\x03 \x01(\x0e2\x1c.foreman.messages.RejectCodeR\x04code\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reasonB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12!\n" +
+	"\fduplicate_of\x18\x0f \x01(\tR\vduplicateOf\x12G\n" +
+	"\x10duplicate_status\x18\x10 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x0fduplicateStatusB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_batch_proto_rawDescOnce sync.Once
@@ -221,16 +240,18 @@ var file_batch_proto_goTypes = []any{
 	(*BatchOutcome)(nil), // 2: foreman.messages.BatchOutcome
 	(*Work)(nil),         // 3: foreman.messages.Work
 	(RejectCode)(0),      // 4: foreman.messages.RejectCode
+	(WorkStatus)(0),      // 5: foreman.messages.WorkStatus
 }
 var file_batch_proto_depIdxs = []int32{
 	3, // 0: foreman.messages.WorkBatch.works:type_name -> foreman.messages.Work
 	2, // 1: foreman.messages.WorkBatchAck.outcomes:type_name -> foreman.messages.BatchOutcome
 	4, // 2: foreman.messages.BatchOutcome.code:type_name -> foreman.messages.RejectCode
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: foreman.messages.BatchOutcome.duplicate_status:type_name -> foreman.messages.WorkStatus
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_batch_proto_init() }

@@ -1033,7 +1033,10 @@ type MasterSnapshot struct {
 	// allocates no message per entry. A snapshot holds entries or chunks.
 	Chunks [][]byte `protobuf:"bytes,4,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	// How many entries chunks holds in all (to size the state on restore).
-	ChunkEntries  int64 `protobuf:"varint,5,opt,name=chunk_entries,json=chunkEntries,proto3" json:"chunk_entries,omitempty"`
+	ChunkEntries int64 `protobuf:"varint,5,opt,name=chunk_entries,json=chunkEntries,proto3" json:"chunk_entries,omitempty"`
+	// Unique and concurrency key state the entries do not imply (keys.proto);
+	// unset when there is none.
+	Keys          *KeysState `protobuf:"bytes,15,opt,name=keys,proto3" json:"keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1106,13 @@ func (x *MasterSnapshot) GetChunkEntries() int64 {
 	return 0
 }
 
+func (x *MasterSnapshot) GetKeys() *KeysState {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 // PackedMasterSnapshot is what masters write since the packed encoding: a
 // MasterSnapshot with chunks, under a type of its own so that an older
 // binary, which would read the chunks as an empty state, stops at recovery
@@ -1156,6 +1166,7 @@ var File_master_proto protoreflect.FileDescriptor
 const file_master_proto_rawDesc = "" +
 	"\n" +
 	"\fmaster.proto\x12\x10foreman.messages\x1a\n" +
+	"keys.proto\x1a\n" +
 	"work.proto\"\\\n" +
 	"\fWorkAccepted\x12*\n" +
 	"\x04work\x18\x01 \x01(\v2\x16.foreman.messages.WorkR\x04work\x12 \n" +
@@ -1239,14 +1250,15 @@ const file_master_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\t \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\n" +
 	" \x01(\x03R\x12finishedAtUnixNano\x12<\n" +
-	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xca\x01\n" +
+	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xfb\x01\n" +
 	"\x0eMasterSnapshot\x125\n" +
 	"\aentries\x18\x01 \x03(\v2\x1b.foreman.messages.WorkEntryR\aentries\x12\x1d\n" +
 	"\n" +
 	"next_order\x18\x02 \x01(\x03R\tnextOrder\x12%\n" +
 	"\x0eaccepted_total\x18\x03 \x01(\x03R\racceptedTotal\x12\x16\n" +
 	"\x06chunks\x18\x04 \x03(\fR\x06chunks\x12#\n" +
-	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntries\"T\n" +
+	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntries\x12/\n" +
+	"\x04keys\x18\x0f \x01(\v2\x1b.foreman.messages.KeysStateR\x04keys\"T\n" +
 	"\x14PackedMasterSnapshot\x12<\n" +
 	"\bsnapshot\x18\x01 \x01(\v2 .foreman.messages.MasterSnapshotR\bsnapshotB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
@@ -1284,6 +1296,7 @@ var file_master_proto_goTypes = []any{
 	(*PID)(nil),                  // 17: foreman.messages.PID
 	(WorkStatus)(0),              // 18: foreman.messages.WorkStatus
 	(*WorkHistoryEvent)(nil),     // 19: foreman.messages.WorkHistoryEvent
+	(*KeysState)(nil),            // 20: foreman.messages.KeysState
 }
 var file_master_proto_depIdxs = []int32{
 	16, // 0: foreman.messages.WorkAccepted.work:type_name -> foreman.messages.Work
@@ -1293,12 +1306,13 @@ var file_master_proto_depIdxs = []int32{
 	18, // 4: foreman.messages.WorkEntry.status:type_name -> foreman.messages.WorkStatus
 	19, // 5: foreman.messages.WorkEntry.history:type_name -> foreman.messages.WorkHistoryEvent
 	13, // 6: foreman.messages.MasterSnapshot.entries:type_name -> foreman.messages.WorkEntry
-	14, // 7: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	20, // 7: foreman.messages.MasterSnapshot.keys:type_name -> foreman.messages.KeysState
+	14, // 8: foreman.messages.PackedMasterSnapshot.snapshot:type_name -> foreman.messages.MasterSnapshot
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -1306,6 +1320,7 @@ func file_master_proto_init() {
 	if File_master_proto != nil {
 		return
 	}
+	file_keys_proto_init()
 	file_work_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -252,9 +252,22 @@ type Work struct {
 	// it to its hand-out span on the copy it sends, and the worker starts the
 	// job's span under it. Empty: the job is not traced. Numbered high so
 	// that fields other streams add meanwhile keep the low numbers.
-	TraceParent   string `protobuf:"bytes,20,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TraceParent string `protobuf:"bytes,20,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	// Optional unique key (issue 37, docs/scheduling.md): a submission whose
+	// key matches a pending or running job, or one that finished (done or
+	// dead) less than unique_for_nanos ago, is answered with that job's id
+	// and status (Ack.duplicate_of) and not run again. With several shards
+	// the work id must fall on the key's shard (route.KeyedID).
+	UniqueKey string `protobuf:"bytes,15,opt,name=unique_key,json=uniqueKey,proto3" json:"unique_key,omitempty"`
+	// How long after it finished a job keeps its unique key (nanoseconds);
+	// 0: only while it is pending or running.
+	UniqueForNanos int64 `protobuf:"varint,16,opt,name=unique_for_nanos,json=uniqueForNanos,proto3" json:"unique_for_nanos,omitempty"`
+	// Optional concurrency key: at most the key's limit (the master's
+	// --concurrency-limit) of the jobs sharing it run at once, cluster-wide.
+	// With several shards the work id must fall on the key's shard.
+	ConcurrencyKey string `protobuf:"bytes,17,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Work) Reset() {
@@ -336,12 +349,37 @@ func (x *Work) GetTraceParent() string {
 	return ""
 }
 
+func (x *Work) GetUniqueKey() string {
+	if x != nil {
+		return x.UniqueKey
+	}
+	return ""
+}
+
+func (x *Work) GetUniqueForNanos() int64 {
+	if x != nil {
+		return x.UniqueForNanos
+	}
+	return 0
+}
+
+func (x *Work) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
 // Ack acknowledges a Work (once WorkAccepted is durable) or a WorkIsDone.
 type Ack struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkId        string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	WorkId string                 `protobuf:"bytes,1,opt,name=work_id,json=workId,proto3" json:"work_id,omitempty"`
+	// Set when the submission's unique_key matched another job: that job's
+	// id (the submission is not run); duplicate_status is its status then.
+	DuplicateOf     string     `protobuf:"bytes,15,opt,name=duplicate_of,json=duplicateOf,proto3" json:"duplicate_of,omitempty"`
+	DuplicateStatus WorkStatus `protobuf:"varint,16,opt,name=duplicate_status,json=duplicateStatus,proto3,enum=foreman.messages.WorkStatus" json:"duplicate_status,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Ack) Reset() {
@@ -379,6 +417,20 @@ func (x *Ack) GetWorkId() string {
 		return x.WorkId
 	}
 	return ""
+}
+
+func (x *Ack) GetDuplicateOf() string {
+	if x != nil {
+		return x.DuplicateOf
+	}
+	return ""
+}
+
+func (x *Ack) GetDuplicateStatus() WorkStatus {
+	if x != nil {
+		return x.DuplicateStatus
+	}
+	return WorkStatus_WORK_STATUS_UNKNOWN
 }
 
 // WorkRejected answers a Work the master will not accept. Nothing was stored.
@@ -1867,7 +1919,7 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\"\xee\x01\n" +
+	"work.proto\x12\x10foreman.messages\"\xe0\x02\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -1875,9 +1927,15 @@ const file_work_proto_rawDesc = "" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12,\n" +
 	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12-\n" +
 	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\x12!\n" +
-	"\ftrace_parent\x18\x14 \x01(\tR\vtraceParent\"\x1e\n" +
+	"\ftrace_parent\x18\x14 \x01(\tR\vtraceParent\x12\x1d\n" +
+	"\n" +
+	"unique_key\x18\x0f \x01(\tR\tuniqueKey\x12(\n" +
+	"\x10unique_for_nanos\x18\x10 \x01(\x03R\x0euniqueForNanos\x12'\n" +
+	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKey\"\x8a\x01\n" +
 	"\x03Ack\x12\x17\n" +
-	"\awork_id\x18\x01 \x01(\tR\x06workId\"q\n" +
+	"\awork_id\x18\x01 \x01(\tR\x06workId\x12!\n" +
+	"\fduplicate_of\x18\x0f \x01(\tR\vduplicateOf\x12G\n" +
+	"\x10duplicate_status\x18\x10 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x0fduplicateStatus\"q\n" +
 	"\fWorkRejected\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x120\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x1c.foreman.messages.RejectCodeR\x04code\x12\x16\n" +
@@ -2062,23 +2120,24 @@ var file_work_proto_goTypes = []any{
 }
 var file_work_proto_depIdxs = []int32{
 	25, // 0: foreman.messages.Work.waiter:type_name -> foreman.messages.PID
-	0,  // 1: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
-	25, // 2: foreman.messages.RegisterWorker.worker:type_name -> foreman.messages.PID
-	25, // 3: foreman.messages.WorkerRequestsWork.worker:type_name -> foreman.messages.PID
-	10, // 4: foreman.messages.WorkIsDoneBatch.done:type_name -> foreman.messages.WorkIsDone
-	3,  // 5: foreman.messages.WorkBundle.works:type_name -> foreman.messages.Work
-	25, // 6: foreman.messages.WorkFailed.waiter:type_name -> foreman.messages.PID
-	1,  // 7: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
-	1,  // 8: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
-	18, // 9: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
-	1,  // 10: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
-	22, // 11: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
-	2,  // 12: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	1,  // 1: foreman.messages.Ack.duplicate_status:type_name -> foreman.messages.WorkStatus
+	0,  // 2: foreman.messages.WorkRejected.code:type_name -> foreman.messages.RejectCode
+	25, // 3: foreman.messages.RegisterWorker.worker:type_name -> foreman.messages.PID
+	25, // 4: foreman.messages.WorkerRequestsWork.worker:type_name -> foreman.messages.PID
+	10, // 5: foreman.messages.WorkIsDoneBatch.done:type_name -> foreman.messages.WorkIsDone
+	3,  // 6: foreman.messages.WorkBundle.works:type_name -> foreman.messages.Work
+	25, // 7: foreman.messages.WorkFailed.waiter:type_name -> foreman.messages.PID
+	1,  // 8: foreman.messages.WorkResult.status:type_name -> foreman.messages.WorkStatus
+	1,  // 9: foreman.messages.FeedEntry.status:type_name -> foreman.messages.WorkStatus
+	18, // 10: foreman.messages.ResultsPage.entries:type_name -> foreman.messages.FeedEntry
+	1,  // 11: foreman.messages.WorkStatusReply.status:type_name -> foreman.messages.WorkStatus
+	22, // 12: foreman.messages.WorkStatusReply.history:type_name -> foreman.messages.WorkHistoryEvent
+	2,  // 13: foreman.messages.WorkHistoryEvent.kind:type_name -> foreman.messages.WorkHistoryKind
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_work_proto_init() }

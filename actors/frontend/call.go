@@ -94,7 +94,12 @@ func (call *Call) Start(ctx context.Context) error {
 	if call.work.GetWorkId() == "" {
 		return fmt.Errorf("%w: the work id is empty; give every job a unique id", ErrInvalidWork)
 	}
-	return call.c.Submit(ctx, call.work)
+	if err := call.c.Submit(ctx, call.work); !errors.Is(err, ErrDuplicate) {
+		return err
+	}
+	// A duplicate by unique key: the master made the call's waiter one of
+	// the holder's callers, so the call gets the holder's outcome.
+	return nil
 }
 
 // watch hands the interest's outcome to the call.

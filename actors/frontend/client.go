@@ -136,6 +136,9 @@ func (c *Client) SubmitOnce(ctx context.Context, w *messages.Work) error {
 	}
 	switch core.JudgeAnswer(w.GetWorkId(), res) {
 	case core.Acked:
+		if a := res.(*messages.Ack); a.GetDuplicateOf() != "" {
+			return &DuplicateError{WorkID: w.GetWorkId(), Of: a.GetDuplicateOf(), Status: a.GetDuplicateStatus()}
+		}
 		return nil
 	case core.Rejected, core.Unavailable:
 		r := res.(*messages.WorkRejected)

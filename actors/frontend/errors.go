@@ -37,7 +37,32 @@ var (
 	ErrInvalidCursor = core.ErrInvalidCursor
 	// ErrInvalidOption is returned for an option with a value out of range.
 	ErrInvalidOption = errors.New("frontend: invalid option")
+	// ErrDuplicate: the work's unique key matched another job, which the
+	// master answered with instead of queueing this one (see
+	// *DuplicateError; docs/scheduling.md). Nothing new was stored.
+	ErrDuplicate = errors.New("frontend: duplicate of another job by unique key")
 )
+
+// DuplicateError says which job holds the unique key of a submitted work:
+// the work was not queued. As asynq's ErrDuplicateTask, it is an error so
+// that a caller who ignores keys cannot take it for a new job; errors.Is
+// matches ErrDuplicate.
+type DuplicateError struct {
+	// WorkID is the submitted work's id.
+	WorkID string
+	// Of is the id of the job that holds the key.
+	Of string
+	// Status is that job's status when the master answered.
+	Status messages.WorkStatus
+}
+
+// Error describes the duplicate.
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%v: work %q: the key is held by %q (%s)", ErrDuplicate, e.WorkID, e.Of, e.Status)
+}
+
+// Is reports whether target is ErrDuplicate.
+func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
 
 // RejectedError is a WorkRejected from the master. It matches ErrRejected
 // with errors.Is.
@@ -73,6 +98,9 @@ var errMasterGone = errors.New("the master's node left the cluster")
 func classify(err error) core.Result {
 	if err == nil {
 		return core.Acked
+	}
+	if errors.Is(err, ErrDuplicate) {
+		return core.Rejected // answered for good: not retried
 	}
 	var rej *RejectedError
 	if errors.As(err, &rej) {

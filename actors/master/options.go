@@ -96,15 +96,16 @@ type config struct {
 	limiters        map[string]DispatchLimiter
 	journalTimeout  time.Duration
 	awaitStarted    bool
-	startedHold     time.Duration // 0: journal hand-outs at once
-	fenceCheck      time.Duration // 0: off
-	recoveryStash   int           // submissions held while recovering
-	leaseTTL        time.Duration // 0: off
-	leaseGuard      func() bool   // nil: always true
-	observer        Observer      // nil: none (observer.go)
-	feedRetention   int64         // journal events kept behind a snapshot for the result feed
-	shard, shards   int           // this master is shard `shard` of `shards` (WithShard); shards 0: not sharded
-	tracer          trace.Tracer  // WithTracerProvider; nil: none (trace.go)
+	startedHold     time.Duration          // 0: journal hand-outs at once
+	fenceCheck      time.Duration          // 0: off
+	recoveryStash   int                    // submissions held while recovering
+	concurrency     core.ConcurrencyLimits // per concurrency key (keys.go)
+	leaseTTL        time.Duration          // 0: off
+	leaseGuard      func() bool            // nil: always true
+	observer        Observer               // nil: none (observer.go)
+	feedRetention   int64                  // journal events kept behind a snapshot for the result feed
+	shard, shards   int                    // this master is shard `shard` of `shards` (WithShard); shards 0: not sharded
+	tracer          trace.Tracer           // WithTracerProvider; nil: none (trace.go)
 }
 
 func defaultConfig() config {
@@ -187,6 +188,7 @@ func (c *config) core() core.Config {
 		DoneRetention: c.doneRetention, DoneLimit: c.doneLimit, MaxPayload: c.maxPayload,
 		JobTypes: c.jobTypes, Shard: c.shard, Shards: c.shards, Limiters: c.limiters,
 		AwaitStarted: c.awaitStarted, StartedHold: c.startedHold, RecoveryStash: c.recoveryStash,
+		Concurrency: c.concurrency,
 	}
 }
 

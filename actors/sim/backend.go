@@ -255,11 +255,11 @@ func (act *activation) send(to *messages.PID, msg proto.Message) {
 	case *messages.WorkBundle:
 		h.served(act.st, act.holder, act.epoch, "hand-out bundle")
 	case *messages.Ack:
-		h.masterAcked(m.GetWorkId())
+		h.acked(m.GetWorkId(), m.GetDuplicateOf())
 	case *messages.WorkBatchAck:
 		for _, o := range m.GetOutcomes() {
 			if o.GetAccepted() {
-				h.masterAcked(o.GetWorkId())
+				h.acked(o.GetWorkId(), o.GetDuplicateOf())
 			}
 		}
 	}

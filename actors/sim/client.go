@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	routecore "github.com/foreman-actors/foreman/actors/route/core"
@@ -46,8 +48,23 @@ func (c *caller) act(j int) {
 		id = c.ids[w.e.intn(len(c.ids))] // the same id again
 		roll = w.e.rng.Float64() * 0.6
 	}
+	if w.cfg.Keys {
+		id = keyedID(id, w.cfg.Shards)
+	}
+	if u, _, _ := keysOf(id); w.cfg.Keys && u != "" && roll < 0.5 {
+		// A duplicate's caller waits for the job it duplicates, which
+		// the history does not follow: unique jobs are submitted
+		// without waiting (Submit or batch).
+		roll = 0.5 + roll/2
+	}
 	c.ids = append(c.ids, id)
-	work := func(id string) *messages.Work { return &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)} }
+	work := func(id string) *messages.Work {
+		wk := &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)}
+		if w.cfg.Keys {
+			wk.UniqueKey, wk.UniqueForNanos, wk.ConcurrencyKey = keysOf(id)
+		}
+		return wk
+	}
 	switch {
 	case roll < 0.5: // a Call: waits for the outcome
 		var deadline time.Time
@@ -77,6 +94,9 @@ func (c *caller) act(j int) {
 		byShard := make([][]*messages.Work, w.cfg.Shards)
 		for i := range n {
 			bid := id + "b" + strconv.Itoa(i)
+			if w.cfg.Keys {
+				bid = keyedID(bid, w.cfg.Shards)
+			}
 			c.ids = append(c.ids, bid)
 			s := routecore.ShardOf(bid, w.cfg.Shards)
 			byShard[s] = append(byShard[s], work(bid))
@@ -87,4 +107,33 @@ func (c *caller) act(j int) {
 			}
 		}
 	}
+}
+
+// keysOf draws a job's keys from its id (with Config.Keys), with no random
+// number, so that the schedule's draws stay those of a run without keys: a
+// quarter of the ids share one of 3 unique keys (held an hour), a quarter
+// one of 3 concurrency keys. The id's "~N" suffix (keyedID) is ignored.
+func keysOf(id string) (unique string, uniqueFor int64, concurrency string) {
+	base, _, _ := strings.Cut(id, "~")
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(base))
+	v := h.Sum32()
+	switch v % 4 {
+	case 0:
+		return "u" + strconv.Itoa(int(v/4%3)), int64(time.Hour), ""
+	case 1:
+		return "", 0, "k" + strconv.Itoa(int(v/4%3))
+	}
+	return "", 0, ""
+}
+
+// keyedID is id on its key's shard (route.KeyedID), as the HTTP API gives
+// keyed jobs.
+func keyedID(id string, shards int) string {
+	u, _, c := keysOf(id)
+	key := c
+	if key == "" {
+		key = u
+	}
+	return routecore.KeyedID(id, key, shards)
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// happen; Heal is how long the cluster then runs without faults before
 	// the final checks.
 	Duration, Heal time.Duration
+	// Keys gives about half the jobs a unique key or a concurrency key
+	// (limit 1), drawn from their ids (issue 37; inv_keys.go judges them).
+	// Off by default: it changes the schedules of the fixed seeds.
+	Keys bool
 	// Planted reintroduces known bugs into the cores (test-only: proves
 	// that the invariants catch them).
 	Planted Bugs

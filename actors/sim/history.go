@@ -68,6 +68,11 @@ type history struct {
 	// none ran); resumed what it handed over.
 	resumeFrom *fecore.Cursor
 	resumed    []*messages.FeedEntry
+	// execs are the executions of keyed jobs, in start order (inv_keys.go).
+	execs []*execution
+	// dupOf maps a submission the master answered as a duplicate by
+	// unique key to the job it named (inv_keys.go).
+	dupOf map[string]string
 }
 
 func newHistory(w *world) *history {
@@ -258,8 +263,12 @@ func (h *history) callerLeft(id string) {
 	}
 }
 
-// clientAcked records that a caller was told its submission is accepted.
+// clientAcked records that a caller was told its submission is accepted
+// (of the job it duplicates, for a duplicate by unique key).
 func (h *history) clientAcked(id string) {
+	if y, ok := h.dupOf[id]; ok {
+		id = y
+	}
 	j := h.job(id)
 	if !j.acked {
 		j.acked, j.ackedAt = true, h.w.e.now

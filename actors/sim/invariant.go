@@ -24,6 +24,8 @@ func Invariants() []Invariant {
 		FeedExactlyOnce{},
 		AttemptsBounded{},
 		DurableBeforeHandOut{},
+		UniqueNeverTwice{},
+		ConcurrencyLimitHeld{},
 	}
 }
 

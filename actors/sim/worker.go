@@ -223,7 +223,11 @@ func (wh *workerHost) runJob(r workcore.Run) {
 		err = errJob
 	}
 	result := []byte(id + "@" + wh.n.name + "#" + strconv.Itoa(int(r.Work.GetAttempt())))
-	w.onNode(wh.n, w.e.now+w.e.between(time.Millisecond, 60*time.Millisecond), func() {
+	end := w.e.now + w.e.between(time.Millisecond, 60*time.Millisecond)
+	if r.Work.GetUniqueKey() != "" || r.Work.GetConcurrencyKey() != "" {
+		w.hist.keyedStart(wh, r, end) // inv_keys.go
+	}
+	w.onNode(wh.n, end, func() {
 		if wh.runs[slot].seq != seq {
 			return // cancelled
 		}

@@ -57,13 +57,30 @@ type SubmitRequest struct {
 	Type string `json:"type"`
 	// Payload is the job input, any JSON value (e.g. 7); it may be absent.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// UniqueKey makes the job unique by key (docs/scheduling.md): while a
+	// job with the same key is pending or running, or finished (done or
+	// dead) less than its UniqueFor ago, a submission is answered 200 with
+	// that job's id and status and not run.
+	UniqueKey string `json:"unique_key,omitempty"`
+	// UniqueFor is how long a finished job keeps its unique key, a Go
+	// duration ("1h"); empty or "0s": only while pending or running.
+	UniqueFor string `json:"unique_for,omitempty"`
+	// ConcurrencyKey caps how many jobs sharing it run at once, in the
+	// whole cluster (the backends' --concurrency-limit).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // SubmitResponse is the body of a 201 answer to POST /work: the work is
 // durable.
 type SubmitResponse struct {
-	// ID is the work id (the generated one when the request had none).
+	// ID is the work id (the generated one when the request had none), or
+	// the id of the job whose unique key the submission matched.
 	ID string `json:"id"`
+	// DuplicateOf is set (to ID) in a 200: the submission's unique key
+	// matched that job, which it was not run beside.
+	DuplicateOf string `json:"duplicate_of,omitempty"`
+	// Status is the status of the DuplicateOf job when it was matched.
+	Status string `json:"status,omitempty"`
 }
 
 // WorkInfo is the body of GET /work/{id}.

@@ -137,6 +137,8 @@ func (b *ActorBackend) submitErr(ctx context.Context, w *messages.Work, err erro
 		default:
 			return fmt.Errorf("%w: %s", ErrInvalid, rej.Reason)
 		}
+	case errors.Is(err, frontend.ErrDuplicate):
+		return err // answered 200 with the job that holds the key (keys.go)
 	case errors.Is(err, frontend.ErrInvalidWork):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case ctx.Err() != nil, errors.Is(err, frontend.ErrTimeout), errors.Is(err, route.ErrNoMaster):

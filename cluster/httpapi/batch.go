@@ -44,6 +44,10 @@ type BatchItem struct {
 	Status int `json:"status"`
 	// Error says what is wrong with the item; empty on 201.
 	Error string `json:"error,omitempty"`
+	// DuplicateOf is set when the item's unique key matched another job
+	// (Status 200): that job's id; JobStatus is its status then.
+	DuplicateOf string `json:"duplicate_of,omitempty"`
+	JobStatus   string `json:"job_status,omitempty"`
 }
 
 // BatchResponse is the body of the answer to POST /work/batch: 201 when
@@ -211,6 +215,11 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 		if reqs[i].ID == "" {
 			reqs[i].ID = s.cfg.newID()
 		}
+		if reqs[i].UniqueKey != "" || reqs[i].ConcurrencyKey != "" {
+			w := withKeys(&messages.Work{WorkId: reqs[i].ID}, reqs[i])
+			s.keyedID(w)
+			reqs[i].ID = w.GetWorkId()
+		}
 		if _, dup := first[reqs[i].ID]; !dup {
 			first[reqs[i].ID] = i
 			unique = append(unique, i)
@@ -219,7 +228,7 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 	if bb, ok := s.backend.(BatchBackend); ok {
 		works := make([]*messages.Work, len(unique))
 		for j, i := range unique {
-			works[j] = &messages.Work{WorkId: reqs[i].ID, JobType: reqs[i].Type, Payload: reqs[i].Payload}
+			works[j] = withKeys(&messages.Work{WorkId: reqs[i].ID, JobType: reqs[i].Type, Payload: reqs[i].Payload}, reqs[i])
 		}
 		for j, err := range bb.SubmitMany(ctx, works) {
 			errs[unique[j]] = err
@@ -233,7 +242,7 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				q := reqs[i]
-				errs[i] = s.backend.Submit(ctx, &messages.Work{WorkId: q.ID, JobType: q.Type, Payload: q.Payload})
+				errs[i] = s.backend.Submit(ctx, withKeys(&messages.Work{WorkId: q.ID, JobType: q.Type, Payload: q.Payload}, q))
 			}()
 		}
 		wg.Wait()
@@ -247,6 +256,11 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 			}
 		}
 		items[i] = BatchItem{ID: reqs[i].ID, Status: http.StatusCreated}
+		if dup := duplicateOf(err); dup != nil {
+			items[i].Status, items[i].DuplicateOf, items[i].JobStatus = http.StatusOK, dup.Of, dupStatus(dup.Status)
+			out.Accepted++
+			continue
+		}
 		if err != nil {
 			items[i].Status, items[i].Error = errStatus(err)
 			out.Rejected++

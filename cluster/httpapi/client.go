@@ -115,11 +115,21 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // once. Other failures return at once: an *APIError (errors.Is ErrInvalid,
 // ErrTooLarge, ...) or a transport error.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (string, error) {
-	return c.submit(ctx, req, func(ctx context.Context, body []byte) (string, error) {
-		var resp SubmitResponse
+	resp, err := c.SubmitResult(ctx, req)
+	return resp.ID, err
+}
+
+// SubmitResult is Submit with the whole answer: for a request with a
+// unique_key that matched another job, ID is that job's and DuplicateOf
+// is set (the server answered 200, and nothing new runs).
+func (c *Client) SubmitResult(ctx context.Context, req SubmitRequest) (SubmitResponse, error) {
+	var resp SubmitResponse
+	_, err := c.submit(ctx, req, func(ctx context.Context, body []byte) (string, error) {
+		resp = SubmitResponse{}
 		err := c.do(ctx, http.MethodPost, PathWork, body, http.StatusCreated, &resp)
 		return resp.ID, err
 	})
+	return resp, err
 }
 
 // submit gives req an id when it has none, encodes it and posts it with
@@ -241,7 +251,8 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, want 
 	if err != nil {
 		return fmt.Errorf("httpapi: reading the answer to %s %s: %w", method, path, err)
 	}
-	if resp.StatusCode != want {
+	if resp.StatusCode != want && (want != http.StatusCreated || resp.StatusCode != http.StatusOK) {
+		// (A 200 for a 201: POST /work answers a duplicate by unique key so.)
 		return answerErr(resp, data)
 	}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -110,7 +110,7 @@ func (s *SubmitConn) post(ctx context.Context, body []byte) (string, error) {
 		}
 		return "", fmt.Errorf("httpapi: cannot reach %s (is a frontend node running there? pick one with --to): %w", s.c.base, err)
 	}
-	if code != http.StatusCreated {
+	if code != http.StatusCreated && code != http.StatusOK { // 200: a duplicate by unique key
 		return "", apiError(code, h, data)
 	}
 	var resp SubmitResponse

@@ -45,11 +45,19 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
 	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	if req.UniqueKey != "" || req.ConcurrencyKey != "" { // keys.go
+		s.keyedID(withKeys(work, req))
+		req.ID = work.GetWorkId()
+	}
 	if wantsWait(r) { // POST /work?wait=D: wait.go
 		s.submitWait(ctx, w, r, work)
 		return
 	}
 	if err := s.backend.Submit(ctx, work); err != nil {
+		if dup := duplicateOf(err); dup != nil {
+			writeDuplicate(w, dup)
+			return
+		}
 		s.fail(w, r, err)
 		return
 	}
@@ -260,6 +268,11 @@ func finishSubmit(req SubmitRequest) (SubmitRequest, error) {
 			return SubmitRequest{}, err
 		}
 	}
+	if req.UniqueKey != "" || req.UniqueFor != "" || req.ConcurrencyKey != "" {
+		if err := checkKeys(req); err != nil {
+			return SubmitRequest{}, err
+		}
+	}
 	switch p := bytes.TrimSpace(req.Payload); {
 	case len(p) == 0 || string(p) == "null":
 		req.Payload = nil
@@ -299,7 +312,7 @@ func decodeErr(err error) error {
 	case errors.As(err, &typ):
 		return fmt.Errorf(`%w: the body must be a JSON object like {"type":"square","payload":7}, not a JSON %s`, ErrInvalid, typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return fmt.Errorf(`%w: %s; the fields are "id", "type" and "payload"`, ErrInvalid, strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf(`%w: %s; the fields are "id", "type", "payload", "unique_key", "unique_for" and "concurrency_key"`, ErrInvalid, strings.TrimPrefix(err.Error(), "json: "))
 	default:
 		return fmt.Errorf("%w: cannot read the body: %w", ErrInvalid, err)
 	}

@@ -73,6 +73,9 @@ type nodeArgs struct {
 	// (--done-retention, --done-limit).
 	doneRetention time.Duration
 	doneLimit     int
+	// concurrency are the limits per concurrency key
+	// (--concurrency-limit, docs/scheduling.md).
+	concurrency master.ConcurrencyLimits
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -191,6 +194,10 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		}
 		a.doneLimit = n
 		return nil
+	})
+	a.concurrency.Default = 1
+	fs.Func("concurrency-limit", "how many jobs of one concurrency_key run at once in the whole cluster: KEY=N for one key (e.g. tenant-a=2), N for every other key (default 1); repeat it for several keys; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
+		return master.ParseConcurrencyLimit(s, &a.concurrency)
 	})
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")

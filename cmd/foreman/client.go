@@ -90,10 +90,14 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&jobType, "type", "", "job type, e.g. square (required)")
 	fs.StringVar(&input, "payload", "", "job input: JSON (7, \"250ms\", {\"n\":1}); anything else is sent as a JSON string")
 	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
+	var keys httpapi.SubmitRequest
+	fs.StringVar(&keys.UniqueKey, "unique-key", "", "run the job only if no job with this key is pending, running or finished within --unique-for; otherwise print that job's id and status (docs/scheduling.md)")
+	fs.StringVar(&keys.UniqueFor, "unique-for", "", "how long a finished job keeps its --unique-key, a duration such as 1h (default: only while pending or running)")
+	fs.StringVar(&keys.ConcurrencyKey, "concurrency-key", "", "run at most the key's --concurrency-limit of the jobs with this key at once, cluster-wide")
 	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
 		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait [D]] [--timeout D]\n"+
+		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--unique-key K [--unique-for D]] [--concurrency-key K] [--to ADDR] [--wait [D]] [--timeout D]\n"+
 			"       foreman submit --file JOBS.ndjson|- [--batch N] [--to ADDR] [--timeout D]\n\n"+
 			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -121,10 +125,21 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
 	defer cancel()
+	req := keys
+	req.ID, req.Type, req.Payload = id, jobType, payloadJSON(input)
 	if wait.set {
-		return submitWait(ctx, c, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)}, wait.d, cf.timeout, stdout, stderr)
+		return submitWait(ctx, c, req, wait.d, cf.timeout, stdout, stderr)
 	}
-	id, err = c.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
+	resp, err := c.SubmitResult(ctx, req)
+	if err == nil {
+		id = resp.ID // with several shards a keyed job's id may have a suffix
+	}
+	if err == nil && resp.DuplicateOf != "" {
+		if _, err := fmt.Fprintf(stdout, "duplicate of work %s (%s)\n", resp.DuplicateOf, resp.Status); err != nil {
+			return 1
+		}
+		return 0
+	}
 	if err != nil {
 		if errors.Is(err, httpapi.ErrUnavailable) {
 			err = fmt.Errorf("%w; nothing is lost by retrying with the same id (--id %s)", err, id)

@@ -31,7 +31,8 @@ func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Op
 			return nil, nil, nil, err
 		}
 	}
-	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit))
+	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit),
+		master.WithConcurrencyLimits(a.concurrency.Default, a.concurrency.PerKey))
 	wopts = []worker.Option{worker.WithWindow(a.window), worker.WithResultHold(a.resultHold)}
 	if a.prefetch >= 0 {
 		wopts = append(wopts, worker.WithPrefetch(a.prefetch))

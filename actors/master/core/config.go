@@ -56,6 +56,8 @@ type Config struct {
 	// StartedHold holds hand-out records for up to this long so that a
 	// later journal write carries them (0: journal them at once).
 	StartedHold time.Duration
+	// Concurrency are the limits per concurrency key (keys.go).
+	Concurrency ConcurrencyLimits
 	// RecoveryStash is how many submissions are held while not serving.
 	RecoveryStash int
 	// Planted is test-only: it reintroduces a known bug so that the
@@ -84,6 +86,9 @@ func (c *Config) Check(w *messages.Work) *messages.WorkRejected {
 				fmt.Sprintf("master: work %q belongs to shard %d of %d, not to this master (shard %d): the node that sent it routes with another number of shards; start every node of the cluster with --shards %d",
 					w.GetWorkId(), k, c.Shards, c.Shard, c.Shards))
 		}
+	}
+	if reason := c.checkKeys(w); reason != "" {
+		return reject(messages.RejectCode_REJECT_CODE_INVALID, reason)
 	}
 	if c.JobTypes != nil {
 		if _, ok := c.JobTypes[w.GetJobType()]; !ok {

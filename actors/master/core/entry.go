@@ -78,6 +78,9 @@ type entryRare struct {
 	// inline (see workOther), in wire form: nil for every Work this
 	// master's code knows field by field.
 	extra []byte
+	// keys are the unique and concurrency keys among extra's fields
+	// (keys.go), decoded once: nil when it has none.
+	keys *workKeys
 }
 
 // payload returns the submitted payload; nil once the work is done.
@@ -199,7 +202,7 @@ func (e *entry) setMoreWaiters(v []*messages.PID) {
 }
 
 func (e *entry) setExtra(v []byte) {
-	e.setRare(v != nil, func(r *entryRare) { r.extra = v })
+	e.setRare(v != nil, func(r *entryRare) { r.extra, r.keys = v, keysOfExtra(v) })
 }
 
 // dropCold lets go of e's cold fields once none is set.

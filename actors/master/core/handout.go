@@ -12,6 +12,7 @@ import (
 // notifyWorkers tells each wanting worker that can run a ready job
 // WorkIsReady (see workerRegistry.readyToTell).
 func (m *Master) notifyWorkers(now time.Time) {
+	m.unparkKeys(now) // keys.go
 	told, wakeAt := m.workers.readyToTell(m.state, now)
 	for _, w := range told {
 		m.send(w.pid, &messages.WorkIsReady{})
@@ -97,7 +98,16 @@ func (m *Master) onRequestWork(now time.Time, in RequestWork) {
 // With bundles (the worker said it takes them) the works of one request go
 // in one WorkBundle; otherwise one Work each.
 func (m *Master) dispatch(now time.Time, w *workerInfo, n int, bundles bool) {
+	m.state.keys.limits, m.state.keys.timeout = m.cfg.Concurrency, m.cfg.WorkTimeout
 	p := planDispatch(m.state, m.cfg.Limiters, w.accepts, w.id, n, now)
+	if p.keyed && !m.cfg.AwaitStarted {
+		m.handOutDurable(w.pid, p, bundles) // keys.go
+		m.workers.setWanting(w, p.short)
+		if !p.wakeAt.IsZero() {
+			m.armWake(p.wakeAt)
+		}
+		return
+	}
 	switch {
 	case len(p.events) == 0:
 	case m.cfg.StartedHold > 0 && !m.cfg.AwaitStarted && onlyStarts(p.events):

@@ -56,6 +56,10 @@ type stashed struct {
 type afterDurable struct {
 	outs    []outcome
 	release release
+	// handOut is sent to handTo once durable, if the master still serves
+	// (keys.go: hand-outs of concurrency keys).
+	handOut []proto.Message
+	handTo  *messages.PID
 }
 
 // release names the accepted works an Append makes ready: one, or many
@@ -133,7 +137,7 @@ func (m *Master) Step(now time.Time, in any) []effect.Effect {
 	case DoneBatch:
 		m.onDoneBatch(now, in)
 	case effect.Durable:
-		m.onDurable(in.Token)
+		m.onDurable(now, in.Token)
 	case Committed:
 		if m.releasedWork {
 			m.releasedWork = false
@@ -351,12 +355,19 @@ func (m *Master) journal(events []proto.Message, rel release) {
 	m.emit(effect.Append{Events: events, Token: token})
 }
 
-func (m *Master) onDurable(token uint64) {
+func (m *Master) onDurable(now time.Time, token uint64) {
 	w, ok := m.waiting[token]
 	if !ok {
 		return
 	}
 	delete(m.waiting, token)
+	if len(w.handOut) > 0 && m.serving(now) {
+		// Not once the lease is gone: a successor recovered the runs from
+		// the journal and hands them out itself.
+		for _, msg := range w.handOut {
+			m.send(w.handTo, msg)
+		}
+	}
 	if !w.release.empty() {
 		if w.release.one != "" {
 			m.state.Release(w.release.one)

@@ -18,6 +18,9 @@ type dispatchPlan struct {
 	works  []*messages.Work // to send to the worker, in order
 	wakeAt time.Time        // when to look again for idle workers; zero: no need
 	short  bool             // fewer works than asked: the worker still wants work
+	// keyed: a work with a concurrency key is among works; its hand-out
+	// is sent once its WorkStarted is durable (keys.go).
+	keyed bool
 }
 
 // start applies the hand-out of work id to workerID and records it: in the
@@ -62,6 +65,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 	}
 	var throttled map[string]bool
 	accept := func(jt string) bool { return (accepts == nil || accepts(jt)) && !throttled[jt] }
+	s.beforeDispatch(now)
 	for len(p.works) < n {
 		work := s.nextReady(now, accept)
 		if work == nil {
@@ -70,6 +74,12 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 		if dl := work.deadline(); dl != 0 && dl <= now.UnixNano() {
 			apply(&messages.WorkExpired{WorkId: work.id, AtUnixNano: now.UnixNano(), JobType: work.jobType,
 				Reason: "deadline of the submitter passed before the work was started"})
+			continue
+		}
+		if ok, at := s.mayStart(work, now); !ok {
+			if !at.IsZero() {
+				wake(at)
+			}
 			continue
 		}
 		if lim := limiters[work.jobType]; lim != nil {
@@ -87,6 +97,7 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 		// the start just counted.
 		w := work.toWork()
 		w.Attempt = work.attempts
+		p.keyed = p.keyed || work.concurrencyKey() != ""
 		p.works = append(p.works, w)
 	}
 	p.short = len(p.works) < n

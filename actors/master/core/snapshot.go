@@ -196,11 +196,12 @@ func (p *packer) done() [][]byte {
 // Field numbers of the wire form PackedWire writes (messages/master.proto);
 // TestPackedWireIsTheMarshalledSnapshot checks it against proto.Marshal.
 const (
-	fieldPackedSnapshot = 1 // PackedMasterSnapshot.snapshot
-	fieldNextOrder      = 2 // MasterSnapshot.next_order
-	fieldAcceptedTotal  = 3 // MasterSnapshot.accepted_total
-	fieldChunks         = 4 // MasterSnapshot.chunks
-	fieldChunkEntries   = 5 // MasterSnapshot.chunk_entries
+	fieldPackedSnapshot = 1  // PackedMasterSnapshot.snapshot
+	fieldNextOrder      = 2  // MasterSnapshot.next_order
+	fieldAcceptedTotal  = 3  // MasterSnapshot.accepted_total
+	fieldChunks         = 4  // MasterSnapshot.chunks
+	fieldChunkEntries   = 5  // MasterSnapshot.chunk_entries
+	fieldKeys           = 15 // MasterSnapshot.keys
 )
 
 // PackedWire returns the wire form of the PackedMasterSnapshot of s (the
@@ -227,6 +228,11 @@ func (s *WorkState) PackedWire(size SnapshotSize) ([]byte, SnapshotSize) {
 	s.eachForSnapshot(p.add)
 	p.done()
 	appendInt(fieldChunkEntries, p.total)
+	if ks := s.keys.keysState(); ks != nil {
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(ks) // a KeysState marshals
+		p.out = protowire.AppendTag(p.out, fieldKeys, protowire.BytesType)
+		p.out = protowire.AppendBytes(p.out, b)
+	}
 	var h [reserve]byte
 	hdr := protowire.AppendTag(h[:0], fieldPackedSnapshot, protowire.BytesType)
 	hdr = protowire.AppendVarint(hdr, uint64(len(p.out)-reserve))

@@ -91,6 +91,8 @@ type WorkState struct {
 	// restoring gathers the pending entries of a snapshot by job type while
 	// RestoreWorkState runs; their queues are built at the end (heapOf).
 	restoring map[string][]*entry
+	// keys index the unique and concurrency keys (keys.go).
+	keys keyIndex
 }
 
 // maxShared bounds WorkState.shared; past it the table starts over.
@@ -116,12 +118,14 @@ func (s *WorkState) share(v string) string {
 
 // NewWorkState returns an empty state.
 func NewWorkState() *WorkState {
-	return &WorkState{
+	s := &WorkState{
 		entries:  make(map[string]*entry),
 		queues:   make(map[string]*queue),
 		byWorker: make(map[string]map[string]*entry),
 		shared:   make(map[string]string),
 	}
+	s.keys.init()
+	return s
 }
 
 // Apply applies one journal event. Events that do not fit the current state
@@ -225,6 +229,7 @@ func (s *WorkState) accept(w *messages.Work, at int64, held bool) {
 		e.plain = true // accepted at readyAt
 	}
 	s.entries[e.id] = e
+	s.keys.accepted(e)
 	s.acceptedTotal++
 	e.readyAt = at
 	e.order = s.nextOrder
@@ -254,6 +259,10 @@ func (s *WorkState) push(e *entry) {
 }
 
 func (s *WorkState) unqueue(e *entry) {
+	if e.heapIdx == parkedIdx {
+		s.unpark(e)
+		return
+	}
 	q := s.queues[e.jobType]
 	q.remove(int(e.heapIdx))
 	if len(*q) == 0 {
@@ -288,6 +297,7 @@ func (s *WorkState) addRunning(e *entry) {
 	}
 	m[e.id] = e
 	s.counts.InProgress++
+	s.keys.runs(e, 1)
 }
 
 func (s *WorkState) removeRunning(e *entry) {
@@ -297,6 +307,7 @@ func (s *WorkState) removeRunning(e *entry) {
 		delete(s.byWorker, e.workerID)
 	}
 	s.counts.InProgress--
+	s.keys.runs(e, -1)
 	e.workerID = ""
 	e.startedAt = 0
 }
@@ -354,6 +365,12 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		return
 	}
 	worker := s.share(ev.GetWorkerId())
+	if len(s.keys.slots) > 0 {
+		s.keys.ended(e.id, worker) // the reporting run's held slot (keys.go)
+	}
+	if e.status == statusRunning && e.workerID != worker {
+		s.keys.requeued(e) // the run the master tracked goes on elsewhere
+	}
 	if e.plain && e.status == statusRunning && e.workerID == worker {
 		// Done on its first attempt by the worker that started it: it
 		// stays plain, its history held by readyAt, startedAt, workerID
@@ -497,11 +514,13 @@ func (s *WorkState) applyForgotten(before int64) {
 		s.finished[s.finHead] = finishedRef{}
 		s.finHead++
 		if ref.live() {
+			s.keys.forget(ref.e, before)
 			s.leave(ref.e)
 			delete(s.entries, ref.e.id)
 			ref.e.gone = true
 		}
 	}
+	s.keys.expire(before)
 	// Compact once the consumed prefix dominates, so the FIFO stays bounded.
 	if s.finHead > 1024 && s.finHead*2 > len(s.finished) {
 		s.finished = append([]finishedRef(nil), s.finished[s.finHead:]...)
@@ -525,6 +544,7 @@ func (s *WorkState) applyRecovered(at int64) {
 	for _, e := range running {
 		e.record(histEvent{kind: histRequeued, at: at, attempt: e.attempts, worker: e.workerID})
 		e.takeBackAttempt()
+		s.keys.requeued(e)
 		s.removeRunning(e)
 		e.status = statusAccepted
 		if e.lastError() != "" {
@@ -635,6 +655,11 @@ func (s *WorkState) PendingIDs() []string {
 	for _, q := range s.queues {
 		all = append(all, *q...)
 	}
+	for _, ps := range s.keys.parked {
+		for _, e := range ps {
+			all = append(all, qitem{readyAt: e.readyAt, order: e.order, e: e})
+		}
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].before(all[j]) })
 	ids := make([]string, len(all))
 	for i, it := range all {
@@ -740,6 +765,7 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 		ChunkEntries:  p.total,
 		NextOrder:     s.nextOrder,
 		AcceptedTotal: s.acceptedTotal,
+		Keys:          s.keys.keysState(),
 	}
 }
 
@@ -821,6 +847,7 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 	for jt, es := range s.restoring {
 		s.queues[jt] = heapOf(es)
 	}
+	s.keys.restoreKeys(snap.GetKeys())
 	return s, nil
 }
 
@@ -855,6 +882,7 @@ func (s *WorkState) restoreEntry(i int, e *entry) error {
 	}
 	e.compact()
 	s.entries[id] = e
+	s.keys.accepted(e)
 	return nil
 }
 

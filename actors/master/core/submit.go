@@ -17,6 +17,9 @@ func (m *Master) onSubmit(now time.Time, from *messages.PID, w *messages.Work) {
 		return
 	}
 	at := now.UnixNano()
+	if !m.state.IsAccepted(w.GetWorkId()) && m.submitDuplicate(from, w, at) {
+		return
+	}
 	stored, joined := m.admit(w, at)
 	switch {
 	case stored != nil:
@@ -105,6 +108,15 @@ func (m *Master) onBatch(now time.Time, from *messages.PID, b *messages.WorkBatc
 			continue
 		}
 		out[i] = &messages.BatchOutcome{WorkId: w.GetWorkId(), Accepted: true}
+		if !m.state.IsAccepted(w.GetWorkId()) {
+			if ack, joined := m.duplicateOf(w, at); ack != nil {
+				out[i].DuplicateOf, out[i].DuplicateStatus = ack.GetDuplicateOf(), ack.GetDuplicateStatus()
+				if joined != nil {
+					joins = append(joins, joined)
+				}
+				continue
+			}
+		}
 		stored, joined := m.admit(w, at)
 		if joined != nil {
 			joins = append(joins, joined)
