@@ -1033,9 +1033,11 @@ type MasterSnapshot struct {
 	// allocates no message per entry. A snapshot holds entries or chunks.
 	Chunks [][]byte `protobuf:"bytes,4,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	// How many entries chunks holds in all (to size the state on restore).
-	ChunkEntries  int64 `protobuf:"varint,5,opt,name=chunk_entries,json=chunkEntries,proto3" json:"chunk_entries,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ChunkEntries int64 `protobuf:"varint,5,opt,name=chunk_entries,json=chunkEntries,proto3" json:"chunk_entries,omitempty"`
+	// The job types paused (QueuePaused) at the snapshot, sorted.
+	PausedJobTypes []string `protobuf:"bytes,21,rep,name=paused_job_types,json=pausedJobTypes,proto3" json:"paused_job_types,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MasterSnapshot) Reset() {
@@ -1101,6 +1103,13 @@ func (x *MasterSnapshot) GetChunkEntries() int64 {
 		return x.ChunkEntries
 	}
 	return 0
+}
+
+func (x *MasterSnapshot) GetPausedJobTypes() []string {
+	if x != nil {
+		return x.PausedJobTypes
+	}
+	return nil
 }
 
 // PackedMasterSnapshot is what masters write since the packed encoding: a
@@ -1239,14 +1248,15 @@ const file_master_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\t \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\n" +
 	" \x01(\x03R\x12finishedAtUnixNano\x12<\n" +
-	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xca\x01\n" +
+	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xf4\x01\n" +
 	"\x0eMasterSnapshot\x125\n" +
 	"\aentries\x18\x01 \x03(\v2\x1b.foreman.messages.WorkEntryR\aentries\x12\x1d\n" +
 	"\n" +
 	"next_order\x18\x02 \x01(\x03R\tnextOrder\x12%\n" +
 	"\x0eaccepted_total\x18\x03 \x01(\x03R\racceptedTotal\x12\x16\n" +
 	"\x06chunks\x18\x04 \x03(\fR\x06chunks\x12#\n" +
-	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntries\"T\n" +
+	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntries\x12(\n" +
+	"\x10paused_job_types\x18\x15 \x03(\tR\x0epausedJobTypes\"T\n" +
 	"\x14PackedMasterSnapshot\x12<\n" +
 	"\bsnapshot\x18\x01 \x01(\v2 .foreman.messages.MasterSnapshotR\bsnapshotB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 

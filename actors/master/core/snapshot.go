@@ -196,11 +196,12 @@ func (p *packer) done() [][]byte {
 // Field numbers of the wire form PackedWire writes (messages/master.proto);
 // TestPackedWireIsTheMarshalledSnapshot checks it against proto.Marshal.
 const (
-	fieldPackedSnapshot = 1 // PackedMasterSnapshot.snapshot
-	fieldNextOrder      = 2 // MasterSnapshot.next_order
-	fieldAcceptedTotal  = 3 // MasterSnapshot.accepted_total
-	fieldChunks         = 4 // MasterSnapshot.chunks
-	fieldChunkEntries   = 5 // MasterSnapshot.chunk_entries
+	fieldPackedSnapshot = 1  // PackedMasterSnapshot.snapshot
+	fieldNextOrder      = 2  // MasterSnapshot.next_order
+	fieldAcceptedTotal  = 3  // MasterSnapshot.accepted_total
+	fieldChunks         = 4  // MasterSnapshot.chunks
+	fieldChunkEntries   = 5  // MasterSnapshot.chunk_entries
+	fieldPausedJobTypes = 21 // MasterSnapshot.paused_job_types
 )
 
 // PackedWire returns the wire form of the PackedMasterSnapshot of s (the
@@ -227,6 +228,10 @@ func (s *WorkState) PackedWire(size SnapshotSize) ([]byte, SnapshotSize) {
 	s.eachForSnapshot(p.add)
 	p.done()
 	appendInt(fieldChunkEntries, p.total)
+	for _, jt := range s.PausedTypes() {
+		p.out = protowire.AppendTag(p.out, fieldPausedJobTypes, protowire.BytesType)
+		p.out = protowire.AppendString(p.out, jt)
+	}
 	var h [reserve]byte
 	hdr := protowire.AppendTag(h[:0], fieldPackedSnapshot, protowire.BytesType)
 	hdr = protowire.AppendVarint(hdr, uint64(len(p.out)-reserve))
@@ -497,6 +502,10 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 				u.fail()
 			}
 			e.plain = true
+			// A plain unfinished entry with a finishing time is a
+			// delayed one (entry.delayed): it keeps its acceptance time
+			// there.
+			e.delayed = e.finishedAt != 0 && !e.finished()
 		}
 		if u.err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, u.err)
