@@ -73,6 +73,10 @@ type nodeArgs struct {
 	// (--done-retention, --done-limit).
 	doneRetention time.Duration
 	doneLimit     int
+	// priorityAging and fairWeights tune the hand-out order of the
+	// masters (--priority-aging, --fair-weight; docs/scheduling.md).
+	priorityAging time.Duration
+	fairWeights   map[string]int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -190,6 +194,19 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 			return errors.New("must be at least 1")
 		}
 		a.doneLimit = n
+		return nil
+	})
+	fs.DurationVar(&a.priorityAging, "priority-aging", 0, "a waiting job's priority counts one more per this much waiting, so a low priority waits at most (9-p) times it behind later jobs (backend and all-in-one nodes; default 0: strict priorities)")
+	fs.Func("fair-weight", "KEY=N: fairness key KEY gets N hand-outs per turn of its job type's rotation over keys (repeatable; default 1 each)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 {
+			return errors.New("want KEY=N with N at least 1, e.g. --fair-weight acme=3")
+		}
+		if a.fairWeights == nil {
+			a.fairWeights = make(map[string]int)
+		}
+		a.fairWeights[k] = n
 		return nil
 	})
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")

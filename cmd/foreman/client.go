@@ -84,16 +84,19 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		jobType, id, input string
 		wait               waitFlag
 		bf                 batchFlags
+		qf                 queueFlags
 	)
 	cf.register(fs, defaultSubmitTimeout)
 	bf.register(fs)
 	fs.StringVar(&jobType, "type", "", "job type, e.g. square (required)")
 	fs.StringVar(&input, "payload", "", "job input: JSON (7, \"250ms\", {\"n\":1}); anything else is sent as a JSON string")
 	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
+	qf.register(fs)
 	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
 		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
 		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait [D]] [--timeout D]\n"+
+			"         [--run-at TIME | --delay D] [--priority 0-9] [--fairness-key KEY]\n"+
 			"       foreman submit --file JOBS.ndjson|- [--batch N] [--to ADDR] [--timeout D]\n\n"+
 			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -121,10 +124,11 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
 	defer cancel()
+	req := qf.apply(httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
 	if wait.set {
-		return submitWait(ctx, c, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)}, wait.d, cf.timeout, stdout, stderr)
+		return submitWait(ctx, c, req, wait.d, cf.timeout, stdout, stderr)
 	}
-	id, err = c.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
+	id, err = c.Submit(ctx, req)
 	if err != nil {
 		if errors.Is(err, httpapi.ErrUnavailable) {
 			err = fmt.Errorf("%w; nothing is lost by retrying with the same id (--id %s)", err, id)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/metrics"
@@ -31,7 +34,10 @@ func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Op
 			return nil, nil, nil, err
 		}
 	}
-	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit))
+	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit), master.WithPriorityAging(a.priorityAging))
+	for _, k := range slices.Sorted(maps.Keys(a.fairWeights)) {
+		mopts = append(mopts, master.WithFairnessWeight(k, a.fairWeights[k]))
+	}
 	wopts = []worker.Option{worker.WithWindow(a.window), worker.WithResultHold(a.resultHold)}
 	if a.prefetch >= 0 {
 		wopts = append(wopts, worker.WithPrefetch(a.prefetch))
