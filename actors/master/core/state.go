@@ -52,6 +52,9 @@ func (r finishedRef) live() bool {
 type Counts struct {
 	// Pending works wait for a worker (some for their backoff to pass).
 	Pending int
+	// Delayed works (of Pending) wait in a timer heap: for their run_at,
+	// or a retry's backoff (issue 37).
+	Delayed int
 	// InProgress works are handed out and not yet reported.
 	InProgress int
 	// Done works are completed and still retained.
@@ -551,6 +554,9 @@ func (e *entry) takeBackAttempt() {
 func (s *WorkState) Counts() Counts {
 	c := s.counts
 	c.AcceptedTotal = s.acceptedTotal
+	for _, tq := range s.queues {
+		c.Delayed += len(tq.timers)
+	}
 	return c
 }
 
