@@ -315,7 +315,9 @@ func WithStartedHold(d time.Duration) Option { return func(c *config) { c.starte
 // (0, the default: no aging, a higher priority always goes first). A job
 // of priority p then waits behind later jobs of its type for at most
 // (9-p)·d (docs/scheduling.md).
-func WithPriorityAging(d time.Duration) Option { return func(c *config) { c.priorityAging = max(d, 0) } }
+func WithPriorityAging(d time.Duration) Option {
+	return func(c *config) { c.priorityAging = max(d, 0) }
+}
 
 // WithFairnessWeight gives fairness key key weight n (n >= 1; default 1):
 // it gets n hand-outs per turn of the rotation over its job type's keys.
