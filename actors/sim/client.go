@@ -47,7 +47,13 @@ func (c *caller) act(j int) {
 		roll = w.e.rng.Float64() * 0.6
 	}
 	c.ids = append(c.ids, id)
-	work := func(id string) *messages.Work { return &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)} }
+	work := func(id string) *messages.Work {
+		wk := &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)}
+		if d := delayOf(id); d > 0 { // a delayed job (issue 37): NeverEarly
+			wk.RunAtUnixNano = f.local(w.e.now).Add(d).UnixNano()
+		}
+		return wk
+	}
 	switch {
 	case roll < 0.5: // a Call: waits for the outcome
 		var deadline time.Time

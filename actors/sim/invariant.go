@@ -24,6 +24,7 @@ func Invariants() []Invariant {
 		FeedExactlyOnce{},
 		AttemptsBounded{},
 		DurableBeforeHandOut{},
+		NeverEarly{},
 	}
 }
 
