@@ -1036,9 +1036,11 @@ type MasterSnapshot struct {
 	ChunkEntries int64 `protobuf:"varint,5,opt,name=chunk_entries,json=chunkEntries,proto3" json:"chunk_entries,omitempty"`
 	// Unique and concurrency key state the entries do not imply (keys.proto);
 	// unset when there is none.
-	Keys          *KeysState `protobuf:"bytes,15,opt,name=keys,proto3" json:"keys,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Keys *KeysState `protobuf:"bytes,15,opt,name=keys,proto3" json:"keys,omitempty"`
+	// The job types paused (QueuePaused) at the snapshot, sorted.
+	PausedJobTypes []string `protobuf:"bytes,21,rep,name=paused_job_types,json=pausedJobTypes,proto3" json:"paused_job_types,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MasterSnapshot) Reset() {
@@ -1109,6 +1111,13 @@ func (x *MasterSnapshot) GetChunkEntries() int64 {
 func (x *MasterSnapshot) GetKeys() *KeysState {
 	if x != nil {
 		return x.Keys
+	}
+	return nil
+}
+
+func (x *MasterSnapshot) GetPausedJobTypes() []string {
+	if x != nil {
+		return x.PausedJobTypes
 	}
 	return nil
 }
@@ -1250,7 +1259,7 @@ const file_master_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\t \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\n" +
 	" \x01(\x03R\x12finishedAtUnixNano\x12<\n" +
-	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xfb\x01\n" +
+	"\ahistory\x18\v \x03(\v2\".foreman.messages.WorkHistoryEventR\ahistory\"\xa5\x02\n" +
 	"\x0eMasterSnapshot\x125\n" +
 	"\aentries\x18\x01 \x03(\v2\x1b.foreman.messages.WorkEntryR\aentries\x12\x1d\n" +
 	"\n" +
@@ -1258,7 +1267,8 @@ const file_master_proto_rawDesc = "" +
 	"\x0eaccepted_total\x18\x03 \x01(\x03R\racceptedTotal\x12\x16\n" +
 	"\x06chunks\x18\x04 \x03(\fR\x06chunks\x12#\n" +
 	"\rchunk_entries\x18\x05 \x01(\x03R\fchunkEntries\x12/\n" +
-	"\x04keys\x18\x0f \x01(\v2\x1b.foreman.messages.KeysStateR\x04keys\"T\n" +
+	"\x04keys\x18\x0f \x01(\v2\x1b.foreman.messages.KeysStateR\x04keys\x12(\n" +
+	"\x10paused_job_types\x18\x15 \x03(\tR\x0epausedJobTypes\"T\n" +
 	"\x14PackedMasterSnapshot\x12<\n" +
 	"\bsnapshot\x18\x01 \x01(\v2 .foreman.messages.MasterSnapshotR\bsnapshotB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 

@@ -245,6 +245,18 @@ type Work struct {
 	// a worker asks it AreYouStillInterested before starting and skips the
 	// work when the caller has gone.
 	Waiter *PID `protobuf:"bytes,6,opt,name=waiter,proto3" json:"waiter,omitempty"`
+	// Optional time before which the master does not hand the work out,
+	// Unix nanoseconds; 0 = at once (delayed jobs, issue 37; the HTTP
+	// API's run_at and delay). The work waits in its type's timer heap.
+	RunAtUnixNano int64 `protobuf:"varint,10,opt,name=run_at_unix_nano,json=runAtUnixNano,proto3" json:"run_at_unix_nano,omitempty"`
+	// Optional priority, 0 (lowest) to 9 (highest); unset = 5. A higher
+	// priority is handed out first within a job type (and a fairness key),
+	// subject to the master's aging (docs/scheduling.md).
+	Priority *int32 `protobuf:"varint,11,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// Optional fairness key (a tenant, a customer): within a job type, the
+	// master rotates the hand-out over the keys with due work, weighted per
+	// key; "" is a key like any other, the one of works without one.
+	FairnessKey string `protobuf:"bytes,12,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	// Optional W3C trace context of the submission (the traceparent header's
 	// form, "00-<trace id>-<span id>-<flags>"): the frontend client sets it
 	// from its ctx's span, the master journals it with the work (so a
@@ -340,6 +352,27 @@ func (x *Work) GetWaiter() *PID {
 		return x.Waiter
 	}
 	return nil
+}
+
+func (x *Work) GetRunAtUnixNano() int64 {
+	if x != nil {
+		return x.RunAtUnixNano
+	}
+	return 0
+}
+
+func (x *Work) GetPriority() int32 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+func (x *Work) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
 }
 
 func (x *Work) GetTraceParent() string {
@@ -1919,19 +1952,24 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\"\xe0\x02\n" +
+	"work.proto\x12\x10foreman.messages\"\xda\x03\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12,\n" +
 	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12-\n" +
-	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\x12!\n" +
+	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\x12'\n" +
+	"\x10run_at_unix_nano\x18\n" +
+	" \x01(\x03R\rrunAtUnixNano\x12\x1f\n" +
+	"\bpriority\x18\v \x01(\x05H\x00R\bpriority\x88\x01\x01\x12!\n" +
+	"\ffairness_key\x18\f \x01(\tR\vfairnessKey\x12!\n" +
 	"\ftrace_parent\x18\x14 \x01(\tR\vtraceParent\x12\x1d\n" +
 	"\n" +
 	"unique_key\x18\x0f \x01(\tR\tuniqueKey\x12(\n" +
 	"\x10unique_for_nanos\x18\x10 \x01(\x03R\x0euniqueForNanos\x12'\n" +
-	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKey\"\x8a\x01\n" +
+	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKeyB\v\n" +
+	"\t_priority\"\x8a\x01\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12!\n" +
 	"\fduplicate_of\x18\x0f \x01(\tR\vduplicateOf\x12G\n" +
@@ -2145,6 +2183,7 @@ func file_work_proto_init() {
 	if File_work_proto != nil {
 		return
 	}
+	file_work_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

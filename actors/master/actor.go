@@ -119,6 +119,10 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.step(core.Resubmit{From: a.sent(c), Msg: msg})
 	case *messages.DetachWaiter:
 		a.step(core.Detach{From: a.sent(c), Msg: msg})
+	case *messages.PauseQueue:
+		a.step(core.PauseQueue{From: a.sent(c), Msg: msg})
+	case *messages.GetQueues:
+		a.step(core.GetQueues{From: a.sent(c), Msg: msg})
 	case *fired:
 		a.step(effect.Fired{Name: msg.name})
 	case *actor.Started:

@@ -96,7 +96,9 @@ type config struct {
 	limiters        map[string]DispatchLimiter
 	journalTimeout  time.Duration
 	awaitStarted    bool
-	startedHold     time.Duration          // 0: journal hand-outs at once
+	startedHold     time.Duration // 0: journal hand-outs at once
+	priorityAging   time.Duration // 0: strict priorities
+	fairWeights     map[string]int
 	fenceCheck      time.Duration          // 0: off
 	recoveryStash   int                    // submissions held while recovering
 	concurrency     core.ConcurrencyLimits // per concurrency key (keys.go)
@@ -188,7 +190,8 @@ func (c *config) core() core.Config {
 		DoneRetention: c.doneRetention, DoneLimit: c.doneLimit, MaxPayload: c.maxPayload,
 		JobTypes: c.jobTypes, Shard: c.shard, Shards: c.shards, Limiters: c.limiters,
 		AwaitStarted: c.awaitStarted, StartedHold: c.startedHold, RecoveryStash: c.recoveryStash,
-		Concurrency: c.concurrency,
+		Concurrency:   c.concurrency,
+		PriorityAging: c.priorityAging, FairnessWeights: c.fairWeights,
 	}
 }
 
@@ -309,6 +312,25 @@ const DefaultStartedHold = time.Millisecond
 // durable yet, means only that the work runs again. Default
 // DefaultStartedHold; 0 journals each hand-out at once.
 func WithStartedHold(d time.Duration) Option { return func(c *config) { c.startedHold = d } }
+
+// WithPriorityAging makes a waiting job's priority count one more per d
+// (0, the default: no aging, a higher priority always goes first). A job
+// of priority p then waits behind later jobs of its type for at most
+// (9-p)·d (docs/scheduling.md).
+func WithPriorityAging(d time.Duration) Option {
+	return func(c *config) { c.priorityAging = max(d, 0) }
+}
+
+// WithFairnessWeight gives fairness key key weight n (n >= 1; default 1):
+// it gets n hand-outs per turn of the rotation over its job type's keys.
+func WithFairnessWeight(key string, n int) Option {
+	return func(c *config) {
+		if c.fairWeights == nil {
+			c.fairWeights = make(map[string]int)
+		}
+		c.fairWeights[key] = max(n, 1)
+	}
+}
 
 // WithFenceCheck sets how often the master reads the journal for an event
 // it did not write, which means a newer activation took over: it then stops

@@ -63,6 +63,9 @@ func (c *caller) act(j int) {
 		if w.cfg.Keys {
 			wk.UniqueKey, wk.UniqueForNanos, wk.ConcurrencyKey = keysOf(id)
 		}
+		if d := delayOf(id); d > 0 { // a delayed job (issue 37): NeverEarly
+			wk.RunAtUnixNano = f.local(w.e.now).Add(d).UnixNano()
+		}
 		return wk
 	}
 	switch {

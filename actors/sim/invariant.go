@@ -26,6 +26,7 @@ func Invariants() []Invariant {
 		DurableBeforeHandOut{},
 		UniqueNeverTwice{},
 		ConcurrencyLimitHeld{},
+		NeverEarly{},
 	}
 }
 

@@ -68,6 +68,19 @@ type SubmitRequest struct {
 	// ConcurrencyKey caps how many jobs sharing it run at once, in the
 	// whole cluster (the backends' --concurrency-limit).
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// RunAt delays the job until this time, RFC 3339 (e.g.
+	// "2026-11-28T10:00:00Z"); a time past runs it at once. Not with Delay.
+	RunAt string `json:"run_at,omitempty"`
+	// Delay delays the job by a Go duration from the server's receipt of
+	// the request (e.g. "90s", "1h30m"). Not with RunAt.
+	Delay string `json:"delay,omitempty"`
+	// Priority is 0 (lowest) to 9 (highest); absent: 5. A higher priority
+	// is handed out first within a job type (docs/scheduling.md).
+	Priority *int `json:"priority,omitempty"`
+	// FairnessKey (a tenant, a customer): within a job type the hand-out
+	// rotates over the keys with waiting jobs, so one key's flood does not
+	// hold the others back.
+	FairnessKey string `json:"fairness_key,omitempty"`
 }
 
 // SubmitResponse is the body of a 201 answer to POST /work: the work is

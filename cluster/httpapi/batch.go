@@ -228,7 +228,7 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 	if bb, ok := s.backend.(BatchBackend); ok {
 		works := make([]*messages.Work, len(unique))
 		for j, i := range unique {
-			works[j] = withKeys(&messages.Work{WorkId: reqs[i].ID, JobType: reqs[i].Type, Payload: reqs[i].Payload}, reqs[i])
+			works[j] = withKeys(reqs[i].work(), reqs[i])
 		}
 		for j, err := range bb.SubmitMany(ctx, works) {
 			errs[unique[j]] = err
@@ -242,7 +242,7 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				q := reqs[i]
-				errs[i] = s.backend.Submit(ctx, withKeys(&messages.Work{WorkId: q.ID, JobType: q.Type, Payload: q.Payload}, q))
+				errs[i] = s.backend.Submit(ctx, withKeys(q.work(), q))
 			}()
 		}
 		wg.Wait()

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/foreman-actors/foreman/messages"
 )
 
 func methodNotAllowed(allow string) http.HandlerFunc {
@@ -44,9 +42,9 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
-	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	work := withKeys(req.work(), req)
 	if req.UniqueKey != "" || req.ConcurrencyKey != "" { // keys.go
-		s.keyedID(withKeys(work, req))
+		s.keyedID(work)
 		req.ID = work.GetWorkId()
 	}
 	if wantsWait(r) { // POST /work?wait=D: wait.go
@@ -272,6 +270,9 @@ func finishSubmit(req SubmitRequest) (SubmitRequest, error) {
 		if err := checkKeys(req); err != nil {
 			return SubmitRequest{}, err
 		}
+	}
+	if err := checkQueueFields(&req); err != nil {
+		return SubmitRequest{}, err
 	}
 	switch p := bytes.TrimSpace(req.Payload); {
 	case len(p) == 0 || string(p) == "null":

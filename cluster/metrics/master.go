@@ -102,6 +102,7 @@ func (m *Metrics) setQueue() {
 	total, busyAll := 0, 0
 	for _, sc := range m.byStream {
 		sum.Pending += sc.c.Pending
+		sum.Delayed += sc.c.Delayed
 		sum.InProgress += sc.c.InProgress
 		sum.Done += sc.c.Done
 		sum.Dead += sc.c.Dead
@@ -113,6 +114,7 @@ func (m *Metrics) setQueue() {
 	busyAll = min(busyAll, total)
 	q := m.queue
 	q.WithLabelValues("pending").Set(float64(sum.Pending))
+	q.WithLabelValues("delayed").Set(float64(sum.Delayed)) // of pending
 	q.WithLabelValues("running").Set(float64(sum.InProgress))
 	q.WithLabelValues("done").Set(float64(sum.Done))
 	q.WithLabelValues("dead").Set(float64(sum.Dead))

@@ -69,7 +69,7 @@ func New() *Metrics {
 	m.dead = jobs("jobs_dead_total", "Jobs that became dead (out of attempts, a permanent failure or past their deadline), by job type.")
 	m.cancelled = jobs("jobs_cancelled_total", "Jobs cancelled because their caller went away (not retried), by job type.")
 	m.resultsConsumed = jobs("results_consumed_total", "Results this frontend node consumed from the cluster, by job type.")
-	m.queue = f.gaugeVec("queue_jobs", "Jobs the master holds, by state: pending, running, done, dead and cancelled (ended jobs are retained for a while).", "state")
+	m.queue = f.gaugeVec("queue_jobs", "Jobs the master holds, by state: pending, running, done, dead and cancelled (ended jobs are retained for a while); delayed counts the pending ones that wait for their run_at or a retry backoff.", "state")
 	m.workers = f.gaugeVec("workers", "Workers registered with the master, by state: idle or busy (holding work).", "state")
 	m.epoch = f.gauge("master_epoch", "The journal epoch of the master this node hosts (0: none yet); a new epoch means a new activation.")
 	m.activations = f.counter("master_activations_total", "Times a master recovered and served on this node (first start, failovers, re-syncs).")

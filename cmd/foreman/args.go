@@ -76,6 +76,10 @@ type nodeArgs struct {
 	// concurrency are the limits per concurrency key
 	// (--concurrency-limit, docs/scheduling.md).
 	concurrency master.ConcurrencyLimits
+	// priorityAging and fairWeights tune the hand-out order of the
+	// masters (--priority-aging, --fair-weight; docs/scheduling.md).
+	priorityAging time.Duration
+	fairWeights   map[string]int
 }
 
 // splitPort takes the optional leading port argument off args: the flag
@@ -199,12 +203,25 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.Func("concurrency-limit", "how many jobs of one concurrency_key run at once in the whole cluster: KEY=N for one key (e.g. tenant-a=2), N for every other key (default 1); repeat it for several keys; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
 		return master.ParseConcurrencyLimit(s, &a.concurrency)
 	})
+	fs.DurationVar(&a.priorityAging, "priority-aging", 0, "a waiting job's priority counts one more per this much waiting, so a low priority waits at most (9-p) times it behind later jobs (backend and all-in-one nodes; default 0: strict priorities)")
+	fs.Func("fair-weight", "KEY=N: fairness key KEY gets N hand-outs per turn of its job type's rotation over keys (repeatable; default 1 each)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 {
+			return errors.New("want KEY=N with N at least 1, e.g. --fair-weight acme=3")
+		}
+		if a.fairWeights == nil {
+			a.fairWeights = make(map[string]int)
+		}
+		a.fairWeights[k] = n
+		return nil
+	})
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)
 	a.otlp.register(fs)
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
+		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status|queue [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(rest); err != nil {

@@ -84,6 +84,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		jobType, id, input string
 		wait               waitFlag
 		bf                 batchFlags
+		qf                 queueFlags
 	)
 	cf.register(fs, defaultSubmitTimeout)
 	bf.register(fs)
@@ -94,10 +95,13 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&keys.UniqueKey, "unique-key", "", "run the job only if no job with this key is pending, running or finished within --unique-for; otherwise print that job's id and status (docs/scheduling.md)")
 	fs.StringVar(&keys.UniqueFor, "unique-for", "", "how long a finished job keeps its --unique-key, a duration such as 1h (default: only while pending or running)")
 	fs.StringVar(&keys.ConcurrencyKey, "concurrency-key", "", "run at most the key's --concurrency-limit of the jobs with this key at once, cluster-wide")
+	qf.register(fs)
 	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
 		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--unique-key K [--unique-for D]] [--concurrency-key K] [--to ADDR] [--wait [D]] [--timeout D]\n"+
+		printErr(stderr, "usage: foreman submit --type TYPE [--payload JSON] [--id ID] [--to ADDR] [--wait [D]] [--timeout D]\n"+
+			"         [--run-at TIME | --delay D] [--priority 0-9] [--fairness-key KEY]\n"+
+			"         [--unique-key K [--unique-for D]] [--concurrency-key K]\n"+
 			"       foreman submit --file JOBS.ndjson|- [--batch N] [--to ADDR] [--timeout D]\n\n"+
 			"Submits one job to a frontend node's HTTP API and prints its id once it is durable.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -127,6 +131,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	req := keys
 	req.ID, req.Type, req.Payload = id, jobType, payloadJSON(input)
+	req = qf.apply(req)
 	if wait.set {
 		return submitWait(ctx, c, req, wait.d, cf.timeout, stdout, stderr)
 	}

@@ -88,6 +88,10 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "PprofOffLoopback", args: []string{"2551", "--pprof", "0.0.0.0:6060"}, want: "runtime profiles (--pprof) on 0.0.0.0:6060"},
 		{name: "BenchExtraArgument", args: []string{"bench", "x"}, want: `unexpected argument "x"`},
 		{name: "BenchBadJobs", args: []string{"bench", "--jobs", "0"}, want: "bench needs jobs"},
+		{name: "BadFairWeight", args: []string{"--fair-weight", "acme"}, want: "want KEY=N with N at least 1"},
+		{name: "QueueWithoutVerb", args: []string{"queue"}, want: "say what to do: list, pause TYPE or resume TYPE"},
+		{name: "QueuePauseWithoutType", args: []string{"queue", "pause"}, want: "pause takes one job type"},
+		{name: "QueueUnknownVerb", args: []string{"queue", "drain"}, want: `unknown "drain"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

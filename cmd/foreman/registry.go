@@ -1,6 +1,9 @@
 package main
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/worker"
 	"github.com/foreman-actors/foreman/cluster/metrics"
@@ -32,7 +35,10 @@ func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Op
 		}
 	}
 	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit),
-		master.WithConcurrencyLimits(a.concurrency.Default, a.concurrency.PerKey))
+		master.WithConcurrencyLimits(a.concurrency.Default, a.concurrency.PerKey), master.WithPriorityAging(a.priorityAging))
+	for _, k := range slices.Sorted(maps.Keys(a.fairWeights)) {
+		mopts = append(mopts, master.WithFairnessWeight(k, a.fairWeights[k]))
+	}
 	wopts = []worker.Option{worker.WithWindow(a.window), worker.WithResultHold(a.resultHold)}
 	if a.prefetch >= 0 {
 		wopts = append(wopts, worker.WithPrefetch(a.prefetch))

@@ -49,6 +49,13 @@ type Config struct {
 	// Shard of Shards (Shards 0: not sharded): work of another shard is
 	// rejected as invalid.
 	Shard, Shards int
+	// PriorityAging: a due work's priority counts one more per this much
+	// waiting (0: no aging, a higher priority always goes first); see
+	// WorkState.SetQueueing and docs/scheduling.md.
+	PriorityAging time.Duration
+	// FairnessWeights: works per turn of a fairness key in the hand-out's
+	// rotation (a key not listed: 1).
+	FairnessWeights map[string]int
 	// Limiters rate-limit the hand-out per job type.
 	Limiters map[string]DispatchLimiter
 	// AwaitStarted sends a hand-out only once its WorkStarted is durable.

@@ -1,6 +1,9 @@
 package core
 
 import (
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -41,6 +44,12 @@ type entry struct {
 	held       bool // accepted, its event not yet durable: not queued (AcceptHeld)
 	listed     bool // already listed by the eachForSnapshot under way
 	gone       bool // no longer in the state (forgotten, or replaced by a re-submission)
+	due        bool // queued in a lane of its type, not its timer heap (pending.go)
+	// delayed: a plain entry submitted with a run_at in the future (see
+	// delay): readyAt holds the run_at, finishedAt the acceptance time
+	// while it is not finished. A delayed work thus costs no allocation
+	// beside a plain one.
+	delayed bool
 	// plain: the history is implied by the fields, as it is for most works,
 	// and not kept (compact, hist, shown): a work accepted and not yet
 	// started (accepted at readyAt), one running its first attempt (then
@@ -307,7 +316,68 @@ func (e *entry) toWork() *messages.Work {
 		return e.toWorkExtra()
 	}
 	return &messages.Work{WorkId: e.id, JobType: e.jobType, Payload: e.payload(), Attempt: e.attempt(),
-		DeadlineUnixNano: e.deadline(), Waiter: e.waiter}
+		DeadlineUnixNano: e.deadline(), Waiter: e.waiter, RunAtUnixNano: e.runAt()}
+}
+
+// runAt returns the run_at a delayed entry keeps in readyAt (see delayed);
+// 0 for any other, which keeps it in its extra fields if it has one.
+func (e *entry) runAt() int64 {
+	if e.delayed {
+		return e.readyAt
+	}
+	return 0
+}
+
+// acceptedAt returns when a plain entry was accepted.
+func (e *entry) acceptedAt() int64 {
+	if e.delayed {
+		return e.finishedAt
+	}
+	return e.readyAt
+}
+
+// delay makes e, w accepted at at, ready at runAt (after at). A plain one
+// stays plain (see delayed): its run_at leaves the extra fields for
+// readyAt, its acceptance time goes to finishedAt.
+func (e *entry) delay(w *messages.Work, at, runAt int64) {
+	e.readyAt = runAt
+	if !e.plain {
+		return // its history says when it was accepted; run_at stays in extra
+	}
+	e.delayed = true
+	e.finishedAt = at
+	if e.extra() != nil {
+		rest := proto.Clone(w).(*messages.Work)
+		rest.RunAtUnixNano = 0
+		e.setExtra(extraOf(rest))
+	}
+}
+
+// undelay makes a delayed entry an ordinary one, its run_at back in the
+// extra fields: before its history becomes explicit (unplain).
+func (e *entry) undelay() {
+	if !e.delayed {
+		return
+	}
+	x := slices.Clone(e.extra())
+	x = protowire.AppendTag(x, fieldRunAt, protowire.VarintType)
+	x = protowire.AppendVarint(x, uint64(e.readyAt))
+	e.setExtra(x)
+	e.delayed = false
+	e.finishedAt = 0
+}
+
+// evidence returns the latest time e shows to have passed: the master saw
+// it (for the horizon of a restored state, see pending.go).
+func (e *entry) evidence() int64 {
+	t := max(e.startedAt, e.finishedAt)
+	if e.plain && !e.delayed && e.status != statusDone {
+		t = max(t, e.readyAt)
+	}
+	if h := e.history(); len(h) > 0 {
+		t = max(t, h[len(h)-1].at)
+	}
+	return t
 }
 
 // toWorkExtra is toWork of an entry with extra fields, apart so that the
@@ -318,6 +388,9 @@ func (e *entry) toWorkExtra() *messages.Work {
 	// The bytes came from a Work (extraOf, or a snapshot written from
 	// one): they decode.
 	_ = proto.UnmarshalOptions{Merge: true}.Unmarshal(e.extra(), w)
+	if e.delayed {
+		w.RunAtUnixNano = e.readyAt
+	}
 	return w
 }
 
@@ -362,7 +435,7 @@ func (e *entry) hist(buf *[3]histEvent) []histEvent {
 	if !e.plain {
 		return e.history()
 	}
-	buf[0] = histEvent{kind: histAccepted, at: e.readyAt}
+	buf[0] = histEvent{kind: histAccepted, at: e.acceptedAt()}
 	switch e.status {
 	case statusAccepted:
 		return buf[:1]
@@ -383,6 +456,7 @@ func (e *entry) unplain() {
 	}
 	var buf [3]histEvent
 	h := e.hist(&buf)
+	e.undelay()
 	e.setHistory(append(make([]histEvent, 0, len(h)+1), h...))
 	e.plain = false
 }

@@ -80,8 +80,10 @@ type outcome struct {
 
 // New returns a master core with an empty state, not serving.
 func New(cfg Config) *Master {
-	return &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]afterDurable),
+	m := &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]afterDurable),
 		beats: make(map[string]*beat)}
+	m.state.SetQueueing(cfg.PriorityAging, cfg.FairnessWeights)
+	return m
 }
 
 // State is the decision state. A runner replays the journal into it
@@ -94,6 +96,7 @@ func (m *Master) State() *WorkState { return m.state }
 // supersedes.
 func (m *Master) Reset(st *WorkState) {
 	m.state = st
+	st.SetQueueing(m.cfg.PriorityAging, m.cfg.FairnessWeights)
 	m.heldStarts = nil
 	clear(m.waiting)
 }
@@ -181,6 +184,10 @@ func (m *Master) onQuery(now time.Time, in any) {
 		m.onResubmit(now, in)
 	case Detach:
 		m.onDetach(now, in)
+	case PauseQueue:
+		m.onPauseQueue(now, in)
+	case GetQueues:
+		m.onGetQueues(now, in)
 	}
 }
 

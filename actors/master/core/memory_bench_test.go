@@ -88,3 +88,46 @@ func BenchmarkHandOutDeepQueue(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/work")
 }
+
+// BenchmarkDelayedWorkMemory reports what a delayed work (run_at an hour
+// ahead, issue 37) costs beyond the same work pending without one: the
+// live heap of a million of each, built alike, per work. Issue 37 allows
+// 100 bytes.
+func BenchmarkDelayedWorkMemory(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds states of a million works")
+	}
+	const n = 1_000_000
+	live := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	build := func(delay time.Duration) float64 {
+		base := live()
+		s := NewWorkState()
+		for i := range n {
+			at := t0.Add(time.Duration(i) * time.Microsecond)
+			w := &messages.Work{WorkId: "job-" + strconv.Itoa(i), JobType: "square", Payload: []byte("7")}
+			if delay > 0 {
+				w.RunAtUnixNano = at.Add(delay).UnixNano()
+			}
+			if err := s.Apply(&messages.WorkAccepted{Work: w, AtUnixNano: at.UnixNano()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		per := float64(live()-base) / n
+		runtime.KeepAlive(s)
+		return per
+	}
+	var plain, delayed float64
+	for range b.N {
+		plain = build(0)
+		delayed = build(time.Hour)
+	}
+	b.ReportMetric(plain, "B/pending-work")
+	b.ReportMetric(delayed, "B/delayed-work")
+	b.ReportMetric(delayed-plain, "B/delay-extra")
+}

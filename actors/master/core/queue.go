@@ -1,7 +1,8 @@
 package core
 
-// queue is a min-heap of the pending entries of one job type by (readyAt,
-// order): hand-out order. Each item carries its entry's key, so that sifting
+// queue is a min-heap of pending entries by (key, order): a type's timer
+// heap (key: readyAt) or one of its lanes (key: readyAt less the priority's
+// head start, see WorkState.laneKey). Each item carries its entry's key, so that sifting
 // compares keys in the heap's own array rather than loading an entry per
 // comparison (a pop from a queue of a million works otherwise touches about
 // forty scattered entries); only the entries that move are written, to keep
@@ -9,33 +10,36 @@ package core
 type queue []qitem
 
 type qitem struct {
-	readyAt, order int64
-	e              *entry
+	key, order int64
+	e          *entry
 }
 
 // before reports whether a is handed out before b.
 func (a qitem) before(b qitem) bool {
-	return a.readyAt < b.readyAt || a.readyAt == b.readyAt && a.order < b.order
+	return a.key < b.key || a.key == b.key && a.order < b.order
 }
 
-// heapOf returns the queue of es, built bottom-up: a restore adds a
-// snapshot's pending works in no useful order, and sifting each one in as it
-// comes cost more than the rest of decoding them.
-func heapOf(es []*entry) *queue {
+// heapOf returns the queue of es keyed by key, built bottom-up: a restore
+// adds a snapshot's pending works in no useful order, and sifting each one
+// in as it comes cost more than the rest of decoding them.
+func heapOf(es []*entry, key func(e *entry) int64) queue {
 	q := make(queue, len(es))
 	for i, e := range es {
-		q[i] = qitem{readyAt: e.readyAt, order: e.order, e: e}
+		q[i] = qitem{key: key(e), order: e.order, e: e}
 		e.heapIdx = int32(i)
 	}
 	for i := len(q)/2 - 1; i >= 0; i-- {
 		q.down(i, q[i])
 	}
-	return &q
+	return q
 }
 
-// push adds e.
-func (q *queue) push(e *entry) {
-	*q = append(*q, qitem{readyAt: e.readyAt, order: e.order, e: e})
+// push adds e by its ready time (the timer heap's order).
+func (q *queue) push(e *entry) { q.pushKey(e, e.readyAt) }
+
+// pushKey adds e by key.
+func (q *queue) pushKey(e *entry, key int64) {
+	*q = append(*q, qitem{key: key, order: e.order, e: e})
 	q.up(len(*q)-1, (*q)[len(*q)-1])
 }
 

@@ -21,7 +21,7 @@ func TestQueueHeap(t *testing.T) {
 		check := func() {
 			for i, it := range q {
 				require.Equal(t, int32(i), it.e.heapIdx, "round %d: heapIdx of item %d", round, i)
-				require.Equal(t, it.e.readyAt, it.readyAt)
+				require.Equal(t, it.e.readyAt, it.key)
 				if i > 0 {
 					require.False(t, it.before(q[(i-1)/2]), "round %d: item %d before its parent", round, i)
 				}

@@ -202,6 +202,7 @@ const (
 	fieldChunks         = 4  // MasterSnapshot.chunks
 	fieldChunkEntries   = 5  // MasterSnapshot.chunk_entries
 	fieldKeys           = 15 // MasterSnapshot.keys
+	fieldPausedJobTypes = 21 // MasterSnapshot.paused_job_types
 )
 
 // PackedWire returns the wire form of the PackedMasterSnapshot of s (the
@@ -232,6 +233,10 @@ func (s *WorkState) PackedWire(size SnapshotSize) ([]byte, SnapshotSize) {
 		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(ks) // a KeysState marshals
 		p.out = protowire.AppendTag(p.out, fieldKeys, protowire.BytesType)
 		p.out = protowire.AppendBytes(p.out, b)
+	}
+	for _, jt := range s.PausedTypes() {
+		p.out = protowire.AppendTag(p.out, fieldPausedJobTypes, protowire.BytesType)
+		p.out = protowire.AppendString(p.out, jt)
 	}
 	var h [reserve]byte
 	hdr := protowire.AppendTag(h[:0], fieldPackedSnapshot, protowire.BytesType)
@@ -503,6 +508,10 @@ func (u *unpacker) chunk(chunk []byte) ([]entry, error) {
 				u.fail()
 			}
 			e.plain = true
+			// A plain unfinished entry with a finishing time is a
+			// delayed one (entry.delayed): it keeps its acceptance time
+			// there.
+			e.delayed = e.finishedAt != 0 && !e.finished()
 		}
 		if u.err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, u.err)

@@ -52,6 +52,9 @@ func (r finishedRef) live() bool {
 type Counts struct {
 	// Pending works wait for a worker (some for their backoff to pass).
 	Pending int
+	// Delayed works (of Pending) wait in a timer heap: for their run_at,
+	// or a retry's backoff (issue 37).
+	Delayed int
 	// InProgress works are handed out and not yet reported.
 	InProgress int
 	// Done works are completed and still retained.
@@ -79,7 +82,7 @@ type Running struct {
 // The zero value is not usable; call NewWorkState.
 type WorkState struct {
 	entries       map[string]*entry
-	queues        map[string]*queue // by job type
+	queues        map[string]*typeQueue // by job type (pending.go)
 	byWorker      map[string]map[string]*entry
 	finished      []finishedRef
 	finHead       int
@@ -93,6 +96,14 @@ type WorkState struct {
 	restoring map[string][]*entry
 	// keys index the unique and concurrency keys (keys.go).
 	keys keyIndex
+	// paused job types (QueuePaused): they hand nothing out.
+	paused map[string]bool
+	// horizon is the latest time the state has seen (an event's, a
+	// hand-out's now): works ready by it are due (pending.go).
+	horizon int64
+	// aging and weights: see SetQueueing.
+	aging   int64
+	weights map[string]int
 }
 
 // maxShared bounds WorkState.shared; past it the table starts over.
@@ -120,7 +131,7 @@ func (s *WorkState) share(v string) string {
 func NewWorkState() *WorkState {
 	s := &WorkState{
 		entries:  make(map[string]*entry),
-		queues:   make(map[string]*queue),
+		queues:   make(map[string]*typeQueue),
 		byWorker: make(map[string]map[string]*entry),
 		shared:   make(map[string]string),
 	}
@@ -178,7 +189,10 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	case *messages.FinishedForgotten:
 		s.applyForgotten(ev.GetBeforeUnixNano())
 	case *messages.MasterRecovered:
+		s.see(ev.GetAtUnixNano())
 		s.applyRecovered(ev.GetAtUnixNano())
+	case *messages.QueuePaused:
+		s.applyQueuePaused(ev)
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
 	}
@@ -214,6 +228,7 @@ func (s *WorkState) accept(w *messages.Work, at int64, held bool) {
 	if w.GetWorkId() == "" {
 		return
 	}
+	s.see(at)
 	e := newEntry(w)
 	e.status, e.held = statusAccepted, held
 	if old, ok := s.entries[w.GetWorkId()]; ok {
@@ -232,6 +247,9 @@ func (s *WorkState) accept(w *messages.Work, at int64, held bool) {
 	s.keys.accepted(e)
 	s.acceptedTotal++
 	e.readyAt = at
+	if runAt := w.GetRunAtUnixNano(); runAt > at {
+		e.delay(w, at, runAt)
+	}
 	e.order = s.nextOrder
 	s.nextOrder++
 	if held {
@@ -248,35 +266,13 @@ func (s *WorkState) enqueue(e *entry, readyAt int64) {
 	s.push(e)
 }
 
-func (s *WorkState) push(e *entry) {
-	q := s.queues[e.jobType]
-	if q == nil {
-		q = &queue{}
-		s.queues[e.jobType] = q
-	}
-	q.push(e)
-	s.counts.Pending++
-}
-
-func (s *WorkState) unqueue(e *entry) {
-	if e.heapIdx == parkedIdx {
-		s.unpark(e)
-		return
-	}
-	q := s.queues[e.jobType]
-	q.remove(int(e.heapIdx))
-	if len(*q) == 0 {
-		delete(s.queues, e.jobType)
-	}
-	s.counts.Pending--
-}
-
 func (s *WorkState) applyStarted(id, workerID string, at int64) {
 	e, ok := s.entries[id]
 	if !ok || !e.pending() {
 		return
 	}
-	s.unqueue(e)
+	s.see(at)
+	s.dequeue(e, true)
 	// A plain pending entry is a fresh one, and stays plain: its first
 	// attempt's start is implied by startedAt and workerID.
 	if !e.plain {
@@ -371,7 +367,7 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 	if e.status == statusRunning && e.workerID != worker {
 		s.keys.requeued(e) // the run the master tracked goes on elsewhere
 	}
-	if e.plain && e.status == statusRunning && e.workerID == worker {
+	if e.plain && !e.delayed && e.status == statusRunning && e.workerID == worker {
 		// Done on its first attempt by the worker that started it: it
 		// stays plain, its history held by readyAt, startedAt, workerID
 		// (which removeRunning clears: restored here).
@@ -574,6 +570,9 @@ func (e *entry) takeBackAttempt() {
 func (s *WorkState) Counts() Counts {
 	c := s.counts
 	c.AcceptedTotal = s.acceptedTotal
+	for _, tq := range s.queues {
+		c.Delayed += len(tq.timers)
+	}
 	return c
 }
 
@@ -648,26 +647,6 @@ func (s *WorkState) WorkerOf(id string) (workerID string, running bool) {
 	return "", false
 }
 
-// PendingIDs returns the pending work ids in hand-out order (ready time, then
-// arrival), across job types.
-func (s *WorkState) PendingIDs() []string {
-	all := make([]qitem, 0, s.counts.Pending)
-	for _, q := range s.queues {
-		all = append(all, *q...)
-	}
-	for _, ps := range s.keys.parked {
-		for _, e := range ps {
-			all = append(all, qitem{readyAt: e.readyAt, order: e.order, e: e})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].before(all[j]) })
-	ids := make([]string, len(all))
-	for i, it := range all {
-		ids[i] = it.e.id
-	}
-	return ids
-}
-
 // InProgress returns the works in progress, sorted by work id.
 func (s *WorkState) InProgress() []Running {
 	out := make([]Running, 0, s.counts.InProgress)
@@ -721,39 +700,6 @@ func (s *WorkState) NextReady(now time.Time, accept func(jobType string) bool) *
 	return nil
 }
 
-// nextReady is NextReady's entry.
-func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *entry {
-	limit := now.UnixNano()
-	var best qitem
-	for jt, q := range s.queues {
-		head := (*q)[0]
-		if head.readyAt > limit || (accept != nil && !accept(jt)) {
-			continue
-		}
-		if best.e == nil || head.before(best) {
-			best = head
-		}
-	}
-	return best.e
-}
-
-// NextReadyAt returns the earliest ready time after now among the heads of
-// the pending queues: when backed-off work becomes ready. ok is false when
-// no queue waits for a future time.
-func (s *WorkState) NextReadyAt(now time.Time) (at time.Time, ok bool) {
-	limit := now.UnixNano()
-	var best int64
-	for _, q := range s.queues {
-		if r := (*q)[0].readyAt; r > limit && (!ok || r < best) {
-			best, ok = r, true
-		}
-	}
-	if !ok {
-		return time.Time{}, false
-	}
-	return time.Unix(0, best), true
-}
-
 // Snapshot returns the state as a MasterSnapshot, its entries packed into
 // chunks (see snapshot.go): finished works in finishing order, then the
 // others in arrival order, so the snapshot is deterministic.
@@ -761,11 +707,12 @@ func (s *WorkState) Snapshot() *messages.MasterSnapshot {
 	var p packer
 	s.eachForSnapshot(p.add)
 	return &messages.MasterSnapshot{
-		Chunks:        p.done(),
-		ChunkEntries:  p.total,
-		NextOrder:     s.nextOrder,
-		AcceptedTotal: s.acceptedTotal,
-		Keys:          s.keys.keysState(),
+		Chunks:         p.done(),
+		ChunkEntries:   p.total,
+		NextOrder:      s.nextOrder,
+		AcceptedTotal:  s.acceptedTotal,
+		Keys:           s.keys.keysState(),
+		PausedJobTypes: s.PausedTypes(),
 	}
 }
 
@@ -844,10 +791,11 @@ func RestoreWorkState(snap *messages.MasterSnapshot) (*WorkState, error) {
 			return nil, err
 		}
 	}
-	for jt, es := range s.restoring {
-		s.queues[jt] = heapOf(es)
+	for _, jt := range snap.GetPausedJobTypes() {
+		s.applyQueuePaused(&messages.QueuePaused{JobType: jt, Paused: true})
 	}
 	s.keys.restoreKeys(snap.GetKeys())
+	s.restoreQueues(s.restoring)
 	return s, nil
 }
 
@@ -860,6 +808,7 @@ func (s *WorkState) restoreEntry(i int, e *entry) error {
 	if _, dup := s.entries[id]; dup {
 		return fmt.Errorf("%w: work id %q appears twice", ErrBadSnapshot, id)
 	}
+	s.see(e.evidence())
 	switch {
 	case e.pending() && s.restoring != nil:
 		s.restoring[e.jobType] = append(s.restoring[e.jobType], e)

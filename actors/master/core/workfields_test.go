@@ -172,7 +172,8 @@ func TestWorkFieldsSurvive(t *testing.T) {
 				r, err := RestoreSnapshot(&snap)
 				require.NoError(t, err)
 				require.Empty(t, lostFields(w, r.Work(w.GetWorkId())), "dropped by the packed snapshot")
-				require.Empty(t, lostFields(w, r.NextReady(time.Unix(0, 10), nil)), "dropped from the hand-out after a restore")
+				// A run_at delays the hand-out (issue 37): asked once it is due.
+				require.Empty(t, lostFields(w, r.NextReady(time.Unix(0, max(10, w.GetRunAtUnixNano())), nil)), "dropped from the hand-out after a restore")
 
 				// Snapshot (chunks as a list), marshalled.
 				data, err := proto.Marshal(s.Snapshot())

@@ -195,6 +195,28 @@ function renderEnded(dead, cancelled) {
   $("dead-more").textContent = total > works.length ? "showing " + works.length + " of " + total : "";
 }
 
+// renderQueues shows each job type's queue (GET /queues) with a button
+// that pauses or resumes it.
+function renderQueues(qs) {
+  fill($("queues"), qs.queues.map(q => {
+    const verb = q.paused ? "resume" : "pause";
+    const b = el("button", q.paused ? "Resume" : "Pause");
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try {
+        renderQueues(await api("/queues/" + encodeURIComponent(q.type) + "/" + verb, { method: "POST" }));
+        $("error").textContent = "";
+      } catch (e) {
+        $("error").textContent = "Could not " + verb + " " + q.type + ": " + e.message;
+        b.disabled = false;
+      }
+    });
+    const r = row([q.type, q.paused ? "paused" : "active", q.pending, q.delayed, q.running, b]);
+    if (q.paused) r.children[1].className = "err";
+    return r;
+  }), "no jobs of any type");
+}
+
 async function resubmit(id, button) {
   button.disabled = true;
   try {
@@ -278,6 +300,7 @@ async function poll() {
     $("error").textContent = e.status === 401 ? "The API wants a token: open /ui/#token=YOUR_TOKEN" : "Status: " + e.message;
   }
   try { renderRunning(await api("/work?status=running&limit=200")); } catch (e) { /* shown by /status */ }
+  try { renderQueues(await api("/queues")); } catch (e) { /* shown by /status; 501 without queue controls */ }
   try {
     renderEnded(await api("/work?status=dead&limit=50"), await api("/work?status=cancelled&limit=50"));
   } catch (e) { /* shown by /status */ }
