@@ -160,6 +160,78 @@ func TestRevokedTokenEndsItsHeldRequests(t *testing.T) {
 	}
 }
 
+// A revocation cancels the token's held requests one after another, and
+// cancelling its waited job puts that job's outcome in the result feed: a
+// long poll of the same token not cancelled yet read it and answered 200
+// (a CI run under load; 1 of 20 runs of the test above). Between the new
+// token set and the cancels, a held request of the dropped token answers
+// 401 all the same, and shows it nothing.
+func TestRevokedTokensLongPollAnswers401BeforeItsCancel(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, withWorkers(1))
+	path := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(path, []byte(goodToken+"\n"+otherToken+"\n"), 0o600))
+	tokens, err := httpapi.LoadTokens(path)
+	require.NoError(t, err)
+	// One feed read per token: a second read turned away (429) says the
+	// long poll passed the token check and holds its read.
+	base, _ := holdServer(t, s, tokens, httpapi.WithFeedReadsPerClient(1))
+	c, err := httpapi.NewClient(strings.TrimPrefix(base, "http://"), httpapi.WithToken(otherToken))
+	require.NoError(t, err)
+	t.Cleanup(c.CloseIdleConnections)
+	// A job done first: the master is up and the feed has a cursor.
+	info, err := c.Do(context.Background(), httpapi.SubmitRequest{ID: "first", Type: "square", Payload: json.RawMessage("2")})
+	require.NoError(t, err)
+	require.Equal(t, httpapi.StatusDone, info.Status)
+	_, end, err := c.ReadResults(context.Background(), "", 0, 0)
+	require.NoError(t, err)
+
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(hc.CloseIdleConnections)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan heldCall, 1)
+	open(ctx, hc, done, "revoked long poll", http.MethodGet, base+"/results?wait=1m&after="+end, goodToken, "")
+	held := func() bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/results?after="+end, nil)
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Authorization", "Bearer "+goodToken)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusTooManyRequests
+	}
+	for deadline := time.Now().Add(testkit.Timeout()); !held(); time.Sleep(5 * time.Millisecond) {
+		select {
+		case got := <-done:
+			// A probe that held the share then turned the long poll away:
+			// open it again.
+			require.Equal(t, http.StatusTooManyRequests, got.code, "the long poll ended before the token was dropped: %v", got.err)
+			open(ctx, hc, done, "revoked long poll", http.MethodGet, base+"/results?wait=1m&after="+end, goodToken, "")
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "the long poll never held its feed read")
+	}
+
+	tokens.SwapWithoutRevoking(otherToken) // goodToken dropped, its cancel not run yet
+	info, err = c.Do(context.Background(), httpapi.SubmitRequest{ID: "sq", Type: "square", Payload: json.RawMessage("3")})
+	require.NoError(t, err)
+	require.Equal(t, httpapi.StatusDone, info.Status) // a result in the feed: the long poll answers
+	select {
+	case got := <-done:
+		require.NoError(t, got.err)
+		require.Equal(t, http.StatusUnauthorized, got.code, "a long poll of a dropped token answered")
+	case <-time.After(testkit.Timeout()):
+		t.Fatal("the long poll did not answer the result")
+	}
+	require.NoError(t, tokens.Reload())
+}
+
 // Issue 34 item 4: one client (token) cannot hold more than its share of
 // the master's result-feed reads: beyond it, 429 with Retry-After, while
 // another token is still served; and the share frees as its reads end.

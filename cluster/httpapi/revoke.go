@@ -102,6 +102,11 @@ func (s *Server) serveRevocable(next http.Handler, w http.ResponseWriter, r *htt
 	defer cancel(nil)
 	remove := tokens.revoked.add(sha256.Sum256([]byte(tok)), func() { cancel(errTokenRevoked) })
 	defer remove()
+	// Reload cancels a dropped token's held requests one after another,
+	// and cancelling one (its waited job) can answer another of them (a
+	// long poll reads that job's outcome) before its own cancel runs: so
+	// revoked also asks the token set, which Reload changes first.
+	ctx = context.WithValue(ctx, heldTokenKey{}, heldToken{tokens: tokens, tok: tok})
 	r = r.WithContext(ctx)
 	if !tokens.Valid(tok) { // revoked between the check and add
 		cancel(errTokenRevoked)
@@ -114,8 +119,27 @@ func (s *Server) serveRevocable(next http.Handler, w http.ResponseWriter, r *htt
 	}
 }
 
-// revoked reports whether r's context ended because its token was revoked.
-func revoked(r *http.Request) bool { return errors.Is(context.Cause(r.Context()), errTokenRevoked) }
+// heldTokenKey is the context key of a held request's heldToken.
+type heldTokenKey struct{}
+
+// heldToken is the token a held request came with, and the set that
+// accepted it.
+type heldToken struct {
+	tokens *Tokens
+	tok    string
+}
+
+// revoked reports whether r's token was revoked: its context ended for
+// that reason, or the token set no longer has it (a Reload that has not
+// reached r's cancel yet).
+func revoked(r *http.Request) bool {
+	ctx := r.Context()
+	if errors.Is(context.Cause(ctx), errTokenRevoked) {
+		return true
+	}
+	h, ok := ctx.Value(heldTokenKey{}).(heldToken)
+	return ok && !h.tokens.Valid(h.tok)
+}
 
 // leftOrRevoked answers a held request whose context ended before it
 // answered: nothing when its client left (no one reads it), 401 when its
