@@ -11,6 +11,7 @@ import (
 
 	"github.com/foreman-actors/foreman/actors/frontend"
 	"github.com/foreman-actors/foreman/actors/schedule"
+	"github.com/foreman-actors/foreman/actors/schedule/core"
 	"github.com/foreman-actors/foreman/cluster/metrics"
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -108,20 +109,37 @@ func (n *Local) Schedules(ctx context.Context, req *messages.ScheduleRequest) (*
 }
 
 func askScheduler(ctx context.Context, ask func(time.Duration) (any, error)) (*messages.ScheduleReply, error) {
-	timeout := DefaultScheduleTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Millisecond)
+	// A scheduler that is recovering or waiting for its lease (just after
+	// a start or a failover) answers "unavailable" at once: ask again
+	// until ctx ends, so that a request right after a start succeeds.
+	for {
+		timeout := DefaultScheduleTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(d), time.Millisecond)
+		}
+		res, err := ask(timeout)
+		var rep *messages.ScheduleReply
+		switch r, ok := res.(*messages.ScheduleReply); {
+		case err != nil:
+			rep = &messages.ScheduleReply{Code: core.CodeUnavailable, Error: fmt.Sprintf("the scheduler did not answer: %v; retry in a second", err)}
+		case !ok:
+			return nil, fmt.Errorf("node: the scheduler answered with a %T", res)
+		default:
+			rep = r
+		}
+		if rep.GetCode() != core.CodeUnavailable {
+			return rep, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rep, nil
+		case <-time.After(askSchedulerRetry):
+		}
 	}
-	res, err := ask(timeout)
-	if err != nil {
-		return &messages.ScheduleReply{Code: "unavailable", Error: fmt.Sprintf("the scheduler did not answer: %v; retry in a second", err)}, nil
-	}
-	rep, ok := res.(*messages.ScheduleReply)
-	if !ok {
-		return nil, fmt.Errorf("node: the scheduler answered with a %T", res)
-	}
-	return rep, nil
 }
+
+// askSchedulerRetry is the pause before asking an unavailable scheduler again.
+const askSchedulerRetry = 50 * time.Millisecond
 
 // startLocalScheduler spawns the all-in-one node's scheduler: no lease
 // (nothing else activates it), submitting through the node's client.
