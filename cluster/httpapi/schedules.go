@@ -79,6 +79,9 @@ type ScheduleInfo struct {
 // ScheduleList is the answer of GET /schedules.
 type ScheduleList struct {
 	Schedules []ScheduleInfo `json:"schedules"`
+	// Served is false on a server without a scheduler (the list is then
+	// empty and writes answer 501), so the dashboard hides its panel.
+	Served bool `json:"served"`
 }
 
 var missedPolicies = map[string]messages.MissedPolicy{
@@ -240,12 +243,16 @@ func (s *Server) handleScheduleAdd(w http.ResponseWriter, r *http.Request) {
 
 // handleScheduleList: GET /schedules.
 func (s *Server) handleScheduleList(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.schedules == nil {
+		writeJSON(w, http.StatusOK, ScheduleList{Schedules: []ScheduleInfo{}})
+		return
+	}
 	infos, err := s.askSchedules(r, &messages.ScheduleRequest{Op: "list"})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ScheduleList{Schedules: infos})
+	writeJSON(w, http.StatusOK, ScheduleList{Schedules: infos, Served: true})
 }
 
 // handleScheduleOp: GET, DELETE /schedules/{name}, POST .../pause and

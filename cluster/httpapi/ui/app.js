@@ -305,11 +305,12 @@ async function poll() {
 
 // refreshSchedules shows the periodic schedules (GET /schedules), with a
 // pause or resume button each; the panel stays hidden on a node that serves
-// none (501).
+// none ("served": false).
 async function refreshSchedules() {
   let list;
-  try { list = await api("/schedules"); } catch (e) { $("schedules-panel").hidden = e.status === 501; return; }
-  $("schedules-panel").hidden = false;
+  try { list = await api("/schedules"); } catch (e) { return; /* shown by /status */ }
+  $("schedules-panel").hidden = !list.served;
+  if (!list.served) return;
   fill($("schedules"), (list.schedules || []).map(s => {
     const b = el("button", s.paused ? "Resume" : "Pause");
     b.addEventListener("click", async () => {
