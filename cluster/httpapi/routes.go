@@ -57,6 +57,7 @@ func (s *Server) routeTable() []Route {
 		{Method: http.MethodGet, Path: PathUI, Public: true, handler: s.handleUI},
 		{Method: http.MethodGet, Path: PathUI + "/{file...}", Public: true, handler: s.handleUI},
 	}
+	t = append(t, s.scheduleRoutes()...)
 	if s.cfg.metrics != nil {
 		t = append(t,
 			Route{Method: http.MethodGet, Path: PathMetrics, handler: s.cfg.metrics.Handler().ServeHTTP},

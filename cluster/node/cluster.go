@@ -249,6 +249,8 @@ type ClusterNode struct {
 	prodMu sync.Mutex                // guards prod and prodAt
 	prod   *cluster.BatchingProducer // results producer of a backend
 	prodAt time.Time                 // when prod was made
+	// schedSub is the scheduler's submitter on a backend (schedules.go).
+	schedSub *lateSubmitter
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
@@ -344,6 +346,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			return nil, err
 		}
 		kinds = append(kinds, tk...)
+		sk, err := n.schedulerKind(log)
+		if err != nil {
+			n.closeOwnership()
+			n.closeJournal()
+			n.sys.Shutdown()
+			return nil, err
+		}
+		kinds = append(kinds, sk)
 		for k := range cfg.Shards {
 			kind, err := n.shardKind(k, log)
 			if err != nil {
@@ -406,6 +416,10 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		n.prod, n.prodAt = n.newProducer(), time.Now()
 		n.prodMu.Unlock()
 		n.loop(bg, cfg.KeepAlive, n.keepAlive)
+		if err := n.startScheduler(bg); err != nil {
+			n.Kill()
+			return nil, err
+		}
 	case RoleFrontend:
 		if err := n.startFrontend(bg); err != nil {
 			n.Kill()

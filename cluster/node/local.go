@@ -109,6 +109,7 @@ type Local struct {
 	jrnl      persistence.Journal
 	ownJrnl   bool
 	master    *actor.PID
+	scheduler *actor.PID // schedules.go
 	workers   []*actor.PID
 	client    *frontend.Client
 	log       *slog.Logger
@@ -201,6 +202,10 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 		n.shutdown()
 		return nil, err
 	}
+	if err := n.startLocalScheduler(log, cfg.metrics); err != nil {
+		n.shutdown()
+		return nil, err
+	}
 	n.log.Info("node started", "role", RoleAll.String(), "workers", cfg.workers, "journal", journalDesc(cfg.journal, loc))
 	return n, nil
 }
@@ -223,6 +228,9 @@ func (n *Local) Journal() persistence.Journal { return n.jrnl }
 // deadline for each step.
 func (n *Local) Stop(ctx context.Context) error {
 	var errs []error
+	if err := n.stopScheduler(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, w := range n.workers {
 		if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))

@@ -221,7 +221,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	a.sec.register(fs)
 	a.otlp.register(fs)
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status|queue [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
+		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status|queue|schedule|certs|sim [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(rest); err != nil {

@@ -44,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runStatus(args[1:], stdout, stderr)
 		case "queue":
 			return runQueue(args[1:], stdout, stderr)
+		case "schedule":
+			return runSchedule(args[1:], stdout, stderr)
 		case "certs":
 			return runCerts(args[1:], stdout, stderr)
 		case "sim":

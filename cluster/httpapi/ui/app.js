@@ -314,6 +314,7 @@ async function poll() {
       lastHist = h;
     }
   } catch (e) { /* metrics are optional */ }
+  await refreshSchedules();
   await refreshJob();
   samples.push(sample);
   while (samples.length > KEEP) samples.shift();
@@ -323,6 +324,28 @@ async function poll() {
   drawChart($("ch-queue"), [pad(samples.map(s => s.pending)), pad(samples.map(s => s.running))], ["#c27c0e", "#1b9e62"]);
   $("updated").textContent = "updated " + new Date().toLocaleTimeString();
   document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+}
+
+// refreshSchedules shows the periodic schedules (GET /schedules), with a
+// pause or resume button each; the panel stays hidden on a node that serves
+// none ("served": false).
+async function refreshSchedules() {
+  let list;
+  try { list = await api("/schedules"); } catch (e) { return; /* shown by /status */ }
+  $("schedules-panel").hidden = !list.served;
+  if (!list.served) return;
+  fill($("schedules"), (list.schedules || []).map(s => {
+    const b = el("button", s.paused ? "Resume" : "Pause");
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try { await api("/schedules/" + encodeURIComponent(s.name) + (s.paused ? "/resume" : "/pause"), { method: "POST" }); }
+      catch (e) { $("error").textContent = "Schedule " + s.name + ": " + e.message; }
+      await refreshSchedules();
+    });
+    const next = s.paused ? "paused" : (s.next_tick ? new Date(s.next_tick).toLocaleTimeString() : "");
+    const last = s.last_tick ? ago(s.last_tick) : "never";
+    return row([s.name, s.spec + (s.time_zone ? " (" + s.time_zone + ")" : ""), s.type, next, last, s.fired + " / " + s.skipped, b]);
+  }), "no schedules");
 }
 
 document.addEventListener("DOMContentLoaded", () => {
