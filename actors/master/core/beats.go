@@ -141,3 +141,19 @@ func (m *Master) addProgress(st *messages.WorkStatusReply) {
 		st.HasProgress, st.Progress, st.ProgressMessage = true, b.fraction, b.message
 	}
 }
+
+// addListProgress adds the latest progress and heartbeat of the running
+// works of a ListWork answer: the result stream's progress events
+// (GET /results/stream?progress=true) read them there.
+func (m *Master) addListProgress(l *messages.WorkList) {
+	for _, w := range l.GetWorks() {
+		b := m.beats[w.GetWorkId()]
+		if b == nil || w.GetStatus() != messages.WorkStatus_WORK_STATUS_RUNNING || !m.state.Holds(w.GetWorkId(), b.worker, b.attempt) {
+			continue
+		}
+		w.HeartbeatUnixNano = b.at.UnixNano()
+		if b.hasProgress {
+			w.HasProgress, w.Progress, w.ProgressMessage = true, b.fraction, b.message
+		}
+	}
+}
