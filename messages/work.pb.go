@@ -252,9 +252,14 @@ type Work struct {
 	// it to its hand-out span on the copy it sends, and the worker starts the
 	// job's span under it. Empty: the job is not traced. Numbered high so
 	// that fields other streams add meanwhile keep the low numbers.
-	TraceParent   string `protobuf:"bytes,20,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TraceParent string `protobuf:"bytes,20,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	// The job's heartbeat timeout in milliseconds, for this submission (issue
+	// 38): once its job heartbeats, the master times it out when no heartbeat
+	// follows within it, over its job type's (worker.WithHeartbeatTimeout).
+	// 0: the job type's.
+	HeartbeatTimeoutMs int64 `protobuf:"varint,7,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Work) Reset() {
@@ -334,6 +339,13 @@ func (x *Work) GetTraceParent() string {
 		return x.TraceParent
 	}
 	return ""
+}
+
+func (x *Work) GetHeartbeatTimeoutMs() int64 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
+	}
+	return 0
 }
 
 // Ack acknowledges a Work (once WorkAccepted is durable) or a WorkIsDone.
@@ -1867,7 +1879,7 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\"\xee\x01\n" +
+	"work.proto\x12\x10foreman.messages\"\xa0\x02\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -1875,7 +1887,8 @@ const file_work_proto_rawDesc = "" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12,\n" +
 	"\x12deadline_unix_nano\x18\x05 \x01(\x03R\x10deadlineUnixNano\x12-\n" +
 	"\x06waiter\x18\x06 \x01(\v2\x15.foreman.messages.PIDR\x06waiter\x12!\n" +
-	"\ftrace_parent\x18\x14 \x01(\tR\vtraceParent\"\x1e\n" +
+	"\ftrace_parent\x18\x14 \x01(\tR\vtraceParent\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\a \x01(\x03R\x12heartbeatTimeoutMs\"\x1e\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\"q\n" +
 	"\fWorkRejected\x12\x17\n" +

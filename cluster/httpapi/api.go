@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -57,6 +58,38 @@ type SubmitRequest struct {
 	Type string `json:"type"`
 	// Payload is the job input, any JSON value (e.g. 7); it may be absent.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// HeartbeatTimeout is this job's heartbeat timeout, a Go duration
+	// ("90s", "5m"): once the job heartbeats (worker.Heartbeat), the master
+	// times it out when no heartbeat follows within it, over its job type's
+	// (docs/long-jobs.md). Empty: the job type's.
+	HeartbeatTimeout string `json:"heartbeat_timeout,omitempty"`
+}
+
+// MaxHeartbeatTimeout bounds SubmitRequest.HeartbeatTimeout: a job silent
+// for longer is better watched by its work timeout.
+const MaxHeartbeatTimeout = 24 * time.Hour
+
+// work returns the Work req submits (req is checked: finishSubmit).
+func (req SubmitRequest) work() *messages.Work {
+	w := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	if req.HeartbeatTimeout != "" {
+		d, _ := time.ParseDuration(req.HeartbeatTimeout) // checked by finishSubmit
+		w.HeartbeatTimeoutMs = d.Milliseconds()
+	}
+	return w
+}
+
+// checkHeartbeatTimeout checks SubmitRequest.HeartbeatTimeout.
+func checkHeartbeatTimeout(v string) error {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond || d > MaxHeartbeatTimeout {
+		return fmt.Errorf(`%w: "heartbeat_timeout" %.30q must be a Go duration from 1ms to %v, e.g. {"type":"long","payload":"60s","heartbeat_timeout":"30s"}`,
+			ErrInvalid, v, MaxHeartbeatTimeout)
+	}
+	return nil
 }
 
 // SubmitResponse is the body of a 201 answer to POST /work: the work is

@@ -219,7 +219,7 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 	if bb, ok := s.backend.(BatchBackend); ok {
 		works := make([]*messages.Work, len(unique))
 		for j, i := range unique {
-			works[j] = &messages.Work{WorkId: reqs[i].ID, JobType: reqs[i].Type, Payload: reqs[i].Payload}
+			works[j] = reqs[i].work()
 		}
 		for j, err := range bb.SubmitMany(ctx, works) {
 			errs[unique[j]] = err
@@ -233,7 +233,7 @@ func (s *Server) submitBatch(ctx context.Context, reqs []SubmitRequest, errs []e
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				q := reqs[i]
-				errs[i] = s.backend.Submit(ctx, &messages.Work{WorkId: q.ID, JobType: q.Type, Payload: q.Payload})
+				errs[i] = s.backend.Submit(ctx, q.work())
 			}()
 		}
 		wg.Wait()

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/foreman-actors/foreman/messages"
 )
 
 func methodNotAllowed(allow string) http.HandlerFunc {
@@ -44,7 +42,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.submitTimeout)
 	defer cancel()
-	work := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	work := req.work()
 	if wantsWait(r) { // POST /work?wait=D: wait.go
 		s.submitWait(ctx, w, r, work)
 		return
@@ -259,6 +257,9 @@ func finishSubmit(req SubmitRequest) (SubmitRequest, error) {
 		if err := validateID(req.ID); err != nil {
 			return SubmitRequest{}, err
 		}
+	}
+	if err := checkHeartbeatTimeout(req.HeartbeatTimeout); err != nil {
+		return SubmitRequest{}, err
 	}
 	switch p := bytes.TrimSpace(req.Payload); {
 	case len(p) == 0 || string(p) == "null":

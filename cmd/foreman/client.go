@@ -83,6 +83,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		cf                 clientFlags
 		jobType, id, input string
 		wait               waitFlag
+		beatTimeout        time.Duration
 		bf                 batchFlags
 	)
 	cf.register(fs, defaultSubmitTimeout)
@@ -90,6 +91,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&jobType, "type", "", "job type, e.g. square (required)")
 	fs.StringVar(&input, "payload", "", "job input: JSON (7, \"250ms\", {\"n\":1}); anything else is sent as a JSON string")
 	fs.StringVar(&id, "id", "", "work id (default: a random one); the same id again runs the job once")
+	fs.DurationVar(&beatTimeout, "heartbeat-timeout", 0, "this job's heartbeat timeout `D` (e.g. 30s): once it heartbeats, it is retried when it stays silent for D, over its job type's (default: the type's)")
 	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
 		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
@@ -110,21 +112,28 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "submit", errors.New("--type is required, e.g. --type square --payload 7"))
 	case cf.timeout <= 0:
 		return usageErr(stderr, "submit", fmt.Errorf("--timeout %v must be positive", cf.timeout))
+	case beatTimeout < 0:
+		return usageErr(stderr, "submit", fmt.Errorf("--heartbeat-timeout %v must be positive, e.g. --heartbeat-timeout 30s", beatTimeout))
+	}
+	req := httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)}
+	if beatTimeout > 0 {
+		req.HeartbeatTimeout = beatTimeout.String()
 	}
 	c, err := cf.newClient()
 	if err != nil {
 		return usageErr(stderr, "submit", err)
 	}
 	defer c.CloseIdleConnections()
-	if id == "" {
-		id = httpapi.NewID()
+	if req.ID == "" {
+		req.ID = httpapi.NewID()
 	}
+	id = req.ID
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
 	defer cancel()
 	if wait.set {
-		return submitWait(ctx, c, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)}, wait.d, cf.timeout, stdout, stderr)
+		return submitWait(ctx, c, req, wait.d, cf.timeout, stdout, stderr)
 	}
-	id, err = c.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: jobType, Payload: payloadJSON(input)})
+	id, err = c.Submit(ctx, req)
 	if err != nil {
 		if errors.Is(err, httpapi.ErrUnavailable) {
 			err = fmt.Errorf("%w; nothing is lost by retrying with the same id (--id %s)", err, id)
