@@ -92,8 +92,15 @@ type WorkSummary struct {
 	StartedAtUnixNano int64  `protobuf:"varint,7,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	// Ended: when.
 	FinishedAtUnixNano int64 `protobuf:"varint,8,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Running: the job's latest progress (worker.Progress) and heartbeat, as
+	// in WorkStatusReply (issue 38; numbered 38+ so that other streams' new
+	// fields do not collide).
+	HasProgress       bool    `protobuf:"varint,38,opt,name=has_progress,json=hasProgress,proto3" json:"has_progress,omitempty"`
+	Progress          float64 `protobuf:"fixed64,39,opt,name=progress,proto3" json:"progress,omitempty"`
+	ProgressMessage   string  `protobuf:"bytes,40,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
+	HeartbeatUnixNano int64   `protobuf:"varint,41,opt,name=heartbeat_unix_nano,json=heartbeatUnixNano,proto3" json:"heartbeat_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *WorkSummary) Reset() {
@@ -178,6 +185,34 @@ func (x *WorkSummary) GetStartedAtUnixNano() int64 {
 func (x *WorkSummary) GetFinishedAtUnixNano() int64 {
 	if x != nil {
 		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *WorkSummary) GetHasProgress() bool {
+	if x != nil {
+		return x.HasProgress
+	}
+	return false
+}
+
+func (x *WorkSummary) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *WorkSummary) GetProgressMessage() string {
+	if x != nil {
+		return x.ProgressMessage
+	}
+	return ""
+}
+
+func (x *WorkSummary) GetHeartbeatUnixNano() int64 {
+	if x != nil {
+		return x.HeartbeatUnixNano
 	}
 	return 0
 }
@@ -371,7 +406,7 @@ const file_query_proto_rawDesc = "" +
 	"work.proto\"V\n" +
 	"\bListWork\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.foreman.messages.WorkStatusR\x06status\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xb3\x02\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xcd\x03\n" +
 	"\vWorkSummary\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x124\n" +
@@ -381,7 +416,11 @@ const file_query_proto_rawDesc = "" +
 	"last_error\x18\x05 \x01(\tR\tlastError\x12\x1b\n" +
 	"\tworker_id\x18\x06 \x01(\tR\bworkerId\x12/\n" +
 	"\x14started_at_unix_nano\x18\a \x01(\x03R\x11startedAtUnixNano\x121\n" +
-	"\x15finished_at_unix_nano\x18\b \x01(\x03R\x12finishedAtUnixNano\"U\n" +
+	"\x15finished_at_unix_nano\x18\b \x01(\x03R\x12finishedAtUnixNano\x12!\n" +
+	"\fhas_progress\x18& \x01(\bR\vhasProgress\x12\x1a\n" +
+	"\bprogress\x18' \x01(\x01R\bprogress\x12)\n" +
+	"\x10progress_message\x18( \x01(\tR\x0fprogressMessage\x12.\n" +
+	"\x13heartbeat_unix_nano\x18) \x01(\x03R\x11heartbeatUnixNano\"U\n" +
 	"\bWorkList\x123\n" +
 	"\x05works\x18\x01 \x03(\v2\x1d.foreman.messages.WorkSummaryR\x05works\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x03R\x05total\"'\n" +

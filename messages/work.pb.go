@@ -278,8 +278,13 @@ type Work struct {
 	// --concurrency-limit) of the jobs sharing it run at once, cluster-wide.
 	// With several shards the work id must fall on the key's shard.
 	ConcurrencyKey string `protobuf:"bytes,17,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The job's heartbeat timeout in milliseconds, for this submission (issue
+	// 38): once its job heartbeats, the master times it out when no heartbeat
+	// follows within it, over its job type's (worker.WithHeartbeatTimeout).
+	// 0: the job type's.
+	HeartbeatTimeoutMs int64 `protobuf:"varint,7,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Work) Reset() {
@@ -401,6 +406,13 @@ func (x *Work) GetConcurrencyKey() string {
 		return x.ConcurrencyKey
 	}
 	return ""
+}
+
+func (x *Work) GetHeartbeatTimeoutMs() int64 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
+	}
+	return 0
 }
 
 // Ack acknowledges a Work (once WorkAccepted is durable) or a WorkIsDone.
@@ -1952,7 +1964,7 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\"\xda\x03\n" +
+	"work.proto\x12\x10foreman.messages\"\x8c\x04\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -1968,7 +1980,8 @@ const file_work_proto_rawDesc = "" +
 	"\n" +
 	"unique_key\x18\x0f \x01(\tR\tuniqueKey\x12(\n" +
 	"\x10unique_for_nanos\x18\x10 \x01(\x03R\x0euniqueForNanos\x12'\n" +
-	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKeyB\v\n" +
+	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKey\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\a \x01(\x03R\x12heartbeatTimeoutMsB\v\n" +
 	"\t_priority\"\x8a\x01\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12!\n" +

@@ -18,7 +18,7 @@ import (
 // carries a trace_parent): foreman.accept under the submission, once the
 // WorkAccepted is durable; foreman.handout under the acceptance for each
 // hand-out, whose context the handed-out Work carries to the worker; and
-// foreman.result under the last hand-out once the outcome is durable.
+// foreman.result under the acceptance once the outcome is durable.
 // The trace_parent is journalled with the work, so a master that takes
 // over after a failover hands it out under the submission's trace. The
 // provider is used as given: the master never reads or sets
@@ -36,13 +36,20 @@ type masterTracer struct {
 	// work this activation has not seen accepted goes under its
 	// journalled trace_parent instead.
 	last map[string]trace.SpanContext
+	// root is what a traced work's foreman.result goes under: its
+	// acceptance (foreman.accept), or, for a work this activation has not
+	// seen accepted, its journalled trace_parent (the submission). Not the
+	// hand-out: an outcome belongs to the job, not to one attempt, and an
+	// expiry or a cancellation may come with no hand-out at all
+	// (docs/tracing.md).
+	root map[string]trace.SpanContext
 }
 
 func newMasterTracer(t trace.Tracer) *masterTracer {
 	if t == nil {
 		return nil
 	}
-	return &masterTracer{tracer: t, last: make(map[string]trace.SpanContext)}
+	return &masterTracer{tracer: t, last: make(map[string]trace.SpanContext), root: make(map[string]trace.SpanContext)}
 }
 
 // durable returns what records the spans of events once they are durable,
@@ -65,19 +72,19 @@ func (t *masterTracer) durable(now time.Time, events []proto.Message, next func(
 				spans = append(spans, pending{name: tracing.SpanAccept, parent: sc, id: ev.GetWork().GetWorkId(), start: at(ev.GetAtUnixNano(), now)})
 			}
 		case *messages.WorkCompleted:
-			if sc, ok := t.last[ev.GetWorkId()]; ok {
+			if sc, ok := t.root[ev.GetWorkId()]; ok {
 				spans = append(spans, pending{name: tracing.SpanResult, parent: sc, id: ev.GetWorkId(), start: at(ev.GetAtUnixNano(), now)})
 			}
 		case *messages.WorkerFailed:
-			if sc, ok := t.last[ev.GetWorkId()]; ok && (ev.GetDead() || ev.GetCancelled()) {
+			if sc, ok := t.root[ev.GetWorkId()]; ok && (ev.GetDead() || ev.GetCancelled()) {
 				spans = append(spans, pending{name: tracing.SpanResult, parent: sc, id: ev.GetWorkId(), start: at(ev.GetAtUnixNano(), now), err: ev.GetError(), fail: true})
 			}
 		case *messages.WorkerTimedOut:
-			if sc, ok := t.last[ev.GetWorkId()]; ok && ev.GetDead() {
+			if sc, ok := t.root[ev.GetWorkId()]; ok && ev.GetDead() {
 				spans = append(spans, pending{name: tracing.SpanResult, parent: sc, id: ev.GetWorkId(), start: at(ev.GetAtUnixNano(), now), err: "timed out", fail: true})
 			}
 		case *messages.WorkExpired:
-			if sc, ok := t.last[ev.GetWorkId()]; ok {
+			if sc, ok := t.root[ev.GetWorkId()]; ok {
 				spans = append(spans, pending{name: tracing.SpanResult, parent: sc, id: ev.GetWorkId(), start: at(ev.GetAtUnixNano(), now), err: ev.GetReason(), fail: true})
 			}
 		}
@@ -92,13 +99,15 @@ func (t *masterTracer) durable(now time.Time, events []proto.Message, next func(
 				trace.WithAttributes(attribute.String("foreman.work_id", p.id)))
 			switch {
 			case p.name == tracing.SpanAccept:
-				t.last[p.id] = span.SpanContext()
+				t.last[p.id], t.root[p.id] = span.SpanContext(), span.SpanContext()
 			case p.fail:
 				span.SetStatus(codes.Error, p.err)
 				delete(t.last, p.id)
+				delete(t.root, p.id)
 			default:
 				span.SetStatus(codes.Ok, "")
 				delete(t.last, p.id)
+				delete(t.root, p.id)
 			}
 			span.End()
 		}
@@ -129,6 +138,7 @@ func (t *masterTracer) handOutWork(w *messages.Work, to *messages.PID) {
 		if parent = tracing.SpanContextOf(w.GetTraceParent()); !parent.IsValid() {
 			return
 		}
+		t.root[w.GetWorkId()] = parent // the submission: the acceptance was another activation's
 	}
 	_, span := t.tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), tracing.SpanHandOut,
 		trace.WithSpanKind(trace.SpanKindProducer),

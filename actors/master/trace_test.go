@@ -23,7 +23,7 @@ import (
 // journal (a failover: the accepting master is gone, its spans with it)
 // hands it out under the submitter's trace: its foreman.handout span is a
 // child of the submission, the Work the worker gets carries the hand-out,
-// and the result span follows the hand-out.
+// and the result span goes under the submission (the job, not one attempt).
 func TestTraceParentSurvivesFailover(t *testing.T) {
 	t.Parallel()
 	const submit = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -69,7 +69,7 @@ func TestTraceParentSurvivesFailover(t *testing.T) {
 	spans = exp.GetSpans()
 	result := spans[1]
 	require.Equal(t, tracing.SpanResult, result.Name)
-	require.Equal(t, handout.SpanContext.SpanID(), result.Parent.SpanID())
+	require.Equal(t, tracing.SpanContextOf(submit).SpanID(), result.Parent.SpanID(), "under the job's root here: the submission (the acceptance was the first master's)")
 	require.Equal(t, codes.Ok, result.Status.Code)
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/foreman-actors/foreman/messages"
@@ -81,6 +82,28 @@ type SubmitRequest struct {
 	// rotates over the keys with waiting jobs, so one key's flood does not
 	// hold the others back.
 	FairnessKey string `json:"fairness_key,omitempty"`
+	// HeartbeatTimeout is this job's heartbeat timeout, a Go duration
+	// ("90s", "5m"): once the job heartbeats (worker.Heartbeat), the master
+	// times it out when no heartbeat follows within it, over its job type's
+	// (docs/long-jobs.md). Empty: the job type's.
+	HeartbeatTimeout string `json:"heartbeat_timeout,omitempty"`
+}
+
+// MaxHeartbeatTimeout bounds SubmitRequest.HeartbeatTimeout: a job silent
+// for longer is better watched by its work timeout.
+const MaxHeartbeatTimeout = 24 * time.Hour
+
+// checkHeartbeatTimeout checks SubmitRequest.HeartbeatTimeout.
+func checkHeartbeatTimeout(v string) error {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond || d > MaxHeartbeatTimeout {
+		return fmt.Errorf(`%w: "heartbeat_timeout" %.30q must be a Go duration from 1ms to %v, e.g. {"type":"long","payload":"60s","heartbeat_timeout":"30s"}`,
+			ErrInvalid, v, MaxHeartbeatTimeout)
+	}
+	return nil
 }
 
 // SubmitResponse is the body of a 201 answer to POST /work: the work is

@@ -19,6 +19,7 @@ import (
 //
 //	GET /results?after=CURSOR&wait=10s&limit=1000   long poll, JSON lines
 //	GET /results/stream                             Server-Sent Events
+//	GET /results/stream?progress=true               and running jobs' progress
 //
 // Each line (event) carries its cursor; resume after the last one handled.
 // No after (or after=0) starts at the oldest result retained; a cursor past
@@ -170,6 +171,13 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 		after = r.URL.Query().Get("after")
 	}
 	fb, cur, limit, err := s.feedQuery(r, after)
+	var progress *progressFeed
+	if err == nil {
+		var on bool
+		if on, err = parseProgress(r.URL.Query().Get("progress")); on {
+			progress = newProgressFeed(s.backend)
+		}
+	}
 	if err != nil {
 		s.feedErr(w, r, err)
 		return
@@ -184,7 +192,7 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	started := false
 	for ctx.Err() == nil {
-		page, err := fb.ReadFeed(ctx, cur, limit, streamWait)
+		page, err := fb.ReadFeed(ctx, cur, limit, progress.wait(time.Now(), streamWait))
 		if err != nil {
 			if ctx.Err() != nil {
 				if !started {
@@ -223,7 +231,7 @@ func (s *Server) handleResultsStream(w http.ResponseWriter, r *http.Request) {
 			h.Set("X-Content-Type-Options", "nosniff")
 			w.WriteHeader(http.StatusOK)
 		}
-		if !writeResultEvents(w, page.Entries) {
+		if !writeResultEvents(w, page.Entries) || !progress.write(ctx, w, time.Now()) {
 			return
 		}
 		if len(page.Entries) == 0 {

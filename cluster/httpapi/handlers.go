@@ -271,6 +271,9 @@ func finishSubmit(req SubmitRequest) (SubmitRequest, error) {
 			return SubmitRequest{}, err
 		}
 	}
+	if err := checkHeartbeatTimeout(req.HeartbeatTimeout); err != nil {
+		return SubmitRequest{}, err
+	}
 	if err := checkQueueFields(&req); err != nil {
 		return SubmitRequest{}, err
 	}

@@ -87,9 +87,14 @@ func checkQueueFields(req *SubmitRequest) error {
 	return nil
 }
 
-// work returns the Work of a checked submission (a delay counts from now).
+// work returns the Work of a checked submission (a delay counts from now;
+// the key fields are withKeys').
 func (req *SubmitRequest) work() *messages.Work {
 	w := &messages.Work{WorkId: req.ID, JobType: req.Type, Payload: req.Payload}
+	if req.HeartbeatTimeout != "" {
+		d, _ := time.ParseDuration(req.HeartbeatTimeout) // checked by checkHeartbeatTimeout
+		w.HeartbeatTimeoutMs = d.Milliseconds()
+	}
 	if req.RunAt == "" && req.Delay == "" && req.Priority == nil && req.FairnessKey == "" {
 		return w
 	}

@@ -820,28 +820,9 @@ const DefaultDrainTimeout = 25 * time.Second
 // timeout: its last results' Acks and its hand-backs.
 const drainBound = 5 * time.Second
 
-// drainWorkers drains every worker of the node at once (worker.Drain with
-// timeout) and waits until each has answered Drained, or timeout plus
-// drainBound, or ctx ends; stopWorkers then stops what is left.
+// drainWorkers drains every worker of the node at once; see drainAll.
 func (n *ClusterNode) drainWorkers(ctx context.Context, timeout time.Duration) {
-	start := time.Now()
-	n.log.Info("draining workers: no more work is asked for; running jobs may finish", "workers", len(n.workers), "drain_timeout", timeout)
-	var wg sync.WaitGroup
-	for _, w := range n.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait := timeout + drainBound
-			if dl, ok := ctx.Deadline(); ok {
-				wait = min(wait, time.Until(dl))
-			}
-			if _, err := n.sys.Root.RequestFuture(w, &worker.Drain{Timeout: timeout}, wait).Result(); err != nil {
-				n.log.Warn("a worker did not finish its drain; stopping it hands the rest back", "worker", w.GetId(), "error", err)
-			}
-		}()
-	}
-	wg.Wait()
-	n.log.Info("workers drained", "took", time.Since(start).Round(time.Millisecond))
+	drainAll(ctx, n.sys.Root, n.workers, timeout, n.log)
 }
 
 // stopWorkers stops the node's workers (their running work goes back to the

@@ -53,6 +53,17 @@ type localConfig struct {
 	metrics       *metrics.Metrics // metrics.go
 	actorMetrics  bool
 	tracer        trace.TracerProvider // tracing.go
+	drainTimeout  time.Duration
+}
+
+// WithDrainTimeout makes Stop drain the node's workers first, as a worker
+// node's does (ClusterConfig.DrainTimeout): they ask for no more work,
+// running jobs may finish for up to d, then they are cancelled (cause
+// worker.ErrDrainTimeout) and handed back, which the master journals as
+// not done, so the next start of the node runs them. 0 (the default):
+// Stop hands running jobs back at once.
+func WithDrainTimeout(d time.Duration) LocalOption {
+	return func(c *localConfig) { c.drainTimeout = max(d, 0) }
 }
 
 // WithDataDir sets the directory of the SQLite journal (created if missing).
@@ -113,6 +124,7 @@ type Local struct {
 	workers   []*actor.PID
 	client    *frontend.Client
 	log       *slog.Logger
+	drain     time.Duration // WithDrainTimeout
 }
 
 // StartLocal opens the journal, starts the master (which recovers from the
@@ -130,7 +142,7 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Local{log: log.With("component", "node")}
+	n := &Local{log: log.With("component", "node"), drain: cfg.drainTimeout}
 
 	loc, err := journalLocation(cfg.journalURL, cfg.dataDir)
 	if err != nil {
@@ -222,8 +234,8 @@ func (n *Local) Client() *frontend.Client { return n.client }
 // Journal returns the node's journal.
 func (n *Local) Journal() persistence.Journal { return n.jrnl }
 
-// Stop shuts the node down in order: workers first (running work finishes
-// or is handed back to the master), then the master (its pending journal
+// Stop shuts the node down in order: workers first (drained for up to
+// WithDrainTimeout, then running work is handed back to the master), then the master (its pending journal
 // writes complete), then the journal and the actor system. It honours ctx's
 // deadline for each step.
 func (n *Local) Stop(ctx context.Context) error {
@@ -231,7 +243,13 @@ func (n *Local) Stop(ctx context.Context) error {
 	if err := n.stopScheduler(); err != nil {
 		errs = append(errs, err)
 	}
+	if len(n.workers) > 0 && n.drain > 0 {
+		drainAll(ctx, n.sys.Root, n.workers, n.drain, n.log)
+	}
 	for _, w := range n.workers {
+		if _, alive := n.sys.ProcessRegistry.Get(w); !alive {
+			continue // it drained and stopped itself
+		}
 		if err := n.sys.Root.StopFuture(w).Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
 		}

@@ -65,5 +65,5 @@ func TestNodeLeavesOpenTelemetrysGlobalsAlone(t *testing.T) {
 	require.Equal(t, idOf(tracing.SpanSubmit), parentOf(tracing.SpanAccept))
 	require.Equal(t, idOf(tracing.SpanAccept), parentOf(tracing.SpanHandOut))
 	require.Equal(t, idOf(tracing.SpanHandOut), parentOf(tracing.SpanExecute))
-	require.Equal(t, idOf(tracing.SpanHandOut), parentOf(tracing.SpanResult))
+	require.Equal(t, idOf(tracing.SpanAccept), parentOf(tracing.SpanResult), "the result under the acceptance (docs/tracing.md)")
 }

@@ -151,7 +151,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		return nil
 	})
 	a.drainTimeout = node.DefaultDrainTimeout
-	fs.Func("drain-timeout", fmt.Sprintf("on SIGTERM or Ctrl-C, how long a worker node's running jobs may finish before they are cancelled and handed back to run elsewhere; it asks for no work meanwhile; 0 = hand them back at once (worker nodes; default %v, below Kubernetes' 30 s grace period)", node.DefaultDrainTimeout), func(s string) error {
+	fs.Func("drain-timeout", fmt.Sprintf("on SIGTERM or Ctrl-C, how long a worker node's running jobs may finish before they are cancelled and handed back to run elsewhere; it asks for no work meanwhile; 0 = hand them back at once (worker nodes and the all-in-one node; default %v, below Kubernetes' 30 s grace period)", node.DefaultDrainTimeout), func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return fmt.Errorf("not a duration (examples: 25s, 2m, 0): %w", err)

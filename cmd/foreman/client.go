@@ -83,6 +83,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		cf                 clientFlags
 		jobType, id, input string
 		wait               waitFlag
+		beatTimeout        time.Duration
 		bf                 batchFlags
 		qf                 queueFlags
 	)
@@ -96,6 +97,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&keys.UniqueFor, "unique-for", "", "how long a finished job keeps its --unique-key, a duration such as 1h (default: only while pending or running)")
 	fs.StringVar(&keys.ConcurrencyKey, "concurrency-key", "", "run at most the key's --concurrency-limit of the jobs with this key at once, cluster-wide")
 	qf.register(fs)
+	fs.DurationVar(&beatTimeout, "heartbeat-timeout", 0, "this job's heartbeat timeout `D` (e.g. 30s): once it heartbeats, it is retried when it stays silent for D, over its job type's (default: the type's)")
 	fs.Var(&wait, "wait", "wait `D` (default: the --timeout) for the job's outcome and print it; the job runs only while you wait:\n"+
 		"Ctrl-C cancels it (exit 130); when D ends first it goes on without you (exit 3)")
 	fs.Usage = func() {
@@ -118,19 +120,25 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "submit", errors.New("--type is required, e.g. --type square --payload 7"))
 	case cf.timeout <= 0:
 		return usageErr(stderr, "submit", fmt.Errorf("--timeout %v must be positive", cf.timeout))
+	case beatTimeout < 0:
+		return usageErr(stderr, "submit", fmt.Errorf("--heartbeat-timeout %v must be positive, e.g. --heartbeat-timeout 30s", beatTimeout))
+	}
+	req := keys
+	req.ID, req.Type, req.Payload = id, jobType, payloadJSON(input)
+	if beatTimeout > 0 {
+		req.HeartbeatTimeout = beatTimeout.String()
 	}
 	c, err := cf.newClient()
 	if err != nil {
 		return usageErr(stderr, "submit", err)
 	}
 	defer c.CloseIdleConnections()
-	if id == "" {
-		id = httpapi.NewID()
+	if req.ID == "" {
+		req.ID = httpapi.NewID()
 	}
+	id = req.ID
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
 	defer cancel()
-	req := keys
-	req.ID, req.Type, req.Payload = id, jobType, payloadJSON(input)
 	req = qf.apply(req)
 	if wait.set {
 		return submitWait(ctx, c, req, wait.d, cf.timeout, stdout, stderr)

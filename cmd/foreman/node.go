@@ -48,7 +48,8 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	}
 	defer closePool()
 	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithJournalURL(a.journal), node.WithWorkers(a.workers), node.WithLogger(log),
-		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...)}
+		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...),
+		node.WithDrainTimeout(a.drainTimeout)}
 	if metricsReadable(a) {
 		opts = append(opts, node.WithMetrics(m))
 	}
@@ -99,7 +100,7 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 	watchMembers(m, httpapi.LocalMembers(n.System()), log)
 	var stopHTTP func(context.Context) error
 	stopNode := func() int {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), a.drainTimeout+30*time.Second)
 		defer cancel()
 		if stopHTTP != nil { // stop taking requests before the node goes
 			if err := stopHTTP(sctx); err != nil {

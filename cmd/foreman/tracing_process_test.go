@@ -109,7 +109,7 @@ func (r *otlpReceiver) dump() string {
 // chained by their parents: the caller's span → foreman.http.submit →
 // foreman.submit (frontend) → foreman.accept → foreman.handout (backend) →
 // foreman.execute (worker), and foreman.result (backend) under the
-// hand-out, each with its status.
+// acceptance, each with its status.
 func TestTraceAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real cluster processes; skipped with -short")
@@ -197,7 +197,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	require.Equal(t, callerSpan, httpSubmit.par, "the HTTP span is under the caller's traceparent")
 	require.Equal(t, accept.id, handout.par, "hand-out under accept")
 	require.Equal(t, handout.id, execute.par, "execute under the hand-out")
-	require.Equal(t, handout.id, result.par, "result under the hand-out")
+	require.Equal(t, accept.id, result.par, "result under the acceptance: the job's outcome, not one attempt's")
 
 	for _, s := range []otlpSpan{httpSubmit, submit} {
 		require.Equal(t, "frontend", s.role, s.name)

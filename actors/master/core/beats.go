@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -57,6 +59,9 @@ func (m *Master) onHeartbeat(now time.Time, msg *messages.WorkHeartbeat) {
 		}
 		cur.at = now
 		cur.timeout = time.Duration(max(b.GetTimeoutMs(), 0)) * time.Millisecond
+		if d := m.state.heartbeatTimeout(id); d > 0 {
+			cur.timeout = d // the submission's, over its job type's
+		}
 		if b.GetHasProgress() {
 			cur.hasProgress, cur.fraction, cur.message = true, b.GetFraction(), b.GetMessage()
 		}
@@ -140,4 +145,36 @@ func (m *Master) addProgress(st *messages.WorkStatusReply) {
 	if b.hasProgress {
 		st.HasProgress, st.Progress, st.ProgressMessage = true, b.fraction, b.message
 	}
+}
+
+// addListProgress adds the latest progress and heartbeat of the running
+// works of a ListWork answer: the result stream's progress events
+// (GET /results/stream?progress=true) read them there.
+func (m *Master) addListProgress(l *messages.WorkList) {
+	for _, w := range l.GetWorks() {
+		b := m.beats[w.GetWorkId()]
+		if b == nil || w.GetStatus() != messages.WorkStatus_WORK_STATUS_RUNNING || !m.state.Holds(w.GetWorkId(), b.worker, b.attempt) {
+			continue
+		}
+		w.HeartbeatUnixNano = b.at.UnixNano()
+		if b.hasProgress {
+			w.HasProgress, w.Progress, w.ProgressMessage = true, b.fraction, b.message
+		}
+	}
+}
+
+// heartbeatTimeout returns the heartbeat timeout the work was submitted
+// with (Work.heartbeat_timeout_ms), 0 when none. The entry keeps it with
+// the Work's other rare fields (entryRare.extra): only a work that has such
+// fields decodes them, once per heartbeat.
+func (s *WorkState) heartbeatTimeout(id string) time.Duration {
+	e := s.entries[id]
+	if e == nil || e.extra() == nil {
+		return 0
+	}
+	var w messages.Work
+	if proto.Unmarshal(e.extra(), &w) != nil { // they came from a Work: they decode
+		return 0
+	}
+	return time.Duration(max(w.GetHeartbeatTimeoutMs(), 0)) * time.Millisecond
 }

@@ -173,3 +173,51 @@ func TestHeartbeats(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmissionHeartbeatTimeout: a work submitted with a heartbeat timeout
+// (Work.heartbeat_timeout_ms) is timed out by it, over the one its job
+// type's beats carry, and also when its type has none (beats of 0).
+func TestSubmissionHeartbeatTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		typeTime time.Duration // what the worker's beats carry
+	}{{name: "OverTheTypesTimeout", typeTime: 8 * time.Second}, {name: "WhenTheTypeHasNone", typeTime: 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := serving(t, testConfig())
+			w := work("j1", nil)
+			w.HeartbeatTimeoutMs = 2000
+			h.durable(h.step(Submit{From: frontend, Work: w}))
+			h.step(register(worker1))
+			got := handedOut(h.step(request(worker1, 1)), worker1)
+			require.Equal(t, []string{"j1"}, got)
+			h.now = t0.Add(time.Second)
+			tm, ok := armed(h.step(beatOf(worker1, "j1", 1, tc.typeTime)), beatTimer)
+			require.True(t, ok, "the submission's 2 s arms a check")
+			require.Equal(t, t0.Add(3*time.Second), tm.At)
+			h.now = t0.Add(2500 * time.Millisecond)
+			require.Empty(t, timedOutIDs(h.step(effect.Fired{Name: tm.Name})), "alive: it beat 1.5 s ago")
+			h.now = t0.Add(3 * time.Second)
+			require.Equal(t, []string{"j1"}, timedOutIDs(h.step(effect.Fired{Name: tm.Name})),
+				"2 s without a beat: timed out by the submission's timeout")
+		})
+	}
+	t.Run("TheHandOutCarriesIt", func(t *testing.T) {
+		t.Parallel()
+		h := serving(t, testConfig())
+		w := work("j1", nil)
+		w.HeartbeatTimeoutMs = 2000
+		h.durable(h.step(Submit{From: frontend, Work: w}))
+		h.step(register(worker1))
+		for _, e := range h.step(request(worker1, 1)) {
+			if s, ok := e.(effect.Send); ok {
+				if hw, ok := s.Msg.(*messages.Work); ok {
+					require.Equal(t, int64(2000), hw.GetHeartbeatTimeoutMs())
+					return
+				}
+			}
+		}
+		require.Fail(t, "no work handed out")
+	})
+}

@@ -179,7 +179,9 @@ func (m *Master) onQuery(now time.Time, in any) {
 			m.reply(in.From, &messages.WorkList{}, false)
 			return
 		}
-		m.reply(in.From, m.state.List(in.Msg.GetStatus(), int(in.Msg.GetLimit())), true)
+		l := m.state.List(in.Msg.GetStatus(), int(in.Msg.GetLimit()))
+		m.addListProgress(l)
+		m.reply(in.From, l, true)
 	case Resubmit:
 		m.onResubmit(now, in)
 	case Detach:
