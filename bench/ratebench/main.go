@@ -139,10 +139,10 @@ type result struct {
 	Scenario  string  `json:"scenario"`
 	Dir       string  `json:"dir"`
 	Handouts  int     `json:"handouts"`
-	Rate      float64 `json:"rate"`        // overall, hand-outs/s
-	MaxWindow int     `json:"max_window"`  // most hand-outs in any 1 s window
-	MaxGapMS  float64 `json:"max_gap_ms"`  // longest gap between hand-outs
-	Missed    int64   `json:"missed"`      // events deleted before the tail read them
+	Rate      float64 `json:"rate"`       // overall, hand-outs/s
+	MaxWindow int     `json:"max_window"` // most hand-outs in any 1 s window
+	MaxGapMS  float64 `json:"max_gap_ms"` // longest gap between hand-outs
+	Missed    int64   `json:"missed"`     // events deleted before the tail read them
 	EventNote string  `json:"event,omitempty"`
 	// Kill: from the kill to the end of the longest gap in the 10 s after
 	// it; the most hand-outs in a 1 s window from 5 s before to 10 s after.
