@@ -62,6 +62,7 @@ type config struct {
 	tls               *tls.Config      // nil: plain HTTP (WithTLS)
 	metrics           *metrics.Metrics // nil: no /metrics (obsroutes.go)
 	feedPerClient     int              // open feed reads per client (feedshare.go)
+	rates             RateAdmin        // nil: the rate endpoints answer 501 (rates.go)
 }
 
 func defaultConfig() config {
