@@ -181,7 +181,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
+		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status|rate [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(rest); err != nil {
