@@ -36,8 +36,7 @@ const rateExample = `{"rate":"20/s","mode":"strict"}`
 
 // RateAdmin is what the rate endpoints need of the cluster: a node that
 // runs the throttlers (cmd/foreman adapts cluster/node's SetRate and
-// Rates to it, so this package does not import cluster/node). A server
-// without one answers the rate endpoints with 501.
+// Rates to it, so this package does not import cluster/node).
 type RateAdmin interface {
 	// SetRate sends the job type's new rate and mode to its throttler,
 	// durably and cluster-wide. Errors wrap ErrInvalid (the throttler
@@ -49,6 +48,7 @@ type RateAdmin interface {
 }
 
 // WithRateAdmin serves PUT /rates/{type} and GET /rates through a.
+// Without it GET /rates lists none and PUT /rates/{type} answers 501.
 func WithRateAdmin(a RateAdmin) Option { return func(c *config) { c.rates = a } }
 
 // RateRequest is the body of PUT /rates/{type}.
@@ -223,9 +223,11 @@ func (s *Server) handleSetRate(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRates: GET /rates.
+// A server without a RateAdmin has no throttlers: an empty list, so the
+// dashboard's panel says so instead of logging a failed request.
 func (s *Server) handleRates(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.rates == nil {
-		s.fail(w, r, errNoRates)
+		writeJSON(w, http.StatusOK, RateList{Rates: []RateInfo{}})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.queryTimeout)

@@ -145,7 +145,8 @@ func TestSetRateAndList(t *testing.T) {
 	require.ErrorIs(t, err, httpapi.ErrUnavailable)
 }
 
-// TestRatesWithoutThrottlers: a server without a RateAdmin says so (501),
+// TestRatesWithoutThrottlers: a server without a RateAdmin lists none and
+// refuses to set one (501),
 // and the token guards the rate endpoints like every other.
 func TestRatesWithoutThrottlers(t *testing.T) {
 	t.Parallel()
@@ -153,6 +154,11 @@ func TestRatesWithoutThrottlers(t *testing.T) {
 	code, body := put(t, ts.URL+"/rates/square", `{"rate":"20/s"}`)
 	require.Equal(t, http.StatusNotImplemented, code, body)
 	require.Contains(t, body, "start the node with --rate")
+	c, err := httpapi.NewClient(ts.URL)
+	require.NoError(t, err)
+	list, err := c.Rates(context.Background())
+	require.NoError(t, err, "no throttlers is an empty list")
+	require.Empty(t, list)
 
 	tokens, err := httpapi.NewTokens(goodToken)
 	require.NoError(t, err)
@@ -161,7 +167,7 @@ func TestRatesWithoutThrottlers(t *testing.T) {
 	code, _ = put(t, ts.URL+"/rates/square", `{"rate":"20/s"}`)
 	require.Equal(t, http.StatusUnauthorized, code)
 	require.Empty(t, a.calls())
-	c, err := httpapi.NewClient(ts.URL, httpapi.WithToken(goodToken))
+	c, err = httpapi.NewClient(ts.URL, httpapi.WithToken(goodToken))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
