@@ -288,6 +288,12 @@ func runOnce(ctx context.Context, c config, scenario, dir string) (res result, e
 	if _, err := tail.waitCount(ctx, total, time.Duration(c.seconds)*4*time.Second+60*time.Second); err != nil {
 		return res, err
 	}
+	// A job handed out again after a failover also counts, so the count
+	// can reach total before the last first hand-outs: wait until the
+	// shards report every job done, then read what is left.
+	if err := waitDone(ctx, api, total, time.Duration(c.seconds)*2*time.Second+60*time.Second); err != nil {
+		return res, err
+	}
 	time.Sleep(500 * time.Millisecond)
 	if err := stopTail(); err != nil {
 		return res, err
@@ -350,6 +356,30 @@ func waitShards(ctx context.Context, api *httpapi.Client, shards int, d time.Dur
 		}
 	}
 	return fmt.Errorf("the shards did not all answer within %v: %s", d, last)
+}
+
+// waitDone waits until GET /status counts total jobs done over the shards.
+func waitDone(ctx context.Context, api *httpapi.Client, total int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	var last httpapi.QueueInfo
+	for time.Now().Before(deadline) {
+		if st, err := api.Status(ctx); err == nil {
+			up := len(st.Shards) > 0
+			for _, s := range st.Shards {
+				up = up && s.Master.Reachable
+			}
+			last = st.Queue
+			if up && st.Queue.Done >= int64(total) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("not every job done within %v: %+v", d, last)
 }
 
 // throttlerPort asks GET /status where square's throttler runs and returns
