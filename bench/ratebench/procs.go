@@ -90,19 +90,6 @@ func (p *proc) waitLine(d time.Duration, substrs ...string) error {
 	}
 }
 
-// count returns how many lines so far contain every one of substrs.
-func (p *proc) count(substrs ...string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, l := range p.lines {
-		if containsAll(l, substrs) {
-			n++
-		}
-	}
-	return n
-}
-
 func containsAll(line string, substrs []string) bool {
 	for _, s := range substrs {
 		if !strings.Contains(line, s) {
