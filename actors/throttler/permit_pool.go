@@ -5,19 +5,19 @@ import (
 	"time"
 )
 
-// PermitPool is the caller's side of an Issuer: it holds the permits granted
+// PermitPool is the caller's side of a throttler (PermitThrottlerProps): it holds the permits granted
 // to one caller (for example one master shard) and spends them. Its Reserve
 // has the signature of master.DispatchLimiter and never blocks: when the
 // pool runs low it calls ask (which must only send a message, never wait)
 // and the reply comes back through Add.
 //
-// The batch a pool asks for adapts to demand: it doubles (up to the issuer's
+// The batch a pool asks for adapts to demand: it doubles (up to the throttler's
 // cap) each time the pool runs dry while work waits, and halves when
 // permits expire unspent, so a shard with little work holds few permits and
 // shards that compete share the rate.
 //
 // A PermitPool is safe for concurrent use: Reserve runs on the master's
-// goroutine, Add on whichever delivers the issuer's reply.
+// goroutine, Add on whichever delivers the throttler's grants.
 type PermitPool struct {
 	ask     func(want int)
 	timeout time.Duration
@@ -27,14 +27,14 @@ type PermitPool struct {
 	want    int
 	asked   bool
 	askedAt time.Time
-	again   time.Time // the issuer's hint: nothing before this
+	again   time.Time // the throttler's hint: nothing before this
 	granted uint64
 	denied  uint64
 	expired uint64
 }
 
 // DefaultAskTimeout is how long a pool waits for a reply before it asks
-// again (the issuer may have moved to another node).
+// again (the throttler may have moved to another node).
 const DefaultAskTimeout = time.Second
 
 // NewPermitPool returns a pool that asks for permits with ask. askTimeout
@@ -46,7 +46,7 @@ func NewPermitPool(ask func(want int), askTimeout time.Duration) *PermitPool {
 	return &PermitPool{ask: ask, timeout: askTimeout, want: 1}
 }
 
-// Add stores the permits of one reply; again is the issuer's hint of when to
+// Add stores the permits of one reply; again is the throttler's hint of when to
 // ask next if the grant fell short.
 func (p *PermitPool) Add(permits []Permit, again time.Time) {
 	p.mu.Lock()
@@ -76,7 +76,7 @@ func (p *PermitPool) Reserve(now time.Time) (bool, time.Duration) {
 	return ok, wait
 }
 
-// maxWant bounds the batch a pool asks for; the issuer caps it again.
+// maxWant bounds the batch a pool asks for; the throttler caps it at Calls.
 const maxWant = 1 << 12
 
 func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, ask int) {
@@ -123,7 +123,7 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 
 // askLocked returns how many permits to ask for now, 0 for none: one ask
 // is in flight at a time, a lost one is repeated after the timeout, and the
-// issuer's hint is respected.
+// throttler's hint is respected.
 func (p *PermitPool) askLocked(now time.Time) int {
 	if p.asked && now.Sub(p.askedAt) < p.timeout {
 		return 0

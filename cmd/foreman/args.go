@@ -211,7 +211,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	if a.window < 1 {
 		return a, fmt.Errorf("%w: --window %d: must be 1 or more", errUsage, a.window)
 	}
-	if _, err := node.MasterRateOptions(a.rate); err != nil {
+	if _, err := node.ParseRateLimits(a.rate); err != nil {
 		return a, fmt.Errorf("%w: --rate: %w", errUsage, err)
 	}
 	if lim, err := node.NewAdaptivePool(a.adaptive, 1); err != nil {
