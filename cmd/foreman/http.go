@@ -16,7 +16,7 @@ func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *secur
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, m, log)
+	return serveHTTP(ctx, b, addr, sec, m, log, httpapi.WithRateAdmin(nodeRates{n}))
 }
 
 // startLocalHTTP serves the HTTP API of an all-in-one node.
@@ -25,15 +25,15 @@ func startLocalHTTP(ctx context.Context, n *node.Local, addr string, sec *securi
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, m, log)
+	return serveHTTP(ctx, b, addr, sec, m, log, httpapi.WithRateAdmin(nodeRates{n}))
 }
 
-func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, m *metrics.Metrics, log *slog.Logger) (func(context.Context) error, error) {
+func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, m *metrics.Metrics, log *slog.Logger, opts ...httpapi.Option) (func(context.Context) error, error) {
 	secOpts, err := sec.httpOptions()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := httpapi.New(b, append([]httpapi.Option{httpapi.WithAddr(addr), httpapi.WithLogger(log), httpapi.WithMetrics(m)}, secOpts...)...)
+	srv, err := httpapi.New(b, append([]httpapi.Option{httpapi.WithAddr(addr), httpapi.WithLogger(log), httpapi.WithMetrics(m)}, append(secOpts, opts...)...)...)
 	if err != nil {
 		return nil, err
 	}
