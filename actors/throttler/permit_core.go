@@ -53,6 +53,7 @@ type PermitCore[S comparable] struct {
 	asked   map[S]int // permits each pool has waiting in the queue
 
 	granted, refused uint64
+	pending          int // grants of the step under way (see end)
 
 	step PermitStep[S]
 	idx  map[S]int // step.Grants index of a pool, during one step
@@ -288,7 +289,7 @@ func (c *PermitCore[S]) Serve(now time.Time) PermitStep[S] {
 	_ = c.rebuild(now) // the rate was validated when it was recorded or configured
 	c.serving = true
 	c.take(now, c.fsm.SetTarget(true, now))
-	return c.step
+	return c.end(now)
 }
 
 // Request is a pool asking for want permits: the pool's permits waiting in
@@ -301,14 +302,14 @@ func (c *PermitCore[S]) Request(now time.Time, from S, want int) PermitStep[S] {
 		c.asked[from]++
 		c.take(now, c.fsm.Enqueue(permitUnit[S]{from: from}, now))
 	}
-	return c.step
+	return c.end(now)
 }
 
 // Tick is the FSM's timer firing.
 func (c *PermitCore[S]) Tick(now time.Time) PermitStep[S] {
 	c.begin()
 	c.take(now, c.fsm.Tick(now))
-	return c.step
+	return c.end(now)
 }
 
 // SetRate changes the rate and mode from now on; the change is an event, so
@@ -332,7 +333,7 @@ func (c *PermitCore[S]) SetRate(now time.Time, r Rate, strict bool) (PermitStep[
 		if c.serving {
 			c.take(now, c.fsm.SetTarget(true, now))
 		}
-		return c.step, nil
+		return c.end(now), nil
 	}
 	c.rate = r
 	c.step.Events[0] = c.rateEvent()
@@ -341,7 +342,7 @@ func (c *PermitCore[S]) SetRate(now time.Time, r Rate, strict bool) (PermitStep[
 		return c.step, err
 	}
 	c.take(now, eff)
-	return c.step, nil
+	return c.end(now), nil
 }
 
 // take turns an FSM step's effects into the core's: deliveries become
@@ -379,15 +380,24 @@ func (c *PermitCore[S]) take(now time.Time, eff Effects[bool, permitUnit[S]]) {
 		}
 		c.step.Grants[k].Permits = append(c.step.Grants[k].Permits, p)
 	}
-	n := len(eff.Deliver)
-	c.granted += uint64(n)
-	period, used := c.fsm.periodUsed()
-	ev := &messages.ThrottleGranted{AtUnixNano: now.UnixNano(), N: int64(n)}
-	if !c.strict {
-		ev.PeriodUnixNano, ev.PeriodUsed = period.UnixNano(), int64(used)
+	c.pending += len(eff.Deliver)
+	c.granted += uint64(len(eff.Deliver))
+}
+
+// end closes a step: the grants of the step, all made at now, are one
+// event.
+func (c *PermitCore[S]) end(now time.Time) PermitStep[S] {
+	if n := c.pending; n > 0 {
+		c.pending = 0
+		period, used := c.fsm.periodUsed()
+		ev := &messages.ThrottleGranted{AtUnixNano: now.UnixNano(), N: int64(n)}
+		if !c.strict {
+			ev.PeriodUnixNano, ev.PeriodUsed = period.UnixNano(), int64(used)
+		}
+		c.noteGrant(now, n, period, used)
+		c.step.Events = append(c.step.Events, ev)
 	}
-	c.noteGrant(now, n, period, used)
-	c.step.Events = append(c.step.Events, ev)
+	return c.step
 }
 
 // Pause is the activation no longer serving (its lease lapsed): the FSM
@@ -396,5 +406,5 @@ func (c *PermitCore[S]) Pause(now time.Time) PermitStep[S] {
 	c.begin()
 	c.serving = false
 	c.take(now, c.fsm.SetTarget(false, now))
-	return c.step
+	return c.end(now)
 }

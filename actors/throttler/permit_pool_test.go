@@ -157,8 +157,8 @@ func maxGap(ts []time.Time) time.Duration {
 func TestPermitPoolsShareTheRate(t *testing.T) {
 	cases := []struct {
 		sim        simulation
-		maxWin     int     // most spends in any window of Per
-		minPerSec  float64 // least mean rate
+		maxWin     int           // most spends in any window of Per
+		minPerSec  float64       // least mean rate
 		maxGapWant time.Duration // the strict mode grants in bursts of Calls: gaps of about Per between them
 	}{
 		{simulation{rate: PerSecond(100), strict: true, shards: 4, rtt: 2 * time.Millisecond, run: 20 * time.Second, tick: time.Millisecond}, 100, 97, 1100 * time.Millisecond},

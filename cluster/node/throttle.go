@@ -348,3 +348,15 @@ func (n *ClusterNode) Rates(ctx context.Context) ([]RateStatus, error) {
 	}
 	return out, nil
 }
+
+// RateController is what changes and reads the rate limits at run time:
+// *ClusterNode and *Local, for the HTTP API and the CLI.
+type RateController interface {
+	SetRate(ctx context.Context, jobType string, r throttler.Rate, strict bool) error
+	Rates(ctx context.Context) ([]RateStatus, error)
+}
+
+var (
+	_ RateController = (*ClusterNode)(nil)
+	_ RateController = (*Local)(nil)
+)
