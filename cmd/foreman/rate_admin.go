@@ -10,17 +10,10 @@ import (
 	"github.com/foreman-actors/foreman/cluster/node"
 )
 
-// rateNode is what a node offers to change and list its rates
-// (node.ClusterNode's SetRate and Rates).
-type rateNode interface {
-	SetRate(ctx context.Context, jobType string, r throttler.Rate, strict bool) error
-	Rates(ctx context.Context) ([]node.RateStatus, error)
-}
-
 // nodeRates serves the HTTP API's rate endpoints (httpapi.RateAdmin) from
 // a node: it maps the node's errors to the API's status codes and its
 // RateStatus to the API's RateInfo.
-type nodeRates struct{ n rateNode }
+type nodeRates struct{ n node.RateController }
 
 var _ httpapi.RateAdmin = nodeRates{}
 
