@@ -92,10 +92,14 @@ func fig(xs []float64, format string) string {
 // over the runs.
 func printSummary(w io.Writer, c config, results map[string][]result) {
 	_, _ = fmt.Fprintf(w, "square=%d/s, %d jobs, %d runs each: median (min-max)\n\n", c.rate, c.rate*c.seconds, c.runs)
-	_, _ = fmt.Fprintln(w, "| scenario | overall rate (/s) | error vs rate | most in a 1 s window | longest gap (ms) | dispatch resumes after kill (ms) | most in 1 s around the kill | longest gap around the join (ms) |")
-	_, _ = fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
+	_, _ = fmt.Fprintln(w, "| scenario | hand-outs | overall rate (/s) | error vs rate | most in a 1 s window | longest gap (ms) | dispatch resumes after kill (ms) | most in 1 s around the kill | longest gap around the join (ms) |")
+	_, _ = fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, s := range c.scenarios {
 		rs := results[s]
+		name := s
+		if n := incomplete(rs); n > 0 {
+			name = fmt.Sprintf("%s (%d of %d runs incomplete)", s, n, len(rs))
+		}
 		col := func(f func(result) float64, format string) string {
 			xs := make([]float64, len(rs))
 			for i, r := range rs {
@@ -111,11 +115,23 @@ func printSummary(w io.Writer, c config, results map[string][]result) {
 		if s == "join" {
 			join = col(func(r result) float64 { return r.JoinGapMS }, "%.0f")
 		}
-		_, _ = fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s,
+		_, _ = fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+			col(func(r result) float64 { return float64(r.Handouts) }, "%.0f"),
 			col(func(r result) float64 { return r.Rate }, "%.2f"),
 			col(func(r result) float64 { return 100 * (r.Rate - float64(c.rate)) / float64(c.rate) }, "%+.2f%%"),
 			col(func(r result) float64 { return float64(r.MaxWindow) }, "%.0f"),
 			col(func(r result) float64 { return r.MaxGapMS }, "%.0f"),
 			resume, around, join)
 	}
+}
+
+// incomplete counts the runs that ended before every job was done.
+func incomplete(rs []result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Incomplete != "" {
+			n++
+		}
+	}
+	return n
 }
