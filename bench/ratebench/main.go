@@ -17,11 +17,11 @@
 //
 //	timer   --rate square=R/s (the seed's timer periods)
 //	strict  --rate square=R/s:strict (every 1 s window bounded)
-//	kill    strict; at -event-at, SIGKILL the backend hosting the throttler
+//	kill    strict (-event-mode timer: timer); at -event-at, SIGKILL the backend hosting the throttler
 //	        (GET /status's throttlers); reports the time from the kill to
 //	        the end of the longest gap after it ("dispatch resumes") and the
 //	        most hand-outs in a 1 s window from 5 s before to 10 s after
-//	join    strict, 2 backends; at -event-at a third starts; reports the
+//	join    strict (or -event-mode), 2 backends; at -event-at a third starts; reports the
 //	        longest gap from the start to 15 s after it
 //
 // Usage:
@@ -69,6 +69,7 @@ type config struct {
 	workers   int
 	window    int
 	limit     float64
+	eventMode string
 }
 
 func main() {
@@ -86,9 +87,14 @@ func main() {
 	flag.IntVar(&c.frontPort, "frontend-port", 3700, "the frontend's port (its HTTP API on PORT+5000)")
 	flag.IntVar(&c.workers, "workers", 4, "workers on each of the 2 worker nodes")
 	flag.IntVar(&c.window, "window", 4, "jobs each worker may hold")
+	flag.StringVar(&c.eventMode, "event-mode", "strict", "the mode of the kill and join scenarios: strict or timer")
 	flag.Float64Var(&c.limit, "limit", 2.5, "end a run that has not handed out every job after LIMIT times the backlog's time (-seconds), and report it incomplete")
 	flag.Parse()
 	c.scenarios = strings.Split(scen, ",")
+	if c.eventMode != "strict" && c.eventMode != "timer" {
+		fmt.Fprintf(os.Stderr, "ratebench: -event-mode %q: want strict or timer\n", c.eventMode)
+		os.Exit(2)
+	}
 	if c.bin == "" {
 		fmt.Fprintln(os.Stderr, "ratebench: -foreman is required: go build -o /tmp/foreman-rates ./cmd/foreman")
 		os.Exit(2)
@@ -178,7 +184,7 @@ func runOnce(ctx context.Context, c config, scenario, dir string) (res result, e
 		seeds[i] = "127.0.0.1:" + strconv.Itoa(p)
 	}
 	rate := fmt.Sprintf("--rate=square=%d/s", c.rate)
-	if scenario != "timer" {
+	if scenario == "strict" || ((scenario == "kill" || scenario == "join") && c.eventMode == "strict") {
 		rate += ":strict"
 	}
 	common := []string{"--seeds=" + strings.Join(seeds, ","), "--shards=" + strconv.Itoa(c.shards)}
