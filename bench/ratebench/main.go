@@ -165,6 +165,8 @@ type result struct {
 	// it; the most hand-outs in a 1 s window from 5 s before to 10 s after.
 	ResumeMS     float64 `json:"resume_ms,omitempty"`
 	AroundWindow int     `json:"around_window,omitempty"`
+	// KillGapStartMS is when that longest gap began, after the kill.
+	KillGapStartMS float64 `json:"kill_gap_start_ms,omitempty"`
 	// Join: the longest gap from the start of the new backend to 15 s after.
 	JoinGapMS float64 `json:"join_gap_ms,omitempty"`
 }
@@ -334,8 +336,11 @@ func runOnce(ctx context.Context, c config, scenario, dir string) (res result, e
 	res.MaxGapMS = ms(longestGap(ts, time.Time{}, time.Time{}))
 	switch scenario {
 	case "kill":
-		_, end := longestGapEnd(ts, eventAt, eventAt.Add(10*time.Second))
+		gap, end := longestGapEnd(ts, eventAt, eventAt.Add(10*time.Second))
 		res.ResumeMS = ms(end.Sub(eventAt))
+		// Where that gap began: near 0 when dispatch stopped at the kill;
+		// later, when it went on and the longest pause came afterwards.
+		res.KillGapStartMS = ms(end.Add(-gap).Sub(eventAt))
 		res.AroundWindow, _ = mostInWindow(between(ts, eventAt.Add(-5*time.Second), eventAt.Add(10*time.Second)), time.Second)
 	case "join":
 		res.JoinGapMS = ms(longestGap(ts, eventAt, eventAt.Add(15*time.Second)))
