@@ -152,8 +152,7 @@ func (a *permitAsker) permitOptions(limits []RateLimit) []master.Option {
 		a.mu.Lock()
 		a.next++
 		id := a.next
-		var pool *throttler.PermitPool
-		pool = throttler.NewPermitPool(func(want int) { go a.ask(l.JobType, id, want) }, permitAskTimeout)
+		pool := throttler.NewPermitPool(func(want int) { go a.ask(l.JobType, id, want) }, permitAskTimeout)
 		a.pools[id] = pool
 		a.mu.Unlock()
 		opts = append(opts, master.WithDispatchLimiter(l.JobType, pool))
