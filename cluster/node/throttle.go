@@ -138,6 +138,12 @@ func (a *permitAsker) receive(c actor.Context) {
 	}
 }
 
+// permitAskTimeout is how long a pool waits for permits before it asks
+// again: after a failover, the successor hears from the pools within it.
+// Asking again is cheap (the throttler tops the pool's queued permits up,
+// it does not add to them).
+const permitAskTimeout = 250 * time.Millisecond
+
 // permitOptions returns, for one master shard, a dispatch limiter per
 // limit: a PermitPool fed by the type's throttler.
 func (a *permitAsker) permitOptions(limits []RateLimit) []master.Option {
@@ -146,8 +152,7 @@ func (a *permitAsker) permitOptions(limits []RateLimit) []master.Option {
 		a.mu.Lock()
 		a.next++
 		id := a.next
-		var pool *throttler.PermitPool
-		pool = throttler.NewPermitPool(func(want int) { go a.ask(l.JobType, id, want) }, 0)
+		pool := throttler.NewPermitPool(func(want int) { go a.ask(l.JobType, id, want) }, permitAskTimeout)
 		a.pools[id] = pool
 		a.mu.Unlock()
 		opts = append(opts, master.WithDispatchLimiter(l.JobType, pool))
