@@ -155,7 +155,7 @@ func (a *permitActor) Receive(c actor.Context) {
 			st := a.core.Status()
 			// Where the type's throttler runs is an operator's first
 			// question when a rate looks wrong: say so once.
-			a.log.Info("throttler serving", "rate", st.Rate.String(), "strict", st.Strict,
+			a.log.Info("throttler started", "rate", st.Rate.String(), "strict", st.Strict,
 				"address", c.ActorSystem().Address(), "epoch", a.rt.Epoch())
 		})
 	case *actor.Stopping, *actor.Restarting:

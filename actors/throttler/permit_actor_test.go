@@ -123,7 +123,7 @@ func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	r.clk.Advance(500*time.Millisecond + throttler.StrictValidity(rate))
 	ps := r.granted()
 	require.Len(t, ps, 5)
-	require.WithinDuration(t, t0.Add(time.Second+throttler.StrictValidity(rate)), ps[0].NotBefore, 0)
+	require.WithinDuration(t, t0.Add(time.Second+throttler.StrictValidity(rate)+throttler.StrictLead(rate)), ps[0].NotBefore, 0, "a strict permit starts StrictLead ahead")
 }
 
 // A run-time SetRate is an event of the throttler's stream: a restart keeps

@@ -114,6 +114,22 @@ const DefaultPermitQueue = 1 << 16
 // permit, no window of Per holds more than Calls spends.
 func StrictValidity(r Rate) time.Duration { return max(time.Nanosecond, r.Per/100) }
 
+// StrictLead is how far ahead of now a strict-mode permit starts: min(Per/4,
+// 1 s). A permit spends only in [NotBefore, NotBefore+StrictValidity], a
+// short span, so it starts late enough to reach its pool first (the
+// journal's write, the trip, the master's next dispatch); the pool then
+// tells the master when to hand out. The strict FSM runs on the permits'
+// NotBefore times, so its window bounds the spends.
+func StrictLead(r Rate) time.Duration { return min(r.Per/4, time.Second) }
+
+// at is the time the FSM runs at: now, and in strict mode now+StrictLead.
+func (c *PermitCore[S]) at(now time.Time) time.Time {
+	if c.strict {
+		return now.Add(StrictLead(c.rate))
+	}
+	return now
+}
+
 // NewPermitCore returns the core of jobType's throttler, configured (the
 // node's --rate) with rate and strict. It grants nothing before Serve.
 func NewPermitCore[S comparable](jobType string, rate Rate, strict bool) (*PermitCore[S], error) {
@@ -286,6 +302,7 @@ func (c *PermitCore[S]) Serve(now time.Time) PermitStep[S] {
 		c.recConf, c.recConfSt = c.configured, c.confStrict
 		c.step.Events = append(c.step.Events, c.rateEvent())
 	}
+	now = c.at(now)
 	_ = c.rebuild(now) // the rate was validated when it was recorded or configured
 	c.serving = true
 	c.take(now, c.fsm.SetTarget(true, now))
@@ -297,6 +314,7 @@ func (c *PermitCore[S]) Serve(now time.Time) PermitStep[S] {
 // (its ask timed out, or the throttler moved) does not queue twice.
 func (c *PermitCore[S]) Request(now time.Time, from S, want int) PermitStep[S] {
 	c.begin()
+	now = c.at(now)
 	want = min(want, c.rate.Calls)
 	for add := want - c.asked[from]; add > 0; add-- {
 		c.asked[from]++
@@ -308,6 +326,7 @@ func (c *PermitCore[S]) Request(now time.Time, from S, want int) PermitStep[S] {
 // Tick is the FSM's timer firing.
 func (c *PermitCore[S]) Tick(now time.Time) PermitStep[S] {
 	c.begin()
+	now = c.at(now)
 	c.take(now, c.fsm.Tick(now))
 	return c.end(now)
 }
@@ -326,6 +345,7 @@ func (c *PermitCore[S]) SetRate(now time.Time, r Rate, strict bool) (PermitStep[
 		c.rate, c.strict = r, strict
 		c.period, c.used, c.recent, c.recentN = time.Time{}, 0, nil, 0
 		c.step.Events[0] = c.rateEvent()
+		now = c.at(now)
 		if err := c.rebuild(now); err != nil {
 			return c.step, err
 		}
@@ -337,6 +357,7 @@ func (c *PermitCore[S]) SetRate(now time.Time, r Rate, strict bool) (PermitStep[
 	}
 	c.rate = r
 	c.step.Events[0] = c.rateEvent()
+	now = c.at(now)
 	eff, err := c.fsm.SetRate(fsmRate(r, strict), now)
 	if err != nil {
 		return c.step, err
@@ -404,6 +425,7 @@ func (c *PermitCore[S]) end(now time.Time) PermitStep[S] {
 // loses its target, so it grants nothing, and what waits stays queued.
 func (c *PermitCore[S]) Pause(now time.Time) PermitStep[S] {
 	c.begin()
+	now = c.at(now)
 	c.serving = false
 	c.take(now, c.fsm.SetTarget(false, now))
 	return c.end(now)
