@@ -107,23 +107,30 @@ func TestPermitThrottlerSuccessorNeitherBurstsNorPauses(t *testing.T) {
 }
 
 // In the strict mode a successor keeps the sliding window of its
-// predecessor's grants.
+// predecessor's grants: 5/s strict grants one permit per StrictSpacing (202
+// ms), so the successor's first permit starts one spacing after the
+// predecessor's last, no sooner (no burst) and no later (no pause).
 func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	r := newPermitRig(t)
 	rate := throttler.PerSecond(5)
+	spacing := throttler.StrictSpacing(rate)
+	require.Equal(t, 202*time.Millisecond, spacing)
 	a := r.spawn(rate, true)
 	r.ask(a, 5)
-	require.Len(t, r.granted(), 5)
+	ps := r.granted()
+	require.Len(t, ps, 1, "one permit per spacing")
+	require.WithinDuration(t, t0.Add(throttler.StrictLead(rate)), ps[0].NotBefore, 0, "a strict permit starts StrictLead ahead")
 	require.NoError(t, r.sys.Root.StopFuture(a).Wait())
 
-	r.clk.Advance(500 * time.Millisecond)
+	r.clk.Advance(100 * time.Millisecond)
 	b := r.spawn(rate, true)
 	r.ask(b, 5)
-	r.pool.ExpectNoMsg(100 * time.Millisecond) // the window [t0, t0+1s+validity) holds 5
-	r.clk.Advance(500*time.Millisecond + throttler.StrictValidity(rate))
-	ps := r.granted()
-	require.Len(t, ps, 5)
-	require.WithinDuration(t, t0.Add(time.Second+throttler.StrictValidity(rate)+throttler.StrictLead(rate)), ps[0].NotBefore, 0, "a strict permit starts StrictLead ahead")
+	r.pool.ExpectNoMsg(100 * time.Millisecond) // the predecessor's permit holds the window
+	r.clk.Advance(spacing - 100*time.Millisecond)
+	ps = r.granted()
+	require.Len(t, ps, 1)
+	require.WithinDuration(t, t0.Add(spacing+throttler.StrictLead(rate)), ps[0].NotBefore, 0, "one spacing after the predecessor's")
+	require.WithinDuration(t, ps[0].NotBefore.Add(throttler.StrictValidity(rate)), ps[0].NotAfter, 0)
 }
 
 // A run-time SetRate is an event of the throttler's stream: a restart keeps

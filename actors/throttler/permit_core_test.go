@@ -49,6 +49,7 @@ func TestPermitCoreStep(t *testing.T) {
 		granted map[string]int
 		timer   TimerOp
 		first   time.Duration
+		after   time.Duration // checked when set
 		events  int
 	}
 	cases := []struct {
@@ -84,11 +85,21 @@ func TestPermitCoreStep(t *testing.T) {
 			{do: "pause", granted: map[string]int{}},
 			{do: "ask", from: "a", want: 1, granted: map[string]int{}},
 		}},
+		// Strict: StrictGroup(2) = 1 permit per StrictSpacing = 505 ms.
 		{name: "StrictSlidingWindow", rate: PerSecond(2), strict: true, actions: []action{
 			{do: "serve", granted: map[string]int{}, events: 1},
-			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 2}, events: 1},
-			{at: 500 * time.Millisecond, do: "ask", from: "b", want: 1, granted: map[string]int{}, timer: TimerStartOnce},
+			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 1}, timer: TimerStartOnce, events: 1},
+			{at: 500 * time.Millisecond, do: "ask", from: "b", want: 1, granted: map[string]int{}},
+			{at: 505 * time.Millisecond, do: "tick", granted: map[string]int{"a": 1}, timer: TimerStartOnce, events: 1},
 			{at: 1010 * time.Millisecond, do: "tick", granted: map[string]int{"b": 1}, timer: TimerStop, events: 1},
+		}},
+		// A tick that fires late delivers at the time it was due: the
+		// next is due a spacing after that, not after the late tick.
+		{name: "StrictLateTick", rate: PerSecond(2), strict: true, actions: []action{
+			{do: "serve", granted: map[string]int{}, events: 1},
+			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 1}, timer: TimerStartOnce, events: 1},
+			{do: "ask", from: "b", want: 1, granted: map[string]int{}},
+			{at: 520 * time.Millisecond, do: "tick", granted: map[string]int{"a": 1}, timer: TimerStartOnce, after: 490 * time.Millisecond, events: 1},
 		}},
 		{name: "SetRateIsAnEvent", rate: PerSecond(1), actions: []action{
 			{do: "serve", granted: map[string]int{}, events: 1},
@@ -100,7 +111,7 @@ func TestPermitCoreStep(t *testing.T) {
 			{do: "serve", granted: map[string]int{}, events: 1},
 			{do: "ask", from: "a", want: 1, granted: map[string]int{"a": 1}, timer: TimerStartPeriodic, events: 1},
 			{do: "setrate", rate: PerSecond(2), strict: true, granted: map[string]int{}, timer: TimerStop, events: 1},
-			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 2}, events: 1},
+			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 1}, timer: TimerStartOnce, events: 1},
 		}},
 	}
 	for _, tc := range cases {
@@ -127,6 +138,9 @@ func TestPermitCoreStep(t *testing.T) {
 				require.Equal(t, a.timer, timer, "action %d (%s): timer", i, a.do)
 				require.Equal(t, a.first, first, "action %d (%s): first tick", i, a.do)
 				require.Equal(t, a.events, events, "action %d (%s): events", i, a.do)
+				if a.after > 0 {
+					require.Equal(t, a.after, st.TimerAfter, "action %d (%s): timer after", i, a.do)
+				}
 			}
 		})
 	}
@@ -161,27 +175,37 @@ func TestPermitCoreSuccessor(t *testing.T) {
 		require.Equal(t, map[string]int{"b": 10}, b.take(st))
 	})
 	t.Run("StrictWindow", func(t *testing.T) {
+		// 4/s strict: one permit per StrictSpacing, 252.5 ms, on FSM times
+		// StrictLead (250 ms) ahead of now.
 		a := newCoreRun(t, PerSecond(4), true, nil)
 		a.take(a.c.Serve(t0))
-		a.take(a.c.Request(t0, "a", 3))
-		a.take(a.c.Request(t0.Add(300*time.Millisecond), "a", 1))
+		require.Equal(t, map[string]int{"a": 1}, a.take(a.c.Request(t0, "a", 2)))
+		require.Equal(t, map[string]int{"a": 1}, a.take(a.c.Tick(t0.Add(252500*time.Microsecond))))
 		b := newCoreRun(t, PerSecond(4), true, a.journal)
-		b.take(b.c.Serve(t0.Add(500 * time.Millisecond)))
-		st := b.c.Request(t0.Add(500*time.Millisecond), "b", 4)
+		b.take(b.c.Serve(t0.Add(300 * time.Millisecond)))
+		st := b.c.Request(t0.Add(300*time.Millisecond), "b", 4)
 		require.Equal(t, TimerStartOnce, st.Timer)
-		require.Equal(t, 510*time.Millisecond, st.TimerAfter, "the first grant leaves the window at t0+1.01s")
+		require.Equal(t, 205*time.Millisecond, st.TimerAfter, "the predecessor's last grant (FSM time t0+502.5ms) holds the window for a spacing: no burst, and no pause beyond it")
 		require.Equal(t, map[string]int{}, b.take(st))
-		require.Equal(t, map[string]int{"b": 3}, b.take(b.c.Tick(t0.Add(1010*time.Millisecond))))
+		require.Equal(t, map[string]int{"b": 1}, b.take(b.c.Tick(t0.Add(505*time.Millisecond))))
 	})
 	t.Run("Snapshot", func(t *testing.T) {
-		for _, strict := range []bool{false, true} {
-			a := newCoreRun(t, PerMinute(10), strict, nil)
-			a.take(a.c.Serve(t0))
-			a.take(a.c.Request(t0, "a", 6))
-			b := newCoreRun(t, PerMinute(10), strict, []proto.Message{a.c.Snapshot()})
-			b.take(b.c.Serve(t0.Add(time.Second)))
-			require.Equal(t, map[string]int{"b": 4}, b.take(b.c.Request(t0.Add(time.Second), "b", 10)), "strict %v", strict)
-		}
+		a := newCoreRun(t, PerMinute(10), false, nil)
+		a.take(a.c.Serve(t0))
+		a.take(a.c.Request(t0, "a", 6))
+		b := newCoreRun(t, PerMinute(10), false, []proto.Message{a.c.Snapshot()})
+		b.take(b.c.Serve(t0.Add(time.Second)))
+		require.Equal(t, map[string]int{"b": 4}, b.take(b.c.Request(t0.Add(time.Second), "b", 10)), "the period's vouchers left")
+
+		// Strict 10/m: one permit per 6.06 s.
+		a = newCoreRun(t, PerMinute(10), true, nil)
+		a.take(a.c.Serve(t0))
+		require.Equal(t, map[string]int{"a": 1}, a.take(a.c.Request(t0, "a", 6)))
+		b = newCoreRun(t, PerMinute(10), true, []proto.Message{a.c.Snapshot()})
+		b.take(b.c.Serve(t0.Add(time.Second)))
+		st := b.c.Request(t0.Add(time.Second), "b", 10)
+		require.Equal(t, map[string]int{}, b.take(st), "the snapshot's grant holds the window")
+		require.Equal(t, 5060*time.Millisecond, st.TimerAfter)
 	})
 	t.Run("RunTimeRateAndChangedConfig", func(t *testing.T) {
 		a := newCoreRun(t, PerSecond(10), false, nil)

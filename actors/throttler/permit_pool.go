@@ -108,7 +108,10 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 		return true, 0, ask
 	}
 	p.denied++
-	if len(p.permits) == 0 && !p.asked {
+	if !p.asked {
+		// Dry while work waits: nothing held, or (strict mode) only
+		// permits that start later, which cover less than the time from
+		// an ask to its grant's start (StrictLead), so ask for more.
 		p.want = min(2*p.want, maxWant)
 	}
 	ask = p.askLocked(now)
