@@ -48,14 +48,14 @@ type PermitCore[S comparable] struct {
 	recent    []grantMark // strict mode: grants of the last Per+validity, oldest first
 	recentN   int         // the grants in recent
 
-	fsm     *FSM[bool, permitUnit[S]]
+	fsm *FSM[bool, permitUnit[S]]
 	// Strict mode: the FSM's last time and when its one-shot timer is due
 	// (FSM time, zero: none), so a late tick delivers at the time it was
 	// due (see Tick).
 	last, due time.Time
 	shift     time.Duration // the step's FSM time is this much behind now+StrictLead
 	serving   bool
-	asked   map[S]int // permits each pool has waiting in the queue
+	asked     map[S]int // permits each pool has waiting in the queue
 
 	granted, refused uint64
 	pending          int // grants of the step under way (see end)
