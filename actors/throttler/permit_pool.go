@@ -26,6 +26,7 @@ type PermitPool struct {
 	permits []Permit   // sorted by NotBefore
 	want    int
 	asked   bool
+	grown   bool // want doubled since the last ask
 	askedAt time.Time
 	again   time.Time // the throttler's hint: nothing before this
 	granted uint64
@@ -108,11 +109,15 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 		return true, 0, ask
 	}
 	p.denied++
-	if !p.asked {
+	if !p.grown {
 		// Dry while work waits: nothing held, or (strict mode) only
-		// permits that start later, which cover less than the time from
-		// an ask to its grant's start (StrictLead), so ask for more.
+		// permits that start later. What the pool asks for does not
+		// cover the time from an ask to its grant (the journal's write
+		// and two trips; in strict mode StrictLead too), so ask for more:
+		// once per ask, whether or not an ask is in flight (an ask in
+		// flight that leaves the pool dry was too small or too late).
 		p.want = min(2*p.want, maxWant)
+		p.grown = true
 	}
 	ask = p.askLocked(now)
 	wait = p.timeout / 10
@@ -134,7 +139,7 @@ func (p *PermitPool) askLocked(now time.Time) int {
 	if !p.asked && now.Before(p.again) {
 		return 0
 	}
-	p.asked, p.askedAt = true, now
+	p.asked, p.askedAt, p.grown = true, now, false
 	return p.want
 }
 
