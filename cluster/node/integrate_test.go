@@ -262,3 +262,42 @@ func TestRateLimitedMasterWithAdaptiveWorkers(t *testing.T) {
 	require.Eventually(t, func() bool { return lim.Stats().Completed >= jobs }, testkit.Timeout(), 5*time.Millisecond)
 	require.LessOrEqual(t, lim.Stats().InFlight, 4)
 }
+
+// An all-in-one node with a strict rate hands its work out at the rate: 60
+// jobs at 20/s strict are done in about 3.3 s (the permits' lead and 60
+// spacings of 50.5 ms), never in less than 2 s (the bound: 20 in any
+// second); the upper bound is generous for a loaded machine. (Item 5's
+// report of a job left accepted for 3 s on such a node did not reproduce
+// here on the code before the strict groups either: 3.6 s for the 60.)
+func TestLocalStrictRateHandsOutAtTheRate(t *testing.T) {
+	t.Parallel()
+	lim, err := node.NewAdaptivePool("default", 4)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	rates, err := node.ParseRateLimits("square=20/s:strict")
+	require.NoError(t, err)
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	sys := testkit.NewSystem(t)
+	l, err := node.StartLocal(context.Background(), node.WithActorSystem(sys), node.WithJournal(mem),
+		node.WithLogger(sys.Logger()), node.WithWorkers(2), node.WithRegistry(squareRegistry(t)),
+		node.WithRateLimits(rates), node.WithWorkerOptions(worker.WithLimiter(lim), worker.WithWindow(2)))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, l.Stop(ctx))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	const jobs = 60
+	start := time.Now()
+	for i := range jobs {
+		require.NoError(t, l.Client().Submit(ctx, &messages.Work{WorkId: fmt.Sprint("w", i), JobType: "square", Payload: []byte(fmt.Sprint(i))}))
+	}
+	require.Eventually(t, func() bool { return lim.Stats().Completed >= jobs }, 8*time.Second, 5*time.Millisecond,
+		"60 jobs at 20/s strict")
+	took := time.Since(start)
+	t.Logf("%d jobs at 20/s strict done in %s", jobs, took)
+	require.Greater(t, took, 2*time.Second, "faster than 20 per second")
+}
