@@ -45,7 +45,7 @@ type PermitCore[S comparable] struct {
 	recConfSt bool
 	period    time.Time   // timer mode: start of the last period that granted
 	used      int         // timer mode: grants in that period
-	recent    []grantMark // strict mode: grants of the last Per+validity, oldest first
+	recent    []grantMark // strict mode: grants of the FSM's last window (fsmRate), oldest first
 	recentN   int         // the grants in recent
 
 	fsm *FSM[bool, permitUnit[S]]
@@ -281,8 +281,8 @@ func (c *PermitCore[S]) Replay(ev proto.Message) error {
 // noteGrant records grants in the state the journal holds.
 func (c *PermitCore[S]) noteGrant(at time.Time, n int, period time.Time, used int) {
 	if c.strict {
-		// Keep what a window ending now can hold: the grants of the last
-		// Per+validity, and no more of them than Calls needs.
+		// Keep what a window ending now can hold: the grants of the FSM's
+		// last window, and no more of them than its Calls needs.
 		c.recent = append(c.recent, grantMark{at: at, n: n})
 		c.recentN += n
 		fr := fsmRate(c.rate, true)
