@@ -183,7 +183,7 @@ func fsmRate(r Rate, strict bool) Rate {
 }
 
 // StrictGroup is the most permits the strict FSM grants at one instant: the
-// largest divisor of calls that is at most calls/50 (at least 1).
+// largest divisor of calls that is at most calls/10 (at least 1).
 //
 // Why: a strict permit is valid only for StrictValidity, so its master must
 // spend it within that span of its start. An FSM over the whole window
@@ -194,7 +194,7 @@ func fsmRate(r Rate, strict bool) Rate {
 // jobs/s at 100/s). Groups of StrictGroup spread the window's permits
 // evenly, so each master gets a few at a time, which it can spend.
 func StrictGroup(calls int) int {
-	for b := max(1, calls/50); b > 1; b-- {
+	for b := max(1, calls/10); b > 1; b-- {
 		if calls%b == 0 {
 			return b
 		}

@@ -228,7 +228,7 @@ func TestPermitPoolsShareTheRate(t *testing.T) {
 func TestStrictPermitsAreSpentByLaggingMasters(t *testing.T) {
 	cases := []simulation{
 		{rate: PerSecond(100), strict: true, shards: 4, rtt: 2 * time.Millisecond, run: 20 * time.Second, tick: time.Millisecond, lag: 5 * time.Millisecond, capacity: 8},
-		{rate: PerSecond(100), strict: true, shards: 4, rtt: 4 * time.Millisecond, run: 20 * time.Second, tick: time.Millisecond, lag: 8 * time.Millisecond, capacity: 4},
+		{rate: PerSecond(100), strict: true, shards: 4, rtt: 4 * time.Millisecond, run: 20 * time.Second, tick: time.Millisecond, lag: 8 * time.Millisecond, capacity: 16},
 		{rate: PerSecond(20), strict: true, shards: 1, rtt: 2 * time.Millisecond, run: 20 * time.Second, tick: time.Millisecond, lag: 5 * time.Millisecond, capacity: 4},
 		{rate: PerMinute(600), strict: true, shards: 3, rtt: 4 * time.Millisecond, run: 3 * time.Minute, tick: time.Millisecond, lag: 20 * time.Millisecond, capacity: 8},
 	}
@@ -240,8 +240,11 @@ func TestStrictPermitsAreSpentByLaggingMasters(t *testing.T) {
 			}
 			limit := float64(s.rate.Calls) / s.rate.Per.Seconds()
 			r := float64(len(ts)-1) / ts[len(ts)-1].Sub(ts[0]).Seconds()
-			if r < 0.989*limit || r > limit {
-				t.Errorf("delivered %.3f/s, want %.3f..%.3f (98.9-100%% of the limit)", r, 0.989*limit, limit)
+			// (Not above the limit is the window's check: first to last
+			// leaves out the last group's spacing, so a run of a few
+			// large groups measures above the limit.)
+			if r < 0.989*limit {
+				t.Errorf("delivered %.3f/s, want at least %.3f (98.9%% of the limit)", r, 0.989*limit)
 			}
 			if n := maxWindow(ts, s.rate.Per); n > s.rate.Calls {
 				t.Errorf("a window of %s held %d spends, want at most %d", s.rate.Per, n, s.rate.Calls)
