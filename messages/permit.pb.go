@@ -26,10 +26,15 @@ const (
 )
 
 // PermitRequest asks for up to want permits for job_type.
+// The throttler queues up to want permits for the pair (sender, pool) (one
+// pool per master shard behind the sender) and grants them as the rate
+// allows in PermitGrants sent to the sender, naming the pool; asking again
+// tops the queued permits up to want, it does not add to them.
 type PermitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobType       string                 `protobuf:"bytes,1,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	Want          int32                  `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
+	Pool          uint64                 `protobuf:"varint,3,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -78,6 +83,13 @@ func (x *PermitRequest) GetWant() int32 {
 	return 0
 }
 
+func (x *PermitRequest) GetPool() uint64 {
+	if x != nil {
+		return x.Pool
+	}
+	return 0
+}
+
 // PermitGrant answers a PermitRequest: the permits granted (perhaps none),
 // and when to ask again if they fell short.
 type PermitGrant struct {
@@ -86,7 +98,9 @@ type PermitGrant struct {
 	AgainUnixNano int64                  `protobuf:"varint,2,opt,name=again_unix_nano,json=againUnixNano,proto3" json:"again_unix_nano,omitempty"`
 	// error says why nothing could be granted (e.g. the request names another
 	// job type than the throttler's).
-	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// pool is the PermitRequest's pool.
+	Pool          uint64 `protobuf:"varint,4,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +154,13 @@ func (x *PermitGrant) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *PermitGrant) GetPool() uint64 {
+	if x != nil {
+		return x.Pool
+	}
+	return 0
 }
 
 // PermitSpan is one permit: the right to hand out one work at any time in
@@ -200,14 +221,16 @@ var File_permit_proto protoreflect.FileDescriptor
 
 const file_permit_proto_rawDesc = "" +
 	"\n" +
-	"\fpermit.proto\x12\x10foreman.messages\">\n" +
+	"\fpermit.proto\x12\x10foreman.messages\"R\n" +
 	"\rPermitRequest\x12\x19\n" +
 	"\bjob_type\x18\x01 \x01(\tR\ajobType\x12\x12\n" +
-	"\x04want\x18\x02 \x01(\x05R\x04want\"\x83\x01\n" +
+	"\x04want\x18\x02 \x01(\x05R\x04want\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\x04R\x04pool\"\x97\x01\n" +
 	"\vPermitGrant\x126\n" +
 	"\apermits\x18\x01 \x03(\v2\x1c.foreman.messages.PermitSpanR\apermits\x12&\n" +
 	"\x0fagain_unix_nano\x18\x02 \x01(\x03R\ragainUnixNano\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"l\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04pool\x18\x04 \x01(\x04R\x04pool\"l\n" +
 	"\n" +
 	"PermitSpan\x12/\n" +
 	"\x14not_before_unix_nano\x18\x01 \x01(\x03R\x11notBeforeUnixNano\x12-\n" +

@@ -5,19 +5,19 @@ import (
 	"time"
 )
 
-// PermitPool is the caller's side of an Issuer: it holds the permits granted
+// PermitPool is the caller's side of a throttler (PermitThrottlerProps): it holds the permits granted
 // to one caller (for example one master shard) and spends them. Its Reserve
 // has the signature of master.DispatchLimiter and never blocks: when the
 // pool runs low it calls ask (which must only send a message, never wait)
 // and the reply comes back through Add.
 //
-// The batch a pool asks for adapts to demand: it doubles (up to the issuer's
+// The batch a pool asks for adapts to demand: it doubles (up to the throttler's
 // cap) each time the pool runs dry while work waits, and halves when
 // permits expire unspent, so a shard with little work holds few permits and
 // shards that compete share the rate.
 //
 // A PermitPool is safe for concurrent use: Reserve runs on the master's
-// goroutine, Add on whichever delivers the issuer's reply.
+// goroutine, Add on whichever delivers the throttler's grants.
 type PermitPool struct {
 	ask     func(want int)
 	timeout time.Duration
@@ -26,15 +26,16 @@ type PermitPool struct {
 	permits []Permit   // sorted by NotBefore
 	want    int
 	asked   bool
+	grown   bool // want doubled since the last ask
 	askedAt time.Time
-	again   time.Time // the issuer's hint: nothing before this
+	again   time.Time // the throttler's hint: nothing before this
 	granted uint64
 	denied  uint64
 	expired uint64
 }
 
 // DefaultAskTimeout is how long a pool waits for a reply before it asks
-// again (the issuer may have moved to another node).
+// again (the throttler may have moved to another node).
 const DefaultAskTimeout = time.Second
 
 // NewPermitPool returns a pool that asks for permits with ask. askTimeout
@@ -46,7 +47,7 @@ func NewPermitPool(ask func(want int), askTimeout time.Duration) *PermitPool {
 	return &PermitPool{ask: ask, timeout: askTimeout, want: 1}
 }
 
-// Add stores the permits of one reply; again is the issuer's hint of when to
+// Add stores the permits of one reply; again is the throttler's hint of when to
 // ask next if the grant fell short.
 func (p *PermitPool) Add(permits []Permit, again time.Time) {
 	p.mu.Lock()
@@ -76,7 +77,7 @@ func (p *PermitPool) Reserve(now time.Time) (bool, time.Duration) {
 	return ok, wait
 }
 
-// maxWant bounds the batch a pool asks for; the issuer caps it again.
+// maxWant bounds the batch a pool asks for; the throttler caps it at Calls.
 const maxWant = 1 << 12
 
 func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, ask int) {
@@ -108,8 +109,15 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 		return true, 0, ask
 	}
 	p.denied++
-	if len(p.permits) == 0 && !p.asked {
+	if !p.grown {
+		// Dry while work waits: nothing held, or (strict mode) only
+		// permits that start later. What the pool asks for does not
+		// cover the time from an ask to its grant (the journal's write
+		// and two trips; in strict mode StrictLead too), so ask for more:
+		// once per ask, whether or not an ask is in flight (an ask in
+		// flight that leaves the pool dry was too small or too late).
 		p.want = min(2*p.want, maxWant)
+		p.grown = true
 	}
 	ask = p.askLocked(now)
 	wait = p.timeout / 10
@@ -123,7 +131,7 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 
 // askLocked returns how many permits to ask for now, 0 for none: one ask
 // is in flight at a time, a lost one is repeated after the timeout, and the
-// issuer's hint is respected.
+// throttler's hint is respected.
 func (p *PermitPool) askLocked(now time.Time) int {
 	if p.asked && now.Sub(p.askedAt) < p.timeout {
 		return 0
@@ -131,7 +139,7 @@ func (p *PermitPool) askLocked(now time.Time) int {
 	if !p.asked && now.Before(p.again) {
 		return 0
 	}
-	p.asked, p.askedAt = true, now
+	p.asked, p.askedAt, p.grown = true, now, false
 	return p.want
 }
 

@@ -67,6 +67,7 @@ type config struct {
 	health            *health.Checker  // nil: /livez and /readyz check only that the server runs
 	feedPerClient     int              // open feed reads per client (feedshare.go)
 	tracer            trace.Tracer     // nil: no spans of its own (trace.go)
+	rates             RateAdmin        // nil: the rate endpoints answer 501 (rates.go)
 }
 
 func defaultConfig() config {

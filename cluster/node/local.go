@@ -53,6 +53,7 @@ type localConfig struct {
 	metrics       *metrics.Metrics // metrics.go
 	actorMetrics  bool
 	tracer        trace.TracerProvider // tracing.go
+	rateLimits    []RateLimit          // local_rate.go
 }
 
 // WithDataDir sets the directory of the SQLite journal (created if missing).
@@ -109,6 +110,7 @@ type Local struct {
 	jrnl      persistence.Journal
 	ownJrnl   bool
 	master    *actor.PID
+	throttles map[string]*actor.PID // the throttler of each limited job type (local_rate.go)
 	workers   []*actor.PID
 	client    *frontend.Client
 	log       *slog.Logger
@@ -178,6 +180,12 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	// master is a plain actor that nothing re-activates, so a lease lost
 	// to a stall of the process would stop the node's master for good.
 	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, append(append(metricsMaster(cfg.metrics), master.WithTracerProvider(cfg.tracer)), cfg.masterOpts...)...)
+	rateOpts, err := n.startThrottlers(cfg, log)
+	if err != nil {
+		n.shutdown()
+		return nil, err
+	}
+	mopts = append(mopts, rateOpts...)
 	mprops, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()
@@ -228,6 +236,7 @@ func (n *Local) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
 		}
 	}
+	n.stopThrottlers()
 	if n.master != nil {
 		if err := drainMaster(n.sys.Root, n.master, DefaultHandBackTimeout); err != nil {
 			n.log.Warn("the master did not confirm its last journal writes before stopping", "error", err)

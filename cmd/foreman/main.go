@@ -42,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runSubmit(args[1:], stdout, stderr)
 		case "status":
 			return runStatus(args[1:], stdout, stderr)
+		case "rate":
+			return runRate(args[1:], stdout, stderr)
 		case "certs":
 			return runCerts(args[1:], stdout, stderr)
 		case "sim":
