@@ -169,8 +169,12 @@ type PermitSpan struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	NotBeforeUnixNano int64                  `protobuf:"varint,1,opt,name=not_before_unix_nano,json=notBeforeUnixNano,proto3" json:"not_before_unix_nano,omitempty"`
 	NotAfterUnixNano  int64                  `protobuf:"varint,2,opt,name=not_after_unix_nano,json=notAfterUnixNano,proto3" json:"not_after_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// seq numbers a strict-mode permit (1, 2, ... over the throttler's
+	// stream, successors included) so that its pool can report when it was
+	// spent (PermitUsed); 0 in timer mode, where nothing is reported.
+	Seq           uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PermitSpan) Reset() {
@@ -217,6 +221,122 @@ func (x *PermitSpan) GetNotAfterUnixNano() int64 {
 	return 0
 }
 
+func (x *PermitSpan) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// PermitUsed reports to the throttler of job_type what became of strict
+// permits: each spent at spent_unix_nano (the time the master handed the
+// work out), or expired unspent (spent_unix_nano 0). The throttler anchors
+// later permits on the real spend times (docs/rates.md).
+type PermitUsed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobType       string                 `protobuf:"bytes,1,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Uses          []*PermitUse           `protobuf:"bytes,2,rep,name=uses,proto3" json:"uses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermitUsed) Reset() {
+	*x = PermitUsed{}
+	mi := &file_permit_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermitUsed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermitUsed) ProtoMessage() {}
+
+func (x *PermitUsed) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermitUsed.ProtoReflect.Descriptor instead.
+func (*PermitUsed) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PermitUsed) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+func (x *PermitUsed) GetUses() []*PermitUse {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
+}
+
+// PermitUse is what became of one permit (see PermitUsed).
+type PermitUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SpentUnixNano int64                  `protobuf:"varint,2,opt,name=spent_unix_nano,json=spentUnixNano,proto3" json:"spent_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermitUse) Reset() {
+	*x = PermitUse{}
+	mi := &file_permit_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermitUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermitUse) ProtoMessage() {}
+
+func (x *PermitUse) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermitUse.ProtoReflect.Descriptor instead.
+func (*PermitUse) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PermitUse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PermitUse) GetSpentUnixNano() int64 {
+	if x != nil {
+		return x.SpentUnixNano
+	}
+	return 0
+}
+
 var File_permit_proto protoreflect.FileDescriptor
 
 const file_permit_proto_rawDesc = "" +
@@ -230,11 +350,19 @@ const file_permit_proto_rawDesc = "" +
 	"\apermits\x18\x01 \x03(\v2\x1c.foreman.messages.PermitSpanR\apermits\x12&\n" +
 	"\x0fagain_unix_nano\x18\x02 \x01(\x03R\ragainUnixNano\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04pool\x18\x04 \x01(\x04R\x04pool\"l\n" +
+	"\x04pool\x18\x04 \x01(\x04R\x04pool\"~\n" +
 	"\n" +
 	"PermitSpan\x12/\n" +
 	"\x14not_before_unix_nano\x18\x01 \x01(\x03R\x11notBeforeUnixNano\x12-\n" +
-	"\x13not_after_unix_nano\x18\x02 \x01(\x03R\x10notAfterUnixNanoB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x13not_after_unix_nano\x18\x02 \x01(\x03R\x10notAfterUnixNano\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"X\n" +
+	"\n" +
+	"PermitUsed\x12\x19\n" +
+	"\bjob_type\x18\x01 \x01(\tR\ajobType\x12/\n" +
+	"\x04uses\x18\x02 \x03(\v2\x1b.foreman.messages.PermitUseR\x04uses\"E\n" +
+	"\tPermitUse\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12&\n" +
+	"\x0fspent_unix_nano\x18\x02 \x01(\x03R\rspentUnixNanoB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_permit_proto_rawDescOnce sync.Once
@@ -248,19 +376,22 @@ func file_permit_proto_rawDescGZIP() []byte {
 	return file_permit_proto_rawDescData
 }
 
-var file_permit_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_permit_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_permit_proto_goTypes = []any{
 	(*PermitRequest)(nil), // 0: foreman.messages.PermitRequest
 	(*PermitGrant)(nil),   // 1: foreman.messages.PermitGrant
 	(*PermitSpan)(nil),    // 2: foreman.messages.PermitSpan
+	(*PermitUsed)(nil),    // 3: foreman.messages.PermitUsed
+	(*PermitUse)(nil),     // 4: foreman.messages.PermitUse
 }
 var file_permit_proto_depIdxs = []int32{
 	2, // 0: foreman.messages.PermitGrant.permits:type_name -> foreman.messages.PermitSpan
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	4, // 1: foreman.messages.PermitUsed.uses:type_name -> foreman.messages.PermitUse
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_permit_proto_init() }
@@ -274,7 +405,7 @@ func file_permit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_permit_proto_rawDesc), len(file_permit_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

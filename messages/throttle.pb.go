@@ -191,9 +191,12 @@ func (x *ThrottleGranted) GetPeriodUsed() int64 {
 // grants that still count (strict mode: those of the last window; timer
 // mode: the last period's).
 type ThrottleSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rate          *ThrottleRateSet       `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
-	Recent        []*ThrottleGranted     `protobuf:"bytes,2,rep,name=recent,proto3" json:"recent,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Rate   *ThrottleRateSet       `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	Recent []*ThrottleGranted     `protobuf:"bytes,2,rep,name=recent,proto3" json:"recent,omitempty"`
+	// granted_total is the number of permits the stream ever granted (the
+	// seq of the last strict permit), so a successor numbers on.
+	GrantedTotal  uint64 `protobuf:"varint,3,opt,name=granted_total,json=grantedTotal,proto3" json:"granted_total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -240,6 +243,13 @@ func (x *ThrottleSnapshot) GetRecent() []*ThrottleGranted {
 		return x.Recent
 	}
 	return nil
+}
+
+func (x *ThrottleSnapshot) GetGrantedTotal() uint64 {
+	if x != nil {
+		return x.GrantedTotal
+	}
+	return 0
 }
 
 // ThrottleSetRate asks the throttler of job_type to grant at calls per
@@ -487,10 +497,11 @@ const file_throttle_proto_rawDesc = "" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12(\n" +
 	"\x10period_unix_nano\x18\x03 \x01(\x03R\x0eperiodUnixNano\x12\x1f\n" +
 	"\vperiod_used\x18\x04 \x01(\x03R\n" +
-	"periodUsed\"\x84\x01\n" +
+	"periodUsed\"\xa9\x01\n" +
 	"\x10ThrottleSnapshot\x125\n" +
 	"\x04rate\x18\x01 \x01(\v2!.foreman.messages.ThrottleRateSetR\x04rate\x129\n" +
-	"\x06recent\x18\x02 \x03(\v2!.foreman.messages.ThrottleGrantedR\x06recent\"w\n" +
+	"\x06recent\x18\x02 \x03(\v2!.foreman.messages.ThrottleGrantedR\x06recent\x12#\n" +
+	"\rgranted_total\x18\x03 \x01(\x04R\fgrantedTotal\"w\n" +
 	"\x0fThrottleSetRate\x12\x19\n" +
 	"\bjob_type\x18\x01 \x01(\tR\ajobType\x12\x14\n" +
 	"\x05calls\x18\x02 \x01(\x03R\x05calls\x12\x1b\n" +

@@ -367,12 +367,17 @@ func (f *FSM[T, M]) resume(started time.Time, used int) {
 	f.started, f.used, f.resumed = started, min(used, f.rate.Calls), true
 }
 
-// restoreGrant records in a strict FSM's limiter a delivery made at t (by a
-// predecessor, as its journal says), so that windows holding t count it.
-func (f *FSM[T, M]) restoreGrant(t time.Time) {
-	if f.limiter != nil {
+// restoreGrants records grants at ts (oldest first) in the strict window,
+// numbered so that the last is lastSeq (see Limiter.amend).
+func (f *FSM[T, M]) restoreGrants(ts []time.Time, lastSeq uint64) {
+	if f.limiter == nil {
+		return
+	}
+	f.limiter.seq = lastSeq - min(lastSeq, uint64(len(ts)))
+	for _, t := range ts {
 		f.limiter.record(f.limiter.clamp(t))
 	}
+	f.limiter.seq = lastSeq
 }
 
 // periodEnd is when the current ModeTimer period ends.

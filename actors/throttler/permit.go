@@ -19,6 +19,10 @@ type Permit struct {
 	NotBefore time.Time
 	// NotAfter is the latest time the permit may be spent.
 	NotAfter time.Time
+	// Seq numbers a strict-mode permit over its throttler's stream; its
+	// pool reports when it spent it (or that it expired) by this number.
+	// Zero (timer mode): nothing is reported.
+	Seq uint64
 }
 
 // GrantMessage encodes a grant for the wire.
@@ -28,7 +32,7 @@ func GrantMessage(permits []Permit, again time.Time) *messages.PermitGrant {
 		g.AgainUnixNano = again.UnixNano()
 	}
 	for i, p := range permits {
-		g.Permits[i] = &messages.PermitSpan{NotBeforeUnixNano: p.NotBefore.UnixNano(), NotAfterUnixNano: p.NotAfter.UnixNano()}
+		g.Permits[i] = &messages.PermitSpan{NotBeforeUnixNano: p.NotBefore.UnixNano(), NotAfterUnixNano: p.NotAfter.UnixNano(), Seq: p.Seq}
 	}
 	return g
 }
@@ -38,10 +42,41 @@ func GrantMessage(permits []Permit, again time.Time) *messages.PermitGrant {
 func GrantPermits(g *messages.PermitGrant) (permits []Permit, again time.Time) {
 	permits = make([]Permit, len(g.GetPermits()))
 	for i, p := range g.GetPermits() {
-		permits[i] = Permit{NotBefore: time.Unix(0, p.GetNotBeforeUnixNano()), NotAfter: time.Unix(0, p.GetNotAfterUnixNano())}
+		permits[i] = Permit{NotBefore: time.Unix(0, p.GetNotBeforeUnixNano()), NotAfter: time.Unix(0, p.GetNotAfterUnixNano()), Seq: p.GetSeq()}
 	}
 	if n := g.GetAgainUnixNano(); n != 0 {
 		again = time.Unix(0, n)
 	}
 	return permits, again
+}
+
+// PermitUse is what became of one strict permit, as its pool reports it:
+// spent at Spent, or expired unspent (Spent is the zero time).
+type PermitUse struct {
+	Seq   uint64
+	Spent time.Time
+}
+
+// UsedMessage encodes a pool's reports for the wire.
+func UsedMessage(jobType string, uses []PermitUse) *messages.PermitUsed {
+	m := &messages.PermitUsed{JobType: jobType, Uses: make([]*messages.PermitUse, len(uses))}
+	for i, u := range uses {
+		m.Uses[i] = &messages.PermitUse{Seq: u.Seq}
+		if !u.Spent.IsZero() {
+			m.Uses[i].SpentUnixNano = u.Spent.UnixNano()
+		}
+	}
+	return m
+}
+
+// UsedReports decodes a pool's reports.
+func UsedReports(m *messages.PermitUsed) []PermitUse {
+	uses := make([]PermitUse, len(m.GetUses()))
+	for i, u := range m.GetUses() {
+		uses[i].Seq = u.GetSeq()
+		if n := u.GetSpentUnixNano(); n != 0 {
+			uses[i].Spent = time.Unix(0, n)
+		}
+	}
+	return uses
 }

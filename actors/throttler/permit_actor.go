@@ -71,7 +71,8 @@ func WithPermitObserver(o PermitObserver) PermitOption {
 // permit requests) on the persistence runtime, journaling to
 // ThrottleStream(jobType) in j. It answers *messages.PermitRequest with
 // *messages.PermitGrant sent to the request's sender, possibly in several
-// parts as the rate allows; *messages.ThrottleSetRate with the
+// parts as the rate allows; it takes *messages.PermitUsed (strict mode:
+// what became of each permit) without an answer; *messages.ThrottleSetRate with the
 // *messages.ThrottleStatus once the new rate is durable; and
 // *messages.ThrottleGetStatus with a *messages.ThrottleStatus. rate and
 // strict are the node's configured rate (--rate); the journal's run-time
@@ -182,6 +183,14 @@ func (a *permitActor) Receive(c actor.Context) {
 		}
 	case *messages.PermitRequest:
 		a.onRequest(c, m)
+	case *messages.PermitUsed:
+		if m.GetJobType() != a.core.JobType() {
+			return
+		}
+		now := a.cfg.clock.Now()
+		if a.serving(now) {
+			a.apply(a.core.Used(now, UsedReports(m)))
+		}
 	case *messages.ThrottleSetRate:
 		a.onSetRate(c, m)
 	case *messages.ThrottleGetStatus:

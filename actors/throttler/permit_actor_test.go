@@ -107,30 +107,65 @@ func TestPermitThrottlerSuccessorNeitherBurstsNorPauses(t *testing.T) {
 }
 
 // In the strict mode a successor keeps the sliding window of its
-// predecessor's grants: 5/s strict grants one permit per StrictSpacing (202
-// ms), so the successor's first permit starts one spacing after the
-// predecessor's last, no sooner (no burst) and no later (no pause).
+// predecessor's grants, each taken as spent at the end of its validity
+// (the spend reports are not journaled): at 5/s the predecessor's 5 permits
+// fill the window, so the successor's first permit starts one period after
+// their latest instant, no sooner (no burst) and no later (no pause).
 func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	r := newPermitRig(t)
 	rate := throttler.PerSecond(5)
-	spacing := throttler.StrictSpacing(rate)
-	require.Equal(t, 202*time.Millisecond, spacing)
+	lead, v := throttler.StrictLead(rate), throttler.StrictValidity(rate)
 	a := r.spawn(rate, true)
 	r.ask(a, 5)
 	ps := r.granted()
-	require.Len(t, ps, 1, "one permit per spacing")
-	require.WithinDuration(t, t0.Add(throttler.StrictLead(rate)), ps[0].NotBefore, 0, "a strict permit starts StrictLead ahead")
+	require.Len(t, ps, 5, "an empty window grants a period's permits")
+	require.WithinDuration(t, t0.Add(lead), ps[0].NotBefore, 0, "a strict permit starts StrictLead ahead")
+	require.WithinDuration(t, ps[0].NotBefore.Add(v), ps[0].NotAfter, 0)
 	require.NoError(t, r.sys.Root.StopFuture(a).Wait())
 
 	r.clk.Advance(100 * time.Millisecond)
 	b := r.spawn(rate, true)
 	r.ask(b, 5)
-	r.pool.ExpectNoMsg(100 * time.Millisecond) // the predecessor's permit holds the window
-	r.clk.Advance(spacing - 100*time.Millisecond)
+	r.pool.ExpectNoMsg(100 * time.Millisecond) // the predecessor's permits hold the window
+	r.clk.Advance(time.Second + v - 100*time.Millisecond - time.Millisecond)
+	r.pool.ExpectNoMsg(100 * time.Millisecond)
+	r.clk.Advance(time.Millisecond)
 	ps = r.granted()
-	require.Len(t, ps, 1)
-	require.WithinDuration(t, t0.Add(spacing+throttler.StrictLead(rate)), ps[0].NotBefore, 0, "one spacing after the predecessor's")
-	require.WithinDuration(t, ps[0].NotBefore.Add(throttler.StrictValidity(rate)), ps[0].NotAfter, 0)
+	require.Len(t, ps, 5)
+	require.WithinDuration(t, t0.Add(lead+v+time.Second), ps[0].NotBefore, 0, "one period after the predecessor's permits' latest instant")
+}
+
+// The strict throttler anchors each permit on the reported spend of the
+// permit Calls grants earlier: spent 3 ms after their start, a window's
+// permits free the next window's 3 ms after the period, not at the end of
+// their validity; an expired permit counts as no spend (without its report
+// the fifth permit would wait until a period after its validity ended).
+func TestPermitThrottlerStrictAnchorsOnReportedSpends(t *testing.T) {
+	r := newPermitRig(t)
+	rate := throttler.PerSecond(5)
+	lead := throttler.StrictLead(rate)
+	a := r.spawn(rate, true)
+	r.ask(a, 5)
+	ps := r.granted()
+	require.Len(t, ps, 5)
+	uses := make([]throttler.PermitUse, 0, len(ps))
+	for k, p := range ps {
+		require.EqualValues(t, k+1, p.Seq, "strict permits are numbered")
+		u := throttler.PermitUse{Seq: p.Seq, Spent: p.NotBefore.Add(3 * time.Millisecond)}
+		if k == 4 {
+			u.Spent = time.Time{} // expired unspent
+		}
+		uses = append(uses, u)
+	}
+	r.pool.Send(a, throttler.UsedMessage("square", uses))
+	r.ask(a, 5)
+	r.clk.Advance(time.Second + 3*time.Millisecond - time.Millisecond)
+	r.pool.ExpectNoMsg(100 * time.Millisecond)
+	r.clk.Advance(time.Millisecond)
+	ps = r.granted()
+	require.Len(t, ps, 5, "the whole next window at once")
+	require.WithinDuration(t, t0.Add(lead+time.Second+3*time.Millisecond), ps[0].NotBefore, 0, "a period after the reported spends")
+	require.EqualValues(t, 6, ps[0].Seq)
 }
 
 // A run-time SetRate is an event of the throttler's stream: a restart keeps

@@ -45,8 +45,9 @@ type PermitCore[S comparable] struct {
 	recConfSt bool
 	period    time.Time   // timer mode: start of the last period that granted
 	used      int         // timer mode: grants in that period
-	recent    []grantMark // strict mode: grants of the FSM's last window (fsmRate), oldest first
+	recent    []grantMark // strict mode: grants of the last window (and validity), oldest first
 	recentN   int         // the grants in recent
+	total     uint64      // permits the stream ever granted: the last strict permit's Seq
 
 	fsm *FSM[bool, permitUnit[S]]
 	// Strict mode: the FSM's last time and when its one-shot timer is due
@@ -114,17 +115,18 @@ type PermitStatus struct {
 const DefaultPermitQueue = 1 << 16
 
 // StrictValidity is how long a strict-mode permit stays valid after its
-// grant: Per/100 (at least 1 ns). The strict FSM grants at most Calls per
-// Per+StrictValidity, so however late within its validity a master spends a
-// permit, no window of Per holds more than Calls spends.
-func StrictValidity(r Rate) time.Duration { return max(time.Nanosecond, r.Per/100) }
+// start: Per/20 (at least 1 ns). It does not enter the bound: the strict
+// throttler anchors each permit on the real spend time of the permit Calls
+// grants earlier (see Used), and takes an unreported permit as spent at the
+// end of its validity. It bounds how late a master may spend (a master that
+// looks later loses the permit, which its report then frees), and how long
+// an unreported permit holds its place in the window.
+func StrictValidity(r Rate) time.Duration { return max(time.Nanosecond, r.Per/20) }
 
 // StrictLead is how far ahead of now a strict-mode permit starts: min(Per/4,
-// 1 s). A permit spends only in [NotBefore, NotBefore+StrictValidity], a
-// short span, so it starts late enough to reach its pool first (the
-// journal's write, the trip, the master's next dispatch); the pool then
-// tells the master when to hand out. The strict FSM runs on the permits'
-// NotBefore times, so its window bounds the spends.
+// 1 s), so that it reaches its pool (the journal's write, the trip) before
+// it may be spent; the pool then tells the master when to hand out. The
+// strict FSM runs on the permits' start times.
 func StrictLead(r Rate) time.Duration { return min(r.Per/4, time.Second) }
 
 // at is the time the FSM runs at: now, and in strict mode now+StrictLead,
@@ -171,48 +173,9 @@ func (c *PermitCore[S]) Status() PermitStatus {
 	}
 }
 
-// fsmRate is the rate the FSM delivers at: the rate, and in strict mode
-// StrictGroup(Calls) permits per StrictGroup(Calls)/Calls of a window widened
-// by the permits' validity (StrictSpacing).
-func fsmRate(r Rate, strict bool) Rate {
-	if strict {
-		b := StrictGroup(r.Calls)
-		return Rate{Calls: b, Per: StrictSpacing(r) * time.Duration(b)}
-	}
-	return r
-}
-
-// StrictGroup is the most permits the strict FSM grants at one instant: the
-// largest divisor of calls that is at most calls/10 (at least 1).
-//
-// Why: a strict permit is valid only for StrictValidity, so its master must
-// spend it within that span of its start. An FSM over the whole window
-// (Calls per Per+validity) grants a full window at one instant once its
-// queue is long (at start, after a failover) and then again a window later,
-// the same burst over and over; no master spends a burst of Calls within
-// Per/100, and the permits it does not spend are lost (item 5 measured 3-17
-// jobs/s at 100/s). Groups of StrictGroup spread the window's permits
-// evenly, so each master gets a few at a time, which it can spend.
-func StrictGroup(calls int) int {
-	for b := max(1, calls/10); b > 1; b-- {
-		if calls%b == 0 {
-			return b
-		}
-	}
-	return 1
-}
-
-// StrictSpacing is the time the strict FSM allots one permit:
-// (Per+StrictValidity)/Calls, rounded up. Because StrictGroup divides Calls,
-// a sliding window of StrictGroup permits per StrictGroup spacings bounds
-// every window of Per+StrictValidity to Calls grants; a permit spends within
-// StrictValidity of its start, so every window of Per holds at most Calls
-// spends. The price is the validity: at most Calls per Per+StrictValidity
-// (99% of the rate) are granted.
-func StrictSpacing(r Rate) time.Duration {
-	w := r.Per + StrictValidity(r)
-	return (w + time.Duration(r.Calls) - 1) / time.Duration(r.Calls)
-}
+// fsmRate is the rate the FSM delivers at: the rate. (Kept as a function:
+// the strict FSM's window is the rate's, over the permits' spend times.)
+func fsmRate(r Rate, _ bool) Rate { return r }
 
 // rebuild makes a new FSM for the current rate and mode, keeping the queue
 // and feeding it the recorded grants that still count at now.
@@ -232,14 +195,19 @@ func (c *PermitCore[S]) rebuild(now time.Time) error {
 	}
 	c.fsm = f
 	if c.strict {
-		window := fsmRate(c.rate, true).Per
+		// Every recorded grant is taken as spent at the end of its
+		// validity (reports are not journaled): a successor's first
+		// window starts at most StrictValidity later than it might.
+		// The FSM's window holds each permit at the latest instant it
+		// may be spent (see Used) until its pool reports the spend.
+		f.limiter.hold = StrictValidity(c.rate)
+		var ts []time.Time
 		for _, g := range c.recent {
-			if now.Sub(g.at) < window {
-				for range g.n {
-					f.restoreGrant(g.at)
-				}
+			for range g.n {
+				ts = append(ts, g.at)
 			}
 		}
+		f.restoreGrants(ts, c.total)
 		return nil
 	}
 	if !c.period.IsZero() {
@@ -260,6 +228,7 @@ func (c *PermitCore[S]) Replay(ev proto.Message) error {
 		c.recConf = Rate{Calls: int(e.GetConfiguredCalls()), Per: time.Duration(e.GetConfiguredPerNanos())}
 		c.recConfSt = e.GetConfiguredStrict()
 	case *messages.ThrottleGranted:
+		c.total += uint64(e.GetN())
 		c.noteGrant(time.Unix(0, e.GetAtUnixNano()), int(e.GetN()), time.Unix(0, e.GetPeriodUnixNano()), int(e.GetPeriodUsed()))
 	case *messages.ThrottleSnapshot:
 		if rs := e.GetRate(); rs != nil {
@@ -271,6 +240,9 @@ func (c *PermitCore[S]) Replay(ev proto.Message) error {
 			if err := c.Replay(g); err != nil {
 				return err
 			}
+		}
+		if t := e.GetGrantedTotal(); t != 0 {
+			c.total = t
 		}
 	default:
 		return fmt.Errorf("throttler %s: unknown event %T in the journal", c.jobType, ev)
@@ -285,9 +257,9 @@ func (c *PermitCore[S]) noteGrant(at time.Time, n int, period time.Time, used in
 		// last window, and no more of them than its Calls needs.
 		c.recent = append(c.recent, grantMark{at: at, n: n})
 		c.recentN += n
-		fr := fsmRate(c.rate, true)
+		keep := c.rate.Per + StrictValidity(c.rate)
 		i := 0
-		for i < len(c.recent)-1 && (at.Sub(c.recent[i].at) >= fr.Per || c.recentN-c.recent[i].n >= fr.Calls) {
+		for i < len(c.recent)-1 && (at.Sub(c.recent[i].at) >= keep || c.recentN-c.recent[i].n >= c.rate.Calls) {
 			c.recentN -= c.recent[i].n
 			i++
 		}
@@ -299,7 +271,7 @@ func (c *PermitCore[S]) noteGrant(at time.Time, n int, period time.Time, used in
 
 // Snapshot returns the recorded state as one message.
 func (c *PermitCore[S]) Snapshot() *messages.ThrottleSnapshot {
-	s := &messages.ThrottleSnapshot{Rate: c.rateEvent()}
+	s := &messages.ThrottleSnapshot{Rate: c.rateEvent(), GrantedTotal: c.total}
 	if c.strict {
 		for _, g := range c.recent {
 			s.Recent = append(s.Recent, &messages.ThrottleGranted{AtUnixNano: g.at.UnixNano(), N: int64(g.n)})
@@ -316,7 +288,7 @@ func (c *PermitCore[S]) Snapshot() *messages.ThrottleSnapshot {
 func (c *PermitCore[S]) Reset() {
 	c.rate, c.strict, c.recorded = c.configured, c.confStrict, false
 	c.recConf, c.recConfSt = Rate{}, false
-	c.period, c.used, c.recent, c.recentN = time.Time{}, 0, nil, 0
+	c.period, c.used, c.recent, c.recentN, c.total = time.Time{}, 0, nil, 0, 0
 	c.last, c.due = time.Time{}, time.Time{}
 	c.serving = false
 }
@@ -417,6 +389,9 @@ func (c *PermitCore[S]) SetRate(now time.Time, r Rate, strict bool) (PermitStep[
 	c.rate = r
 	c.step.Events[0] = c.rateEvent()
 	now = c.at(now)
+	if c.strict {
+		c.fsm.limiter.hold = StrictValidity(r) // permits granted from now on
+	}
 	eff, err := c.fsm.SetRate(fsmRate(r, strict), now)
 	if err != nil {
 		return c.step, err
@@ -451,6 +426,10 @@ func (c *PermitCore[S]) take(now time.Time, eff Effects[bool, permitUnit[S]]) {
 		p.NotAfter = c.fsm.periodEnd().Add(-1)
 	}
 	for _, u := range eff.Deliver {
+		c.total++
+		if c.strict {
+			p.Seq = c.total
+		}
 		if c.asked[u.from]--; c.asked[u.from] <= 0 {
 			delete(c.asked, u.from)
 		}
@@ -494,5 +473,33 @@ func (c *PermitCore[S]) Pause(now time.Time) PermitStep[S] {
 	now = c.at(now)
 	c.serving = false
 	c.take(now, c.fsm.SetTarget(false, now))
+	return c.end(now)
+}
+
+// Used is pools reporting what became of strict permits: each spent at
+// its Spent time, or expired unspent (zero Spent). The FSM's window holds
+// each permit at the latest instant it may be spent until then; a report
+// moves it to the real spend time (or out of the window), and the FSM
+// delivers what that frees. So permit k starts no earlier than Per after
+// the latest spend among permits 1..k-Calls (the Limiter's floor and its
+// oldest entry), and any Calls+1 spends span at least Per, while a master
+// that spends a few ms after a permit's start loses only those ms of the
+// window, not the permit's whole validity. Reports for permits no longer in
+// the window, or in timer mode, change nothing.
+func (c *PermitCore[S]) Used(now time.Time, uses []PermitUse) PermitStep[S] {
+	c.begin()
+	if !c.strict || c.fsm.limiter == nil {
+		return c.end(now)
+	}
+	changed := false
+	for _, u := range uses {
+		if c.fsm.limiter.amend(u.Seq, u.Spent) {
+			changed = true
+		}
+	}
+	now = c.at(now)
+	if changed && c.serving && c.fsm.Len() > 0 {
+		c.take(now, c.fsm.Tick(now))
+	}
 	return c.end(now)
 }

@@ -20,6 +20,7 @@ import (
 // goroutine, Add on whichever delivers the throttler's grants.
 type PermitPool struct {
 	ask     func(want int)
+	report  func(uses []PermitUse) // nil: no reports
 	timeout time.Duration
 
 	mu      sync.Mutex // guards the fields below
@@ -32,6 +33,7 @@ type PermitPool struct {
 	granted uint64
 	denied  uint64
 	expired uint64
+	uses    []PermitUse // to report (strict permits spent or expired)
 }
 
 // DefaultAskTimeout is how long a pool waits for a reply before it asks
@@ -46,6 +48,14 @@ func NewPermitPool(ask func(want int), askTimeout time.Duration) *PermitPool {
 	}
 	return &PermitPool{ask: ask, timeout: askTimeout, want: 1}
 }
+
+// ReportUses makes the pool report what became of each strict permit (one
+// with a Seq) to its throttler through report: spent at the time Reserve
+// spent it, or expired unspent. The strict throttler anchors later permits
+// on these times (PermitCore.Used). report is called outside the pool's lock,
+// on Reserve's goroutine, and must only send a message, never wait. Call it
+// before the pool is used.
+func (p *PermitPool) ReportUses(report func(uses []PermitUse)) { p.report = report }
 
 // Add stores the permits of one reply; again is the throttler's hint of when to
 // ask next if the grant fell short.
@@ -70,7 +80,17 @@ func (p *PermitPool) Add(permits []Permit, again time.Time) {
 func (p *PermitPool) Reserve(now time.Time) (bool, time.Duration) {
 	p.mu.Lock()
 	ok, wait, ask := p.reserveLocked(now)
+	var uses []PermitUse
+	if len(p.uses) > 0 && p.report != nil {
+		uses = p.uses
+		p.uses = nil
+	}
 	p.mu.Unlock()
+	if uses != nil {
+		// Sent at once, each spend on its own: the throttler anchors the
+		// permit a window later on it, so a report held back costs rate.
+		p.report(uses)
+	}
 	if ask > 0 {
 		p.ask(ask) // outside the lock: ask may deliver a reply at once
 	}
@@ -93,6 +113,8 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 		for _, q := range p.permits {
 			if !q.NotAfter.Before(now) {
 				kept = append(kept, q)
+			} else if q.Seq != 0 && p.report != nil {
+				p.uses = append(p.uses, PermitUse{Seq: q.Seq})
 			}
 		}
 		p.permits = kept
@@ -101,6 +123,9 @@ func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, 
 	}
 	// Sorted by NotBefore: only the first permit can be valid first.
 	if len(p.permits) > 0 && !p.permits[0].NotBefore.After(now) {
+		if q := p.permits[0]; q.Seq != 0 && p.report != nil {
+			p.uses = append(p.uses, PermitUse{Seq: q.Seq, Spent: now})
+		}
 		p.permits = p.permits[1:]
 		p.granted++
 		if len(p.permits) < max(1, p.want/2) {

@@ -41,6 +41,7 @@ type event struct {
 	want  int  // an ask arriving at the throttler
 	reply bool // a grant arriving at the shard
 	ps    []Permit
+	uses  []PermitUse // a pool's spend reports arriving at the throttler
 }
 
 func (s simulation) spends(t *testing.T) []time.Time {
@@ -89,6 +90,9 @@ func (s simulation) spends(t *testing.T) []time.Time {
 		pools[k] = NewPermitPool(func(want int) {
 			queue = append(queue, event{at: now.Add(s.rtt / 2), shard: k, want: want})
 		}, 250*time.Millisecond)
+		pools[k].ReportUses(func(uses []PermitUse) {
+			queue = append(queue, event{at: now.Add(s.rtt / 2), shard: k, uses: slices.Clone(uses)})
+		})
 	}
 	now = t0
 	activate()
@@ -119,6 +123,10 @@ func (s simulation) spends(t *testing.T) []time.Time {
 			queue = queue[1:]
 			if e.reply {
 				pools[e.shard].Add(e.ps, time.Time{})
+				continue
+			}
+			if core != nil && e.uses != nil {
+				apply(core.Used(e.at, e.uses))
 				continue
 			}
 			if core != nil {
