@@ -329,6 +329,14 @@ func runOnce(ctx context.Context, c config, scenario, dir string) (res result, e
 		return res, err
 	}
 	ts := tail.sorted()
+	// Every hand-out time, for a closer look (one Unix nanosecond a line).
+	var dump bytes.Buffer
+	for _, t := range ts {
+		fmt.Fprintln(&dump, t.UnixNano())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "handouts.txt"), dump.Bytes(), 0o644); err != nil {
+		return res, fmt.Errorf("ratebench: %w", err)
+	}
 	res.Handouts = len(ts)
 	res.Missed = tail.missed
 	res.Rate = overallRate(ts)
