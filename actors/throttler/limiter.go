@@ -44,11 +44,6 @@ type Limiter struct {
 	// permit throttler records a permit at the latest instant it may be
 	// spent (its start plus its validity) until its pool reports.
 	hold time.Duration
-	// space is the least time between two grants (0: none): the strict
-	// permit throttler spreads a window's permits rather than granting
-	// them at one instant, since a master spends a burst late (each of its
-	// workers' round trips) and the window anchors on the spends.
-	space time.Duration
 }
 
 // NewLimiter returns a strict limiter for rate. Options: WithMode
@@ -149,11 +144,6 @@ func (l *Limiter) Delay(now time.Time) time.Duration {
 			from = l.floor
 		}
 		if w := from.Add(l.rate.Per).Sub(now); w > wait {
-			wait = w
-		}
-	}
-	if l.space > 0 && l.seq > 0 {
-		if w := l.last.Add(l.space).Sub(now); w > wait {
 			wait = w
 		}
 	}

@@ -107,20 +107,18 @@ func TestPermitThrottlerSuccessorNeitherBurstsNorPauses(t *testing.T) {
 }
 
 // In the strict mode a successor keeps the sliding window of its
-// predecessor's grants (each taken as spent at the end of its validity: the
-// spend reports are not journaled) and their spacing: at 5/s the
-// predecessor's permit starts at t0+250ms, so the successor's first starts
-// one StrictSpacing (180 ms) after it, no sooner (no burst) and no later
-// (no pause).
+// predecessor's grants, each taken as spent at the end of its validity
+// (the spend reports are not journaled): at 5/s the predecessor's 5 permits
+// fill the window, so the successor's first permit starts one period after
+// their latest instant, no sooner (no burst) and no later (no pause).
 func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	r := newPermitRig(t)
 	rate := throttler.PerSecond(5)
-	lead, v, space := throttler.StrictLead(rate), throttler.StrictValidity(rate), throttler.StrictSpacing(rate)
-	require.Equal(t, 180*time.Millisecond, space)
+	lead, v := throttler.StrictLead(rate), throttler.StrictValidity(rate)
 	a := r.spawn(rate, true)
 	r.ask(a, 5)
 	ps := r.granted()
-	require.Len(t, ps, 1, "one permit per spacing")
+	require.Len(t, ps, 5, "an empty window grants a period's permits")
 	require.WithinDuration(t, t0.Add(lead), ps[0].NotBefore, 0, "a strict permit starts StrictLead ahead")
 	require.WithinDuration(t, ps[0].NotBefore.Add(v), ps[0].NotAfter, 0)
 	require.NoError(t, r.sys.Root.StopFuture(a).Wait())
@@ -128,44 +126,45 @@ func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	r.clk.Advance(100 * time.Millisecond)
 	b := r.spawn(rate, true)
 	r.ask(b, 5)
-	r.pool.ExpectNoMsg(100 * time.Millisecond) // the predecessor's permit holds the spacing
-	r.clk.Advance(space - 100*time.Millisecond)
+	r.pool.ExpectNoMsg(100 * time.Millisecond) // the predecessor's permits hold the window
+	r.clk.Advance(time.Second + v - 100*time.Millisecond - time.Millisecond)
+	r.pool.ExpectNoMsg(100 * time.Millisecond)
+	r.clk.Advance(time.Millisecond)
 	ps = r.granted()
-	require.Len(t, ps, 1)
-	require.WithinDuration(t, t0.Add(lead+space), ps[0].NotBefore, 0, "one spacing after the predecessor's")
+	require.Len(t, ps, 5)
+	require.WithinDuration(t, t0.Add(lead+v+time.Second), ps[0].NotBefore, 0, "one period after the predecessor's permits' latest instant")
 }
 
 // The strict throttler anchors each permit on the reported spend of the
-// permit Calls grants earlier: spent 3 ms after its start, the first
-// permit of a window frees the first of the next 3 ms after the period,
-// not at the end of its validity (50 ms).
+// permit Calls grants earlier: spent 3 ms after their start, a window's
+// permits free the next window's 3 ms after the period, not at the end of
+// their validity; an expired permit counts as no spend (without its report
+// the fifth permit would wait until a period after its validity ended).
 func TestPermitThrottlerStrictAnchorsOnReportedSpends(t *testing.T) {
 	r := newPermitRig(t)
 	rate := throttler.PerSecond(5)
-	lead, space := throttler.StrictLead(rate), throttler.StrictSpacing(rate)
+	lead := throttler.StrictLead(rate)
 	a := r.spawn(rate, true)
 	r.ask(a, 5)
-	var uses []throttler.PermitUse
-	for k := range 5 {
-		if k > 0 {
-			r.clk.Advance(space)
+	ps := r.granted()
+	require.Len(t, ps, 5)
+	uses := make([]throttler.PermitUse, 0, len(ps))
+	for k, p := range ps {
+		require.EqualValues(t, k+1, p.Seq, "strict permits are numbered")
+		u := throttler.PermitUse{Seq: p.Seq, Spent: p.NotBefore.Add(3 * time.Millisecond)}
+		if k == 4 {
+			u.Spent = time.Time{} // expired unspent
 		}
-		ps := r.granted()
-		require.Len(t, ps, 1)
-		require.EqualValues(t, k+1, ps[0].Seq, "strict permits are numbered")
-		require.WithinDuration(t, t0.Add(lead+time.Duration(k)*space), ps[0].NotBefore, 0)
-		uses = append(uses, throttler.PermitUse{Seq: ps[0].Seq, Spent: ps[0].NotBefore.Add(3 * time.Millisecond)})
+		uses = append(uses, u)
 	}
 	r.pool.Send(a, throttler.UsedMessage("square", uses))
 	r.ask(a, 5)
-	// now t0+4*space; the sixth permit may start at t0+lead+1s+3ms (FSM
-	// time: now+lead), that is at t0+1s+3ms.
-	r.clk.Advance(time.Second + 3*time.Millisecond - 4*space - time.Millisecond)
+	r.clk.Advance(time.Second + 3*time.Millisecond - time.Millisecond)
 	r.pool.ExpectNoMsg(100 * time.Millisecond)
 	r.clk.Advance(time.Millisecond)
-	ps := r.granted()
-	require.Len(t, ps, 1)
-	require.WithinDuration(t, t0.Add(lead+time.Second+3*time.Millisecond), ps[0].NotBefore, 0, "a period after the reported spend, not after the permit's validity")
+	ps = r.granted()
+	require.Len(t, ps, 5, "the whole next window at once")
+	require.WithinDuration(t, t0.Add(lead+time.Second+3*time.Millisecond), ps[0].NotBefore, 0, "a period after the reported spends")
 	require.EqualValues(t, 6, ps[0].Seq)
 }
 

@@ -123,15 +123,6 @@ const DefaultPermitQueue = 1 << 16
 // an unreported permit holds its place in the window.
 func StrictValidity(r Rate) time.Duration { return max(time.Nanosecond, r.Per/20) }
 
-// StrictSpacing is the least time between two strict permits' starts:
-// 9/10 of Per/Calls. A window's permits granted at one instant reach the
-// masters as a burst, which they spend over their workers' round trips; as
-// each permit is anchored on the spend of the one Calls earlier, that
-// lateness would repeat and add up window after window. Spread out, each
-// permit is spent about one round trip after its start. The 9/10 leaves the
-// anchors, not the spacing, to set the rate.
-func StrictSpacing(r Rate) time.Duration { return r.Per * 9 / time.Duration(10*r.Calls) }
-
 // StrictLead is how far ahead of now a strict-mode permit starts: min(Per/4,
 // 1 s), so that it reaches its pool (the journal's write, the trip) before
 // it may be spent; the pool then tells the master when to hand out. The
@@ -209,7 +200,7 @@ func (c *PermitCore[S]) rebuild(now time.Time) error {
 		// window starts at most StrictValidity later than it might.
 		// The FSM's window holds each permit at the latest instant it
 		// may be spent (see Used) until its pool reports the spend.
-		f.limiter.hold, f.limiter.space = StrictValidity(c.rate), StrictSpacing(c.rate)
+		f.limiter.hold = StrictValidity(c.rate)
 		var ts []time.Time
 		for _, g := range c.recent {
 			for range g.n {
@@ -399,7 +390,7 @@ func (c *PermitCore[S]) SetRate(now time.Time, r Rate, strict bool) (PermitStep[
 	c.step.Events[0] = c.rateEvent()
 	now = c.at(now)
 	if c.strict {
-		c.fsm.limiter.hold, c.fsm.limiter.space = StrictValidity(r), StrictSpacing(r) // permits granted from now on
+		c.fsm.limiter.hold = StrictValidity(r) // permits granted from now on
 	}
 	eff, err := c.fsm.SetRate(fsmRate(r, strict), now)
 	if err != nil {

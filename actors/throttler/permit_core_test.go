@@ -85,24 +85,24 @@ func TestPermitCoreStep(t *testing.T) {
 			{do: "pause", granted: map[string]int{}},
 			{do: "ask", from: "a", want: 1, granted: map[string]int{}},
 		}},
-		// Strict 2/s: permits start StrictLead (250 ms) ahead, at least
-		// StrictSpacing (450 ms) apart, and count as spent at the end of
-		// their validity (50 ms) until reported.
+		// Strict 2/s: permits start StrictLead (250 ms) ahead and count
+		// as spent at the end of their validity (50 ms) until reported.
 		{name: "StrictSlidingWindow", rate: PerSecond(2), strict: true, actions: []action{
 			{do: "serve", granted: map[string]int{}, events: 1},
-			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 1}, timer: TimerStartOnce, after: 450 * time.Millisecond, events: 1},
-			{at: 450 * time.Millisecond, do: "tick", granted: map[string]int{"a": 1}, timer: TimerStop, events: 1},
+			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 2}, events: 1},
 			{at: 500 * time.Millisecond, do: "ask", from: "b", want: 1, granted: map[string]int{}, timer: TimerStartOnce, after: 550 * time.Millisecond},
 			{at: 1050 * time.Millisecond, do: "tick", granted: map[string]int{"b": 1}, timer: TimerStop, events: 1},
 		}},
-		// A tick that fires late (20 ms) delivers at the time it was due,
-		// and the timer for the next is armed from the late tick.
+		// A tick that fires late (20 ms) delivers at the time it was due:
+		// the next is due a period after the permits it delivered, and the
+		// timer is armed for that from the late tick.
 		{name: "StrictLateTick", rate: PerSecond(2), strict: true, actions: []action{
 			{do: "serve", granted: map[string]int{}, events: 1},
-			{do: "ask", from: "a", want: 1, granted: map[string]int{"a": 1}, events: 1},
-			{do: "ask", from: "b", want: 1, granted: map[string]int{}, timer: TimerStartOnce, after: 450 * time.Millisecond},
+			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 2}, events: 1},
+			{do: "ask", from: "b", want: 1, granted: map[string]int{}, timer: TimerStartOnce, after: 1050 * time.Millisecond},
 			{do: "ask", from: "c", want: 1, granted: map[string]int{}},
-			{at: 470 * time.Millisecond, do: "tick", granted: map[string]int{"b": 1}, timer: TimerStartOnce, after: 580 * time.Millisecond, events: 1},
+			{do: "ask", from: "a", want: 1, granted: map[string]int{}},
+			{at: 1070 * time.Millisecond, do: "tick", granted: map[string]int{"b": 1, "c": 1}, timer: TimerStartOnce, after: 1030 * time.Millisecond, events: 1},
 		}},
 		{name: "SetRateIsAnEvent", rate: PerSecond(1), actions: []action{
 			{do: "serve", granted: map[string]int{}, events: 1},
@@ -114,7 +114,7 @@ func TestPermitCoreStep(t *testing.T) {
 			{do: "serve", granted: map[string]int{}, events: 1},
 			{do: "ask", from: "a", want: 1, granted: map[string]int{"a": 1}, timer: TimerStartPeriodic, events: 1},
 			{do: "setrate", rate: PerSecond(2), strict: true, granted: map[string]int{}, timer: TimerStop, events: 1},
-			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 1}, timer: TimerStartOnce, events: 1},
+			{do: "ask", from: "a", want: 2, granted: map[string]int{"a": 2}, events: 1},
 		}},
 	}
 	for _, tc := range cases {
@@ -178,21 +178,20 @@ func TestPermitCoreSuccessor(t *testing.T) {
 		require.Equal(t, map[string]int{"b": 10}, b.take(st))
 	})
 	t.Run("StrictWindow", func(t *testing.T) {
-		// 4/s strict: permits start 250 ms ahead (FSM time), 225 ms apart;
-		// a successor counts each as spent at the end of its validity.
+		// 4/s strict: permits start 250 ms ahead (FSM time) and a
+		// successor counts each as spent at the end of its validity, 50 ms.
 		a := newCoreRun(t, PerSecond(4), true, nil)
 		a.take(a.c.Serve(t0))
-		require.Equal(t, map[string]int{"a": 1}, a.take(a.c.Request(t0, "a", 2)))
-		require.Equal(t, map[string]int{"a": 1}, a.take(a.c.Tick(t0.Add(225*time.Millisecond))))
+		require.Equal(t, map[string]int{"a": 2}, a.take(a.c.Request(t0, "a", 2)))
 		b := newCoreRun(t, PerSecond(4), true, a.journal)
 		b.take(b.c.Serve(t0.Add(300 * time.Millisecond)))
 		st := b.c.Request(t0.Add(300*time.Millisecond), "b", 4)
-		require.Equal(t, map[string]int{}, b.take(st))
+		require.Equal(t, map[string]int{"b": 2}, b.take(st), "the window's 2 places left, no more")
 		require.Equal(t, TimerStartOnce, st.Timer)
-		require.Equal(t, 150*time.Millisecond, st.TimerAfter, "one spacing after the predecessor's last permit (FSM t0+475ms): no burst, and no pause beyond it")
-		st = b.c.Tick(t0.Add(450 * time.Millisecond))
-		require.Equal(t, map[string]int{"b": 1}, b.take(st))
-		require.EqualValues(t, 3, st.Grants[0].Permits[0].Seq, "the successor numbers on from the predecessor's permits")
+		require.Equal(t, 750*time.Millisecond, st.TimerAfter, "the predecessor's permits (latest instant FSM t0+300ms) hold their places for a period: no burst, and no pause beyond it")
+		st = b.c.Tick(t0.Add(1050 * time.Millisecond))
+		require.Equal(t, map[string]int{"b": 2}, b.take(st))
+		require.EqualValues(t, 5, st.Grants[0].Permits[0].Seq, "the successor numbers on from the predecessor's permits")
 	})
 	t.Run("Snapshot", func(t *testing.T) {
 		a := newCoreRun(t, PerMinute(10), false, nil)
@@ -202,15 +201,15 @@ func TestPermitCoreSuccessor(t *testing.T) {
 		b.take(b.c.Serve(t0.Add(time.Second)))
 		require.Equal(t, map[string]int{"b": 4}, b.take(b.c.Request(t0.Add(time.Second), "b", 10)), "the period's vouchers left")
 
-		// Strict 10/m: permits start 1 s ahead, 5.4 s apart.
+		// Strict 10/m: permits start 1 s ahead, valid 3 s.
 		a = newCoreRun(t, PerMinute(10), true, nil)
 		a.take(a.c.Serve(t0))
-		require.Equal(t, map[string]int{"a": 1}, a.take(a.c.Request(t0, "a", 6)))
+		require.Equal(t, map[string]int{"a": 6}, a.take(a.c.Request(t0, "a", 6)))
 		b = newCoreRun(t, PerMinute(10), true, []proto.Message{a.c.Snapshot()})
 		b.take(b.c.Serve(t0.Add(time.Second)))
 		st := b.c.Request(t0.Add(time.Second), "b", 10)
-		require.Equal(t, map[string]int{}, b.take(st), "the snapshot's grant holds the spacing")
-		require.Equal(t, 4400*time.Millisecond, st.TimerAfter, "a spacing after its start, t0+1s")
+		require.Equal(t, map[string]int{"b": 4}, b.take(st), "the snapshot's 6 grants hold their places")
+		require.Equal(t, 62*time.Second, st.TimerAfter, "until a minute after their latest instant, t0+4s")
 	})
 	t.Run("RunTimeRateAndChangedConfig", func(t *testing.T) {
 		a := newCoreRun(t, PerSecond(10), false, nil)

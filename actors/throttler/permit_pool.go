@@ -97,30 +97,30 @@ func (p *PermitPool) Reserve(now time.Time) (bool, time.Duration) {
 	return ok, wait
 }
 
+// Sweep drops the permits expired at now and reports them (ReportUses), as
+// Reserve does; a node calls it every few tens of milliseconds, so that a
+// pool whose master has no more work to hand out frees the strict places
+// of its permits soon after they expire, rather than leaving the throttler
+// to count them as spent for a whole window. It never asks for permits.
+func (p *PermitPool) Sweep(now time.Time) {
+	p.mu.Lock()
+	p.dropExpiredLocked(now)
+	var uses []PermitUse
+	if len(p.uses) > 0 && p.report != nil {
+		uses = p.uses
+		p.uses = nil
+	}
+	p.mu.Unlock()
+	if uses != nil {
+		p.report(uses)
+	}
+}
+
 // maxWant bounds the batch a pool asks for; the throttler caps it at Calls.
 const maxWant = 1 << 12
 
 func (p *PermitPool) reserveLocked(now time.Time) (ok bool, wait time.Duration, ask int) {
-	// Drop what expired; many expiring means we asked for too much.
-	drop := 0
-	for _, q := range p.permits {
-		if q.NotAfter.Before(now) {
-			drop++
-		}
-	}
-	if drop > 0 {
-		kept := p.permits[:0]
-		for _, q := range p.permits {
-			if !q.NotAfter.Before(now) {
-				kept = append(kept, q)
-			} else if q.Seq != 0 && p.report != nil {
-				p.uses = append(p.uses, PermitUse{Seq: q.Seq})
-			}
-		}
-		p.permits = kept
-		p.expired += uint64(drop)
-		p.want = max(1, p.want/2)
-	}
+	p.dropExpiredLocked(now)
 	// Sorted by NotBefore: only the first permit can be valid first.
 	if len(p.permits) > 0 && !p.permits[0].NotBefore.After(now) {
 		if q := p.permits[0]; q.Seq != 0 && p.report != nil {
@@ -185,4 +185,29 @@ func (p *PermitPool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return PoolStats{Granted: p.granted, Denied: p.denied, Expired: p.expired, Held: len(p.permits)}
+}
+
+// dropExpiredLocked drops the permits expired at now (reporting strict
+// ones); many expiring means the pool asked for too much, so it halves
+// what it asks for.
+func (p *PermitPool) dropExpiredLocked(now time.Time) {
+	drop := 0
+	for _, q := range p.permits {
+		if q.NotAfter.Before(now) {
+			drop++
+		}
+	}
+	if drop > 0 {
+		kept := p.permits[:0]
+		for _, q := range p.permits {
+			if !q.NotAfter.Before(now) {
+				kept = append(kept, q)
+			} else if q.Seq != 0 && p.report != nil {
+				p.uses = append(p.uses, PermitUse{Seq: q.Seq})
+			}
+		}
+		p.permits = kept
+		p.expired += uint64(drop)
+		p.want = max(1, p.want/2)
+	}
 }

@@ -339,3 +339,37 @@ func TestPermitPoolConcurrentAddAndReserve(t *testing.T) {
 }
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// A pool reports each strict permit it spends with the spend time, and
+// one that expires unspent with none, from Reserve or, when its master has
+// no more work and calls no Reserve, from Sweep.
+func TestPermitPoolReportsUses(t *testing.T) {
+	var got []PermitUse
+	p := NewPermitPool(func(int) {}, time.Second)
+	p.ReportUses(func(uses []PermitUse) { got = append(got, uses...) })
+	v := 50 * time.Millisecond
+	p.Add([]Permit{
+		{NotBefore: t0, NotAfter: t0.Add(v), Seq: 7},
+		{NotBefore: t0, NotAfter: t0.Add(v), Seq: 8},
+		{NotBefore: t0.Add(time.Second), NotAfter: t0.Add(time.Second + v), Seq: 9},
+	}, time.Time{})
+	ok, _ := p.Reserve(t0.Add(3 * time.Millisecond))
+	if !ok {
+		t.Fatal("a valid permit was not spent")
+	}
+	if want := []PermitUse{{Seq: 7, Spent: t0.Add(3 * time.Millisecond)}}; !slices.Equal(got, want) {
+		t.Fatalf("after a spend: reported %v, want %v", got, want)
+	}
+	got = nil
+	p.Sweep(t0.Add(v - time.Millisecond))
+	if len(got) != 0 {
+		t.Fatalf("a permit still valid was reported: %v", got)
+	}
+	p.Sweep(t0.Add(v + time.Millisecond))
+	if want := []PermitUse{{Seq: 8}}; !slices.Equal(got, want) {
+		t.Fatalf("after the sweep: reported %v, want %v (expired, no spend time)", got, want)
+	}
+	if st := p.Stats(); st.Held != 1 || st.Expired != 1 {
+		t.Fatalf("stats %+v, want 1 held and 1 expired", st)
+	}
+}

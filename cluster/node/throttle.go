@@ -132,9 +132,18 @@ func (a *permitAsker) receive(c actor.Context) {
 	}
 	a.mu.Lock()
 	pool := a.pools[g.GetPool()]
+	others := slices.Collect(maps.Values(a.pools))
 	a.mu.Unlock()
 	if pool != nil {
 		pool.Add(throttler.GrantPermits(g))
+	}
+	// A grant is the node's clock for its idle pools: a pool whose master
+	// has no more work of the type calls no Reserve, so without a sweep
+	// its expired strict permits would go unreported and hold their places
+	// in the throttler's window for a whole period (the end of a backlog).
+	now := time.Now()
+	for _, p := range others {
+		p.Sweep(now)
 	}
 }
 
