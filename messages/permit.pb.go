@@ -233,9 +233,13 @@ func (x *PermitSpan) GetSeq() uint64 {
 // work out), or expired unspent (spent_unix_nano 0). The throttler anchors
 // later permits on the real spend times (docs/rates.md).
 type PermitUsed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobType       string                 `protobuf:"bytes,1,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
-	Uses          []*PermitUse           `protobuf:"bytes,2,rep,name=uses,proto3" json:"uses,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobType string                 `protobuf:"bytes,1,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Uses    []*PermitUse           `protobuf:"bytes,2,rep,name=uses,proto3" json:"uses,omitempty"`
+	// pool is the reporting pool (as in PermitRequest): a pool that let a
+	// permit expire has more asked for than its master spends, so the
+	// throttler drops the permits it still has waiting in the queue.
+	Pool          uint64 `protobuf:"varint,3,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -282,6 +286,13 @@ func (x *PermitUsed) GetUses() []*PermitUse {
 		return x.Uses
 	}
 	return nil
+}
+
+func (x *PermitUsed) GetPool() uint64 {
+	if x != nil {
+		return x.Pool
+	}
+	return 0
 }
 
 // PermitUse is what became of one permit (see PermitUsed).
@@ -355,11 +366,12 @@ const file_permit_proto_rawDesc = "" +
 	"PermitSpan\x12/\n" +
 	"\x14not_before_unix_nano\x18\x01 \x01(\x03R\x11notBeforeUnixNano\x12-\n" +
 	"\x13not_after_unix_nano\x18\x02 \x01(\x03R\x10notAfterUnixNano\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"X\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"l\n" +
 	"\n" +
 	"PermitUsed\x12\x19\n" +
 	"\bjob_type\x18\x01 \x01(\tR\ajobType\x12/\n" +
-	"\x04uses\x18\x02 \x03(\v2\x1b.foreman.messages.PermitUseR\x04uses\"E\n" +
+	"\x04uses\x18\x02 \x03(\v2\x1b.foreman.messages.PermitUseR\x04uses\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\x04R\x04pool\"E\n" +
 	"\tPermitUse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12&\n" +
 	"\x0fspent_unix_nano\x18\x02 \x01(\x03R\rspentUnixNanoB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"

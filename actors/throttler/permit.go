@@ -57,9 +57,9 @@ type PermitUse struct {
 	Spent time.Time
 }
 
-// UsedMessage encodes a pool's reports for the wire.
-func UsedMessage(jobType string, uses []PermitUse) *messages.PermitUsed {
-	m := &messages.PermitUsed{JobType: jobType, Uses: make([]*messages.PermitUse, len(uses))}
+// UsedMessage encodes the reports of pool for the wire.
+func UsedMessage(jobType string, pool uint64, uses []PermitUse) *messages.PermitUsed {
+	m := &messages.PermitUsed{JobType: jobType, Pool: pool, Uses: make([]*messages.PermitUse, len(uses))}
 	for i, u := range uses {
 		m.Uses[i] = &messages.PermitUse{Seq: u.Seq}
 		if !u.Spent.IsZero() {

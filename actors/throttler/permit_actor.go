@@ -187,9 +187,14 @@ func (a *permitActor) Receive(c actor.Context) {
 		if m.GetJobType() != a.core.JobType() {
 			return
 		}
+		sender := c.Sender()
+		if sender == nil {
+			return
+		}
 		now := a.cfg.clock.Now()
 		if a.serving(now) {
-			a.apply(a.core.Used(now, UsedReports(m)))
+			key := PoolKey{Address: sender.GetAddress(), ID: sender.GetId(), Pool: m.GetPool()}
+			a.apply(a.core.Used(now, key, UsedReports(m)))
 		}
 	case *messages.ThrottleSetRate:
 		a.onSetRate(c, m)

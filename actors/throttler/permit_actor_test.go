@@ -157,7 +157,7 @@ func TestPermitThrottlerStrictAnchorsOnReportedSpends(t *testing.T) {
 		}
 		uses = append(uses, u)
 	}
-	r.pool.Send(a, throttler.UsedMessage("square", uses))
+	r.pool.Send(a, throttler.UsedMessage("square", 7, uses))
 	r.ask(a, 5)
 	r.clk.Advance(time.Second + 3*time.Millisecond - time.Millisecond)
 	r.pool.ExpectNoMsg(100 * time.Millisecond)

@@ -486,16 +486,25 @@ func (c *PermitCore[S]) Pause(now time.Time) PermitStep[S] {
 // that spends a few ms after a permit's start loses only those ms of the
 // window, not the permit's whole validity. Reports for permits no longer in
 // the window, or in timer mode, change nothing.
-func (c *PermitCore[S]) Used(now time.Time, uses []PermitUse) PermitStep[S] {
+func (c *PermitCore[S]) Used(now time.Time, from S, uses []PermitUse) PermitStep[S] {
 	c.begin()
 	if !c.strict || c.fsm.limiter == nil {
 		return c.end(now)
 	}
-	changed := false
+	changed, expired := false, false
 	for _, u := range uses {
 		if c.fsm.limiter.amend(u.Seq, u.Spent) {
 			changed = true
 		}
+		expired = expired || u.Spent.IsZero()
+	}
+	if expired && c.asked[from] > 0 {
+		// The pool let a permit expire: it has more asked for than its
+		// master spends (at the end of its backlog, all of them), and the
+		// permits it has waiting would go to waste while other pools wait.
+		// It asks again when it runs dry.
+		c.fsm.queue.removeIf(func(u permitUnit[S]) bool { return u.from == from })
+		delete(c.asked, from)
 	}
 	now = c.at(now)
 	if changed && c.serving && c.fsm.Len() > 0 {

@@ -243,3 +243,20 @@ func TestNewPermitCoreRejectsBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Error(t, c.Replay(&messages.PermitRequest{}), "an unknown event is an error, not ignored")
 }
+
+// A pool that reports a strict permit expired frees its place in the window
+// at once and loses the permits it has waiting (it asks again when dry):
+// at the end of a master's backlog they would go to waste while other
+// pools wait.
+func TestPermitCoreExpiryFreesThePlaceAndThePoolsQueue(t *testing.T) {
+	r := newCoreRun(t, PerSecond(2), true, nil)
+	r.take(r.c.Serve(t0))
+	st := r.c.Request(t0, "a", 2)
+	first := st.Grants[0].Permits[0]
+	require.Equal(t, map[string]int{"a": 2}, r.take(st))
+	require.Equal(t, map[string]int{}, r.take(r.c.Request(t0, "a", 2)), "the window is full")
+	require.Equal(t, 2, r.c.Status().Queued)
+	require.Equal(t, map[string]int{}, r.take(r.c.Used(t0.Add(400*time.Millisecond), "a", []PermitUse{{Seq: first.Seq}})))
+	require.Zero(t, r.c.Status().Queued, "the expiring pool's waiting permits are dropped")
+	require.Equal(t, map[string]int{"b": 1}, r.take(r.c.Request(t0.Add(400*time.Millisecond), "b", 1)), "the expired permit's place is free")
+}

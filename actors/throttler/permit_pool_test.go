@@ -126,7 +126,7 @@ func (s simulation) spends(t *testing.T) []time.Time {
 				continue
 			}
 			if core != nil && e.uses != nil {
-				apply(core.Used(e.at, e.uses))
+				apply(core.Used(e.at, e.shard, e.uses))
 				continue
 			}
 			if core != nil {

@@ -162,7 +162,7 @@ func (a *permitAsker) permitOptions(limits []RateLimit) []master.Option {
 		a.next++
 		id := a.next
 		pool := throttler.NewPermitPool(func(want int) { go a.ask(l.JobType, id, want) }, permitAskTimeout)
-		pool.ReportUses(func(uses []throttler.PermitUse) { go a.report(l.JobType, uses) })
+		pool.ReportUses(func(uses []throttler.PermitUse) { go a.report(l.JobType, id, uses) })
 		a.pools[id] = pool
 		a.mu.Unlock()
 		opts = append(opts, master.WithDispatchLimiter(l.JobType, pool))
@@ -189,13 +189,13 @@ func (a *permitAsker) ask(jobType string, id uint64, want int) {
 // report sends a pool's strict permit reports to jobType's throttler. A
 // lost report only costs rate: the throttler takes an unreported permit as
 // spent at the end of its validity.
-func (a *permitAsker) report(jobType string, uses []throttler.PermitUse) {
+func (a *permitAsker) report(jobType string, pool uint64, uses []throttler.PermitUse) {
 	loc, self, root := a.locate.Load(), a.self.Load(), a.root.Load()
 	if loc == nil || self == nil || root == nil {
 		return
 	}
 	if pid := (*loc)(jobType); pid != nil {
-		root.Send(pid, throttler.UsedMessage(jobType, uses))
+		root.RequestWithCustomSender(pid, throttler.UsedMessage(jobType, pool, uses), self)
 	}
 }
 
