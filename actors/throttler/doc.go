@@ -59,8 +59,9 @@
 // journal: no burst above the bound and no pause of a period. With
 // P = Per, C = Calls: in ModeTimer no throttler period of P holds more
 // than C grants (a sliding window of P at most 2C); in strict mode
-// (ModeSlidingWindow over P plus the permits' validity, StrictValidity) no
-// window of P holds more than C spends, provided the clocks of the hosts
+// (ModeSlidingWindow over the permits, anchored on the spend times the
+// pools report, PermitCore.Used) no window of P holds more than C spends,
+// provided the clocks of the hosts
 // agree (skew adds to the bound). A PermitPool spends its permits without
 // blocking (its Reserve is master.DispatchLimiter's) and asks again
 // asynchronously; unspent permits of a caller that dies are lost: the rate

@@ -345,9 +345,9 @@ func (c *PermitCore[S]) Request(now time.Time, from S, want int) PermitStep[S] {
 // Tick is the FSM's timer firing. In strict mode a tick that fires late
 // delivers at the FSM time it was due, not at now+StrictLead: the permits
 // start StrictLead ahead, so the due time still lies ahead of now, and a
-// timer's lateness (a millisecond or more on a loaded machine, every group)
-// would otherwise be lost from the rate each time (a group of 5 permits per
-// 50.5 ms at 100/s lost 2% to ticks 0.5 ms late on average).
+// timer's lateness (a millisecond or more on a loaded machine) would
+// otherwise be added to the places of the permits it delivers, window after
+// window.
 func (c *PermitCore[S]) Tick(now time.Time) PermitStep[S] {
 	c.begin()
 	late := now
