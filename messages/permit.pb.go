@@ -26,10 +26,15 @@ const (
 )
 
 // PermitRequest asks for up to want permits for job_type.
+// The throttler queues up to want permits for the pair (sender, pool) (one
+// pool per master shard behind the sender) and grants them as the rate
+// allows in PermitGrants sent to the sender, naming the pool; asking again
+// tops the queued permits up to want, it does not add to them.
 type PermitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobType       string                 `protobuf:"bytes,1,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	Want          int32                  `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
+	Pool          uint64                 `protobuf:"varint,3,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -78,6 +83,13 @@ func (x *PermitRequest) GetWant() int32 {
 	return 0
 }
 
+func (x *PermitRequest) GetPool() uint64 {
+	if x != nil {
+		return x.Pool
+	}
+	return 0
+}
+
 // PermitGrant answers a PermitRequest: the permits granted (perhaps none),
 // and when to ask again if they fell short.
 type PermitGrant struct {
@@ -86,7 +98,9 @@ type PermitGrant struct {
 	AgainUnixNano int64                  `protobuf:"varint,2,opt,name=again_unix_nano,json=againUnixNano,proto3" json:"again_unix_nano,omitempty"`
 	// error says why nothing could be granted (e.g. the request names another
 	// job type than the throttler's).
-	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// pool is the PermitRequest's pool.
+	Pool          uint64 `protobuf:"varint,4,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -142,14 +156,25 @@ func (x *PermitGrant) GetError() string {
 	return ""
 }
 
+func (x *PermitGrant) GetPool() uint64 {
+	if x != nil {
+		return x.Pool
+	}
+	return 0
+}
+
 // PermitSpan is one permit: the right to hand out one work at any time in
 // [not_before, not_after] (Unix nanoseconds on the throttler's clock).
 type PermitSpan struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	NotBeforeUnixNano int64                  `protobuf:"varint,1,opt,name=not_before_unix_nano,json=notBeforeUnixNano,proto3" json:"not_before_unix_nano,omitempty"`
 	NotAfterUnixNano  int64                  `protobuf:"varint,2,opt,name=not_after_unix_nano,json=notAfterUnixNano,proto3" json:"not_after_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// seq numbers a strict-mode permit (1, 2, ... over the throttler's
+	// stream, successors included) so that its pool can report when it was
+	// spent (PermitUsed); 0 in timer mode, where nothing is reported.
+	Seq           uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PermitSpan) Reset() {
@@ -196,22 +221,160 @@ func (x *PermitSpan) GetNotAfterUnixNano() int64 {
 	return 0
 }
 
+func (x *PermitSpan) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// PermitUsed reports to the throttler of job_type what became of strict
+// permits: each spent at spent_unix_nano (the time the master handed the
+// work out), or expired unspent (spent_unix_nano 0). The throttler anchors
+// later permits on the real spend times (docs/rates.md).
+type PermitUsed struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobType string                 `protobuf:"bytes,1,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Uses    []*PermitUse           `protobuf:"bytes,2,rep,name=uses,proto3" json:"uses,omitempty"`
+	// pool is the reporting pool (as in PermitRequest): a pool that let a
+	// permit expire has more asked for than its master spends, so the
+	// throttler drops the permits it still has waiting in the queue.
+	Pool          uint64 `protobuf:"varint,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermitUsed) Reset() {
+	*x = PermitUsed{}
+	mi := &file_permit_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermitUsed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermitUsed) ProtoMessage() {}
+
+func (x *PermitUsed) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermitUsed.ProtoReflect.Descriptor instead.
+func (*PermitUsed) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PermitUsed) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+func (x *PermitUsed) GetUses() []*PermitUse {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
+}
+
+func (x *PermitUsed) GetPool() uint64 {
+	if x != nil {
+		return x.Pool
+	}
+	return 0
+}
+
+// PermitUse is what became of one permit (see PermitUsed).
+type PermitUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SpentUnixNano int64                  `protobuf:"varint,2,opt,name=spent_unix_nano,json=spentUnixNano,proto3" json:"spent_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermitUse) Reset() {
+	*x = PermitUse{}
+	mi := &file_permit_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermitUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermitUse) ProtoMessage() {}
+
+func (x *PermitUse) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermitUse.ProtoReflect.Descriptor instead.
+func (*PermitUse) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PermitUse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PermitUse) GetSpentUnixNano() int64 {
+	if x != nil {
+		return x.SpentUnixNano
+	}
+	return 0
+}
+
 var File_permit_proto protoreflect.FileDescriptor
 
 const file_permit_proto_rawDesc = "" +
 	"\n" +
-	"\fpermit.proto\x12\x10foreman.messages\">\n" +
+	"\fpermit.proto\x12\x10foreman.messages\"R\n" +
 	"\rPermitRequest\x12\x19\n" +
 	"\bjob_type\x18\x01 \x01(\tR\ajobType\x12\x12\n" +
-	"\x04want\x18\x02 \x01(\x05R\x04want\"\x83\x01\n" +
+	"\x04want\x18\x02 \x01(\x05R\x04want\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\x04R\x04pool\"\x97\x01\n" +
 	"\vPermitGrant\x126\n" +
 	"\apermits\x18\x01 \x03(\v2\x1c.foreman.messages.PermitSpanR\apermits\x12&\n" +
 	"\x0fagain_unix_nano\x18\x02 \x01(\x03R\ragainUnixNano\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"l\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04pool\x18\x04 \x01(\x04R\x04pool\"~\n" +
 	"\n" +
 	"PermitSpan\x12/\n" +
 	"\x14not_before_unix_nano\x18\x01 \x01(\x03R\x11notBeforeUnixNano\x12-\n" +
-	"\x13not_after_unix_nano\x18\x02 \x01(\x03R\x10notAfterUnixNanoB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
+	"\x13not_after_unix_nano\x18\x02 \x01(\x03R\x10notAfterUnixNano\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"l\n" +
+	"\n" +
+	"PermitUsed\x12\x19\n" +
+	"\bjob_type\x18\x01 \x01(\tR\ajobType\x12/\n" +
+	"\x04uses\x18\x02 \x03(\v2\x1b.foreman.messages.PermitUseR\x04uses\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\x04R\x04pool\"E\n" +
+	"\tPermitUse\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12&\n" +
+	"\x0fspent_unix_nano\x18\x02 \x01(\x03R\rspentUnixNanoB,Z*github.com/foreman-actors/foreman/messagesb\x06proto3"
 
 var (
 	file_permit_proto_rawDescOnce sync.Once
@@ -225,19 +388,22 @@ func file_permit_proto_rawDescGZIP() []byte {
 	return file_permit_proto_rawDescData
 }
 
-var file_permit_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_permit_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_permit_proto_goTypes = []any{
 	(*PermitRequest)(nil), // 0: foreman.messages.PermitRequest
 	(*PermitGrant)(nil),   // 1: foreman.messages.PermitGrant
 	(*PermitSpan)(nil),    // 2: foreman.messages.PermitSpan
+	(*PermitUsed)(nil),    // 3: foreman.messages.PermitUsed
+	(*PermitUse)(nil),     // 4: foreman.messages.PermitUse
 }
 var file_permit_proto_depIdxs = []int32{
 	2, // 0: foreman.messages.PermitGrant.permits:type_name -> foreman.messages.PermitSpan
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	4, // 1: foreman.messages.PermitUsed.uses:type_name -> foreman.messages.PermitUse
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_permit_proto_init() }
@@ -251,7 +417,7 @@ func file_permit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_permit_proto_rawDesc), len(file_permit_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -48,18 +48,24 @@
 //
 // # Permits for many callers
 //
-// [Issuer] and [PermitPool] split a rate limit between one owner and many
-// remote callers (the master shards of a cluster): the Issuer grants
-// permits valid between NotBefore and NotAfter in small batches, each
-// caller's PermitPool spends them without blocking (its Reserve is
-// master.DispatchLimiter's) and asks again asynchronously. With P = Per,
-// C = Calls: in ModeTimer no aligned period of P holds more than C spends
-// (a sliding window of P at most 2C); in ModeSlidingWindow no window of P
-// holds more than C. A new Issuer activation grants nothing for P (ModeTimer)
-// or P + horizon + lease (ModeSlidingWindow), so the bound also holds across
-// a failover, provided the old activation has stopped and the clocks of the
-// hosts agree (skew adds to the bound). Unspent permits of a caller that
-// dies are lost: the rate is under-used, never exceeded.
+// [PermitThrottlerProps] is the throttler every --rate of a Foreman node
+// runs, one per limited job type: the same FSM, whose messages are the
+// permits the master shards ask for, each kept with its sender (the shard's
+// [PermitPool]) and granted to it as the rate allows. Its decisions are the
+// pure [PermitCore]; its shell keeps the rate and every grant on the
+// persistence runtime (epochs, lease, group commit) and sends a grant only
+// once it is durable, so one activation grants at a time and a successor
+// resumes the predecessor's timer period or sliding window from the
+// journal: no burst above the bound and no pause of a period. With
+// P = Per, C = Calls: in ModeTimer no throttler period of P holds more
+// than C grants (a sliding window of P at most 2C); in strict mode
+// (ModeSlidingWindow over the permits, anchored on the spend times the
+// pools report, PermitCore.Used) no window of P holds more than C spends,
+// provided the clocks of the hosts
+// agree (skew adds to the bound). A PermitPool spends its permits without
+// blocking (its Reserve is master.DispatchLimiter's) and asks again
+// asynchronously; unspent permits of a caller that dies are lost: the rate
+// is under-used, never exceeded.
 //
 // # Example
 //

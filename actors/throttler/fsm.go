@@ -83,6 +83,10 @@ type Effects[T comparable, M any] struct {
 	// Timer is the timer operation, with its duration in TimerAfter.
 	Timer      TimerOp
 	TimerAfter time.Duration
+	// TimerFirst, when positive, is when a TimerStartPeriodic timer first
+	// fires (then every TimerAfter): a throttler that resumes a timer
+	// period a predecessor began ends that period on time (see resume).
+	TimerFirst time.Duration
 }
 
 // Stats are a throttler's counters and current shape.
@@ -123,6 +127,7 @@ type FSM[T comparable, M any] struct {
 	queue   ring[M]   // messages waiting for delivery, oldest first
 	limiter *Limiter  // strict modes
 	wakeAt  time.Time // strict modes: when the armed one-shot timer fires
+	resumed bool      // ModeTimer: started and used were restored (resume); becomeActive keeps the period
 
 	delivered, rejected, dropped uint64
 
@@ -316,7 +321,7 @@ func (f *FSM[T, M]) begin() {
 	f.eff.Deliver = f.eff.Deliver[:0]
 	f.eff.Rejected = f.eff.Rejected[:0]
 	f.eff.Dropped = f.eff.Dropped[:0]
-	f.eff.Timer, f.eff.TimerAfter = TimerNone, 0
+	f.eff.Timer, f.eff.TimerAfter, f.eff.TimerFirst = TimerNone, 0, 0
 }
 
 func (f *FSM[T, M]) end() Effects[T, M] {
@@ -332,6 +337,16 @@ func (f *FSM[T, M]) becomeActive(now time.Time) {
 	if f.state == StateActive {
 		return
 	}
+	if f.resumed {
+		f.resumed = false
+		if end := f.started.Add(f.rate.Per); now.Before(end) {
+			// A predecessor's period goes on: its deliveries count, and
+			// it ends when it would have, not one period from now.
+			f.state = StateActive
+			f.eff.Timer, f.eff.TimerAfter, f.eff.TimerFirst = TimerStartPeriodic, f.rate.Per, end.Sub(now)
+			return
+		}
+	}
 	if !now.Before(f.started.Add(f.rate.Per)) {
 		f.used = 0
 	}
@@ -339,6 +354,37 @@ func (f *FSM[T, M]) becomeActive(now time.Time) {
 	f.state = StateActive
 	f.eff.Timer, f.eff.TimerAfter = TimerStartPeriodic, f.rate.Per
 }
+
+// resume makes an idle ModeTimer FSM continue the timer period that began
+// at started, in which used deliveries were made (by a predecessor, as its
+// journal says): until started+Per it delivers at most Calls-used more, and
+// its first period ends at started+Per. In strict modes it is a no-op (feed
+// the limiter instead, see restoreGrant).
+func (f *FSM[T, M]) resume(started time.Time, used int) {
+	if f.mode.strict() || f.state != StateIdle {
+		return
+	}
+	f.started, f.used, f.resumed = started, min(used, f.rate.Calls), true
+}
+
+// restoreGrants records grants at ts (oldest first) in the strict window,
+// numbered so that the last is lastSeq (see Limiter.amend).
+func (f *FSM[T, M]) restoreGrants(ts []time.Time, lastSeq uint64) {
+	if f.limiter == nil {
+		return
+	}
+	f.limiter.seq = lastSeq - min(lastSeq, uint64(len(ts)))
+	for _, t := range ts {
+		f.limiter.record(f.limiter.clamp(t))
+	}
+	f.limiter.seq = lastSeq
+}
+
+// periodEnd is when the current ModeTimer period ends.
+func (f *FSM[T, M]) periodEnd() time.Time { return f.started.Add(f.rate.Per) }
+
+// periodUsed returns the current ModeTimer period's start and deliveries.
+func (f *FSM[T, M]) periodUsed() (time.Time, int) { return f.started, f.used }
 
 // becomeIdle enters StateIdle and stops the timer (seed 002: "case Active ->
 // Idle => cancelTimer(...)").

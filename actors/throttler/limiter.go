@@ -32,6 +32,18 @@ type Limiter struct {
 	interval  time.Duration // rate.Interval(), cached
 	tolerance time.Duration // (Burst()-1) * interval, cached
 	last      time.Time     // time of the latest grant
+	// seq counts the grants recorded (the newest entry's number), and
+	// floor is the latest time of an entry that left the ring: the
+	// sliding window counts from max(oldest entry, floor), so an entry
+	// amended to an earlier time (amend) cannot let a grant in before an
+	// older entry's window ended. Without amends floor never exceeds the
+	// oldest entry.
+	seq   uint64
+	floor time.Time
+	// hold is added to each grant's time as it is recorded: the strict
+	// permit throttler records a permit at the latest instant it may be
+	// spent (its start plus its validity) until its pool reports.
+	hold time.Duration
 }
 
 // NewLimiter returns a strict limiter for rate. Options: WithMode
@@ -82,6 +94,11 @@ func (l *Limiter) SetRate(rate Rate) error {
 		// Keep the newest min(len, Calls) grant times, oldest first.
 		kept := l.ordered()
 		if len(kept) > rate.Calls {
+			for _, t := range kept[:len(kept)-rate.Calls] {
+				if t.After(l.floor) {
+					l.floor = t
+				}
+			}
 			kept = kept[len(kept)-rate.Calls:]
 		}
 		l.log = append(make([]time.Time, 0, min(rate.Calls, max(len(kept), 16))), kept...)
@@ -122,7 +139,11 @@ func (l *Limiter) Delay(now time.Time) time.Duration {
 	var wait time.Duration
 	if len(l.log) == l.rate.Calls {
 		// The grant Calls places back must be at least Per old.
-		if w := l.log[l.head].Add(l.rate.Per).Sub(now); w > wait {
+		from := l.log[l.head]
+		if l.floor.After(from) {
+			from = l.floor
+		}
+		if w := from.Add(l.rate.Per).Sub(now); w > wait {
 			wait = w
 		}
 	}
@@ -153,16 +174,21 @@ func (l *Limiter) Reserve(now time.Time) (ok bool, wait time.Duration) {
 }
 
 func (l *Limiter) record(now time.Time) {
+	at := now.Add(l.hold)
 	if len(l.log) < l.rate.Calls {
-		l.log = append(l.log, now)
+		l.log = append(l.log, at)
 	} else {
-		l.log[l.head] = now
+		if old := l.log[l.head]; old.After(l.floor) {
+			l.floor = old
+		}
+		l.log[l.head] = at
 		l.head++
 		if l.head == len(l.log) {
 			l.head = 0
 		}
 	}
 	l.last = now
+	l.seq++
 	if l.mode == ModeTokenBucket {
 		// A grant less than one interval behind schedule keeps the
 		// schedule, so timer latency under a backlog does not add up (the
@@ -173,4 +199,22 @@ func (l *Limiter) record(now time.Time) {
 		}
 		l.tat = l.tat.Add(l.interval)
 	}
+}
+
+// amend sets the time of the grant numbered seq (the count of grants
+// recorded when it was, see seq) to t, if it is still in the ring: the
+// strict permit throttler records a permit at the latest instant it may be
+// spent and amends it to the real spend time once its pool reports it (or
+// to the zero time, which counts as no grant, when it expired unspent). It
+// reports whether the entry was found.
+func (l *Limiter) amend(seq uint64, t time.Time) bool {
+	n := uint64(len(l.log))
+	if seq == 0 || seq > l.seq || l.seq-seq >= n {
+		return false
+	}
+	pos := (uint64(l.head) + n - 1 - (l.seq - seq)) % n
+	if t.Before(l.log[pos]) {
+		l.log[pos] = t // only ever earlier: a report cannot widen a grant
+	}
+	return true
 }

@@ -35,3 +35,24 @@ func (r *ring[M]) grow() {
 	}
 	r.buf, r.head = buf, 0
 }
+
+// removeIf drops the elements drop reports, keeping the others in order,
+// and returns how many it dropped.
+func (r *ring[M]) removeIf(drop func(M) bool) int {
+	kept, gone := 0, 0
+	var zero M
+	for i := range r.n {
+		m := r.buf[(r.head+i)%len(r.buf)]
+		if drop(m) {
+			gone++
+			continue
+		}
+		r.buf[(r.head+kept)%len(r.buf)] = m
+		kept++
+	}
+	for i := kept; i < r.n; i++ {
+		r.buf[(r.head+i)%len(r.buf)] = zero
+	}
+	r.n = kept
+	return gone
+}

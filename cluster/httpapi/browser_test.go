@@ -69,7 +69,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	chromium := findChromium(t)
 	m := metrics.New()
-	s := startStack(t, withWorkers(2), withServer(httpapi.WithMetrics(m)),
+	rates := &rateCalls{list: []httpapi.RateInfo{{Type: "square", Rate: "20/s", Calls: 20, Per: "1s", Mode: httpapi.RateModeStrict, Node: "127.0.0.1:2551", Queued: 3, Granted: 1234, Refused: 5}}}
+	s := startStack(t, withWorkers(2), withServer(httpapi.WithMetrics(m), httpapi.WithRateAdmin(rates)),
 		withNode(node.WithRegistry(flakyRegistry(t)), node.WithMetrics(m), node.WithMasterOptions(master.WithMaxAttempts(3))))
 	shots := artifactDir(t)
 	// A fresh profile; chromium may still write to it as it exits, so it
@@ -145,6 +146,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	var master string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text(`#master`, &master, chromedp.ByQuery)))
 	require.Contains(t, master, "Master at")
+
+	// The rate-limits panel shows each throttler as GET /rates reports it.
+	var panel string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Poll(`document.querySelectorAll("#rates td").length === 7`, nil),
+		chromedp.Text(`#rates`, &panel, chromedp.ByQuery),
+	), "the rates panel fills")
+	require.Equal(t, "square 20/s strict 127.0.0.1:2551 3 1234 5", strings.Join(strings.Fields(panel), " "))
 
 	// A submitted job, looked up by id, is seen reaching done with its
 	// history.

@@ -282,3 +282,26 @@ func apiError(code int, h http.Header, data []byte) *APIError {
 	}
 	return e
 }
+
+// SetRate changes jobType's rate limit cluster-wide: PUT /rates/{type}.
+// It returns the rate as the server recorded it.
+func (c *Client) SetRate(ctx context.Context, jobType string, req RateRequest) (*RateInfo, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: encoding the rate: %w", err)
+	}
+	var info RateInfo
+	if err := c.do(ctx, http.MethodPut, PathRates+"/"+url.PathEscape(jobType), body, http.StatusOK, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Rates lists the cluster's throttlers: GET /rates.
+func (c *Client) Rates(ctx context.Context) ([]RateInfo, error) {
+	var list RateList
+	if err := c.do(ctx, http.MethodGet, PathRates, nil, http.StatusOK, &list); err != nil {
+		return nil, err
+	}
+	return list.Rates, nil
+}

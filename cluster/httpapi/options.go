@@ -68,6 +68,7 @@ type config struct {
 	feedPerClient     int              // open feed reads per client (feedshare.go)
 	tracer            trace.Tracer     // nil: no spans of its own (trace.go)
 	schedules         SchedulesAdmin   // nil: /schedules answers 501 (schedules.go)
+	rates             RateAdmin        // nil: the rate endpoints answer 501 (rates.go)
 }
 
 func defaultConfig() config {

@@ -338,8 +338,8 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 		case check.recorded:
 			n.log.Info("cluster settings recorded in the journal", "shards", cfg.Shards, "rate_limits", RateSpec(cfg.RateLimits))
 		}
-		n.permits = &permitAsker{log: log}
-		tk, err := throttleKinds(cfg.RateLimits, log.With("component", "throttler"))
+		n.permits = newPermitAsker(log)
+		tk, err := n.throttleKinds(log.With("component", "throttler"))
 		if err != nil {
 			n.closeJournal()
 			n.sys.Shutdown()
@@ -383,9 +383,6 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	// gossip runs rarely.
 	ccfg.GossipInterval = time.Hour
 	n.c = cluster.New(n.sys, ccfg)
-	if n.permits != nil {
-		n.permits.c.Store(n.c)
-	}
 	// The locators follow the topology from the first one, which the
 	// membership provider may publish while the cluster starts: they send
 	// lookups to the owner in the last topology they saw.
@@ -412,6 +409,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 
 	switch cfg.Role {
 	case RoleBackend:
+		// After the remote started: the receiver's PID must carry the
+		// node's address for the throttlers' grants to reach it.
+		if err := n.permits.start(n.sys, func(jobType string) *actor.PID { return n.c.Get(jobType, ThrottleKind(jobType)) }); err != nil {
+			n.Kill()
+			return nil, err
+		}
 		n.prodMu.Lock()
 		n.prod, n.prodAt = n.newProducer(), time.Now()
 		n.prodMu.Unlock()

@@ -13,6 +13,8 @@
 // master that cannot be found is route.ErrNoMaster). Results are published
 // on the [ResultsTopic] pub-sub topic.
 //
-// [MasterRateOptions] and [NewAdaptivePool] wire the throttler and the
-// adaptive scheduler into the distributed workers.
+// [WithRateLimits] (ClusterConfig.RateLimits on a cluster) and
+// [NewAdaptivePool] wire the throttler and the adaptive scheduler into the
+// distributed workers; [ClusterNode.SetRate] and [ClusterNode.Rates] change
+// and read the throttlers at run time (docs/rates.md).
 package node

@@ -5,11 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
-	"github.com/foreman-actors/foreman/actors/master"
 	"github.com/foreman-actors/foreman/actors/throttler"
 )
 
@@ -33,10 +31,10 @@ type RateLimit struct {
 	JobType string
 	// Rate is the limit.
 	Rate throttler.Rate
-	// Strict (":strict" in a spec) makes a cluster-wide limit hold in
-	// every window of Rate.Per, wherever it starts (the throttler's
-	// sliding window), not only in its timer periods (the seed's vouchers,
-	// the default). A one-process node's limit is always strict.
+	// Strict (":strict" in a spec) makes the limit hold in every window
+	// of Rate.Per, wherever it starts (the throttler's sliding window),
+	// not only in its timer periods (the seed's vouchers, the default), on
+	// a cluster and on the all-in-one node alike.
 	Strict bool
 }
 
@@ -136,58 +134,6 @@ func parsePeriod(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("period %q must be positive", s)
 	}
 	return d, nil
-}
-
-// RateLimitOptions returns one master.WithDispatchLimiter option per limit,
-// each with its own strict sliding-window throttler.Limiter: no window of
-// Rate.Per ever holds more than Rate.Calls hand-outs of the job type. Work
-// of a limited type waits in the master's queue (never in a mailbox) and
-// other types go first.
-//
-// The limit is per process: for a limit across a cluster's masters, give
-// ClusterConfig.RateLimits instead. Call RateLimitOptions once per master
-// you build; the limiters are safe to share between masters of one process
-// (for example successive activations of the singleton), and are then one
-// limit for all.
-func RateLimitOptions(limits []RateLimit) ([]master.Option, error) {
-	opts := make([]master.Option, 0, len(limits))
-	for _, l := range limits {
-		lim, err := throttler.NewLimiter(l.Rate, throttler.WithMode(throttler.ModeSlidingWindow))
-		if err != nil {
-			return nil, fmt.Errorf("%w: rate limit %s: %w", ErrInvalidConfig, l, err)
-		}
-		if l.JobType == "" {
-			return nil, fmt.Errorf("%w: rate limit %s: empty job type", ErrInvalidConfig, l)
-		}
-		opts = append(opts, master.WithDispatchLimiter(l.JobType, &lockedLimiter{lim: lim}))
-	}
-	return opts, nil
-}
-
-// MasterRateOptions parses spec (see ParseRateLimits) and returns the master
-// options that enforce it (see RateLimitOptions): what a --rate flag needs.
-func MasterRateOptions(spec string) ([]master.Option, error) {
-	limits, err := ParseRateLimits(spec)
-	if err != nil {
-		return nil, err
-	}
-	return RateLimitOptions(limits)
-}
-
-// lockedLimiter makes a throttler.Limiter (which an actor owns alone) safe to
-// share between masters of one process.
-type lockedLimiter struct {
-	mu  sync.Mutex         // guards lim
-	lim *throttler.Limiter // guarded by mu
-}
-
-var _ master.DispatchLimiter = (*lockedLimiter)(nil)
-
-// Reserve takes a grant at now or says how long to wait.
-func (l *lockedLimiter) Reserve(now time.Time) (bool, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lim.Reserve(now)
 }
 
 // NewAdaptivePool returns the limiter that sizes a worker node's executor

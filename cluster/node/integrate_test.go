@@ -104,20 +104,6 @@ func FuzzParseRateLimits(f *testing.F) {
 	})
 }
 
-func TestMasterRateOptions(t *testing.T) {
-	t.Parallel()
-	opts, err := node.MasterRateOptions("square=10/s,factorize=100/m")
-	require.NoError(t, err)
-	require.Len(t, opts, 2)
-	opts, err = node.MasterRateOptions("")
-	require.NoError(t, err)
-	require.Empty(t, opts)
-	_, err = node.MasterRateOptions("square=10")
-	require.ErrorIs(t, err, node.ErrInvalidConfig)
-	_, err = node.RateLimitOptions([]node.RateLimit{{JobType: "a", Rate: throttler.Rate{Calls: 0, Per: time.Second}}})
-	require.ErrorIs(t, err, throttler.ErrInvalidRate)
-}
-
 // Reference: seed 002, "at most N messages per period"; enforced where the
 // master hands work out, per job type.
 func TestRateLimitedMasterHandsOutAtMostNPerPeriod(t *testing.T) {
@@ -126,8 +112,9 @@ func TestRateLimitedMasterHandsOutAtMostNPerPeriod(t *testing.T) {
 	t.Cleanup(func() { _ = mem.Close() })
 	sys := testkit.NewSystem(t)
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rates, err := node.MasterRateOptions("square=3/s")
+	lim, err := throttler.NewLimiter(throttler.PerSecond(3))
 	require.NoError(t, err)
+	rates := []master.Option{master.WithDispatchLimiter("square", lim)}
 	// No lease: the test jumps the manual clock by most of a second at once,
 	// which a lease holder takes as a pause that lost its lease.
 	props, err := master.Props(mem, append([]master.Option{master.WithClock(clk), master.WithLogger(testLogger()), master.WithLeaseTTL(0)}, rates...)...)
@@ -252,14 +239,14 @@ func TestRateLimitedMasterWithAdaptiveWorkers(t *testing.T) {
 	lim, err := node.NewAdaptivePool("default", 4)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close) // after the node has stopped (cleanups run last first)
-	rates, err := node.MasterRateOptions("square=1000/s")
+	rates, err := node.ParseRateLimits("square=1000/s")
 	require.NoError(t, err)
 	mem := journal.NewMemory()
 	t.Cleanup(func() { _ = mem.Close() })
 	sys := testkit.NewSystem(t)
 	l, err := node.StartLocal(context.Background(), node.WithActorSystem(sys), node.WithJournal(mem),
 		node.WithLogger(sys.Logger()), node.WithWorkers(2), node.WithRegistry(squareRegistry(t)),
-		node.WithMasterOptions(rates...), node.WithWorkerOptions(worker.WithLimiter(lim), worker.WithWindow(2)))
+		node.WithRateLimits(rates), node.WithWorkerOptions(worker.WithLimiter(lim), worker.WithWindow(2)))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -274,4 +261,43 @@ func TestRateLimitedMasterWithAdaptiveWorkers(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return lim.Stats().Completed >= jobs }, testkit.Timeout(), 5*time.Millisecond)
 	require.LessOrEqual(t, lim.Stats().InFlight, 4)
+}
+
+// An all-in-one node with a strict rate hands its work out at the rate: 60
+// jobs at 20/s strict are done in about 3.3 s (the permits' lead and 60
+// spacings of 50.5 ms), never in less than 2 s (the bound: 20 in any
+// second); the upper bound is generous for a loaded machine. (Item 5's
+// report of a job left accepted for 3 s on such a node did not reproduce
+// here on the code before the strict groups either: 3.6 s for the 60.)
+func TestLocalStrictRateHandsOutAtTheRate(t *testing.T) {
+	t.Parallel()
+	lim, err := node.NewAdaptivePool("default", 4)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	rates, err := node.ParseRateLimits("square=20/s:strict")
+	require.NoError(t, err)
+	mem := journal.NewMemory()
+	t.Cleanup(func() { _ = mem.Close() })
+	sys := testkit.NewSystem(t)
+	l, err := node.StartLocal(context.Background(), node.WithActorSystem(sys), node.WithJournal(mem),
+		node.WithLogger(sys.Logger()), node.WithWorkers(2), node.WithRegistry(squareRegistry(t)),
+		node.WithRateLimits(rates), node.WithWorkerOptions(worker.WithLimiter(lim), worker.WithWindow(2)))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, l.Stop(ctx))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	const jobs = 60
+	start := time.Now()
+	for i := range jobs {
+		require.NoError(t, l.Client().Submit(ctx, &messages.Work{WorkId: fmt.Sprint("w", i), JobType: "square", Payload: []byte(fmt.Sprint(i))}))
+	}
+	require.Eventually(t, func() bool { return lim.Stats().Completed >= jobs }, 8*time.Second, 5*time.Millisecond,
+		"60 jobs at 20/s strict")
+	took := time.Since(start)
+	t.Logf("%d jobs at 20/s strict done in %s", jobs, took)
+	require.Greater(t, took, 2*time.Second, "faster than 20 per second")
 }

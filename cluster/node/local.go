@@ -54,6 +54,7 @@ type localConfig struct {
 	actorMetrics  bool
 	tracer        trace.TracerProvider // tracing.go
 	drainTimeout  time.Duration
+	rateLimits    []RateLimit // local_rate.go
 }
 
 // WithDrainTimeout makes Stop drain the node's workers first, as a worker
@@ -120,7 +121,8 @@ type Local struct {
 	jrnl      persistence.Journal
 	ownJrnl   bool
 	master    *actor.PID
-	scheduler *actor.PID // schedules.go
+	scheduler *actor.PID            // schedules.go
+	throttles map[string]*actor.PID // the throttler of each limited job type (local_rate.go)
 	workers   []*actor.PID
 	client    *frontend.Client
 	log       *slog.Logger
@@ -191,6 +193,12 @@ func StartLocal(ctx context.Context, opts ...LocalOption) (*Local, error) {
 	// master is a plain actor that nothing re-activates, so a lease lost
 	// to a stall of the process would stop the node's master for good.
 	mopts := append([]master.Option{master.WithLogger(log), master.WithJobTypes(reg.Types()...), master.WithLeaseTTL(0)}, append(append(metricsMaster(cfg.metrics), master.WithTracerProvider(cfg.tracer)), cfg.masterOpts...)...)
+	rateOpts, err := n.startThrottlers(cfg, log)
+	if err != nil {
+		n.shutdown()
+		return nil, err
+	}
+	mopts = append(mopts, rateOpts...)
 	mprops, err := master.Props(n.jrnl, mopts...)
 	if err != nil {
 		n.shutdown()
@@ -254,6 +262,7 @@ func (n *Local) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: stop worker: %w", err))
 		}
 	}
+	n.stopThrottlers()
 	if n.master != nil {
 		if err := drainMaster(n.sys.Root, n.master, DefaultHandBackTimeout); err != nil {
 			n.log.Warn("the master did not confirm its last journal writes before stopping", "error", err)

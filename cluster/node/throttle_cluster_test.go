@@ -26,8 +26,10 @@ import (
 // would start 40 a second; one cluster-wide limit starts at most 20 in each
 // of its periods, so no window shorter than two periods holds more than
 // three periods' worth (60). The backend hosting the throttler is killed
-// mid-run: its successor grants nothing for a period, then the rate holds
-// again, and every acked job runs.
+// mid-run: its successor resumes from the journal (the predecessor's
+// grants count, its period ends on time), the rate holds across, and every
+// acked job runs. Then Rates shows the successor and SetRate changes the
+// rate cluster-wide, durably.
 func TestClusterRateLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test: skipped with -short")
@@ -135,10 +137,29 @@ func TestClusterRateLimit(t *testing.T) {
 	// can start before the third period opens.
 	require.GreaterOrEqual(t, ts[len(ts)-1].Sub(ts[0]), time.Duration(jobs-2*rate)*time.Second/rate-time.Second)
 
-	wn.Kill()
+	var survivor *node.ClusterNode
 	for _, b := range backends {
 		if b != victim {
-			require.NoError(t, b.Stop(ctx))
+			survivor = b
 		}
 	}
+	rates, err := survivor.Rates(ctx)
+	require.NoError(t, err)
+	require.Len(t, rates, 1)
+	require.NoError(t, rates[0].Err)
+	require.Equal(t, "square", rates[0].JobType)
+	require.Equal(t, throttler.PerSecond(rate), rates[0].Rate)
+	require.Equal(t, survivor.Address(), rates[0].Node, "the successor runs on the surviving backend")
+	require.NotZero(t, rates[0].Granted, "the successor granted the rest")
+
+	require.NoError(t, fe.SetRate(ctx, "square", throttler.PerMinute(90), true), "any node sets a rate, a frontend included")
+	rates, err = fe.Rates(ctx)
+	require.NoError(t, err)
+	require.Equal(t, throttler.PerMinute(90), rates[0].Rate)
+	require.True(t, rates[0].Strict)
+	require.ErrorIs(t, fe.SetRate(ctx, "factorize", throttler.PerSecond(1), false), node.ErrNotLimited)
+	require.ErrorIs(t, fe.SetRate(ctx, "square", throttler.Rate{Calls: 0, Per: time.Second}, false), node.ErrInvalidConfig)
+
+	wn.Kill()
+	require.NoError(t, survivor.Stop(ctx))
 }

@@ -221,7 +221,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	a.sec.register(fs)
 	a.otlp.register(fs)
 	fs.Usage = func() {
-		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status|queue|schedule|certs|sim [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
+		printErr(stderr, "usage: foreman [PORT] [flags]\n       foreman bench|submit|status|queue|schedule|rate|certs|sim [flags]\n\nPORT is %s.\n\nflags:\n", node.PortHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(rest); err != nil {
@@ -251,7 +251,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	if a.window < 1 {
 		return a, fmt.Errorf("%w: --window %d: must be 1 or more", errUsage, a.window)
 	}
-	if _, err := node.MasterRateOptions(a.rate); err != nil {
+	if _, err := node.ParseRateLimits(a.rate); err != nil {
 		return a, fmt.Errorf("%w: --rate: %w", errUsage, err)
 	}
 	if lim, err := node.NewAdaptivePool(a.adaptive, 1); err != nil {

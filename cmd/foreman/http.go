@@ -17,7 +17,7 @@ func startHTTP(ctx context.Context, n *node.ClusterNode, addr string, sec *secur
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, m, hc, log, append(extra, httpapi.WithSchedules(n))...)
+	return serveHTTP(ctx, b, addr, sec, m, hc, log, append(extra, httpapi.WithSchedules(n), httpapi.WithRateAdmin(nodeRates{n}))...)
 }
 
 // startLocalHTTP serves the HTTP API of an all-in-one node.
@@ -26,7 +26,7 @@ func startLocalHTTP(ctx context.Context, n *node.Local, addr string, sec *securi
 	if err != nil {
 		return nil, err
 	}
-	return serveHTTP(ctx, b, addr, sec, m, hc, log, append(extra, httpapi.WithSchedules(n))...)
+	return serveHTTP(ctx, b, addr, sec, m, hc, log, append(extra, httpapi.WithSchedules(n), httpapi.WithRateAdmin(nodeRates{n}))...)
 }
 
 func serveHTTP(ctx context.Context, b httpapi.Backend, addr string, sec *security, m *metrics.Metrics, hc *health.Checker, log *slog.Logger, extra ...httpapi.Option) (func(context.Context) error, error) {

@@ -46,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runQueue(args[1:], stdout, stderr)
 		case "schedule":
 			return runSchedule(args[1:], stdout, stderr)
+		case "rate":
+			return runRate(args[1:], stdout, stderr)
 		case "certs":
 			return runCerts(args[1:], stdout, stderr)
 		case "sim":

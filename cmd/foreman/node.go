@@ -47,8 +47,13 @@ func runNode(ctx context.Context, a nodeArgs, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closePool()
+	limits, err := node.ParseRateLimits(a.rate)
+	if err != nil {
+		printErr(stderr, "foreman: --rate: %v\n", err)
+		return 2
+	}
 	opts := []node.LocalOption{node.WithDataDir(a.data), node.WithJournalURL(a.journal), node.WithWorkers(a.workers), node.WithLogger(log),
-		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...),
+		node.WithMasterOptions(mopts...), node.WithWorkerOptions(wopts...), node.WithRateLimits(limits),
 		node.WithDrainTimeout(a.drainTimeout)}
 	if metricsReadable(a) {
 		opts = append(opts, node.WithMetrics(m))

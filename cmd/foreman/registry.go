@@ -24,16 +24,11 @@ func builtinRegistry(a nodeArgs) *worker.Registry {
 	return reg
 }
 
-// tuning turns --rate, --adaptive and --window into master and worker
-// options. done closes the adaptive pool; call it after the workers stop.
-// In a cluster (clusterWide) --rate is not a master option: the node
-// enforces it across every shard (ClusterConfig.RateLimits).
-func tuning(a nodeArgs, m *metrics.Metrics, clusterWide bool) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
-	if !clusterWide {
-		if mopts, err = node.MasterRateOptions(a.rate); err != nil {
-			return nil, nil, nil, err
-		}
-	}
+// tuning turns --adaptive and --window into master and worker options.
+// done closes the adaptive pool; call it after the workers stop. --rate is
+// not a master option: the node runs a throttler per limited type
+// (node.WithRateLimits, ClusterConfig.RateLimits).
+func tuning(a nodeArgs, m *metrics.Metrics, _ bool) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
 	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit),
 		master.WithConcurrencyLimits(a.concurrency.Default, a.concurrency.PerKey), master.WithPriorityAging(a.priorityAging))
 	for _, k := range slices.Sorted(maps.Keys(a.fairWeights)) {

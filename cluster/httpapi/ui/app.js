@@ -275,6 +275,14 @@ async function refreshJob() {
   box.dataset.status = job.status;
 }
 
+// renderRates fills the rate-limits panel from GET /rates.
+function renderRates(list) {
+  const rows = (list.rates || []).map(r => r.error
+    ? row([r.type, "–", "–", r.error, "", "", ""])
+    : row([r.type, r.rate, r.mode, r.node || "", String(r.queued), String(r.granted), String(r.refused)]));
+  fill($("rates"), rows, "no rate limits (start the backends with --rate)");
+}
+
 async function poll() {
   const sample = { t: Date.now(), in: null, out: null, ack: null, result: null, pending: null, running: null };
   try {
@@ -301,6 +309,7 @@ async function poll() {
   }
   try { renderRunning(await api("/work?status=running&limit=200")); } catch (e) { /* shown by /status */ }
   try { renderQueues(await api("/queues")); } catch (e) { /* shown by /status; 501 without queue controls */ }
+  try { renderRates(await api("/rates")); } catch (e) { /* shown by /status */ }
   try {
     renderEnded(await api("/work?status=dead&limit=50"), await api("/work?status=cancelled&limit=50"));
   } catch (e) { /* shown by /status */ }
