@@ -127,9 +127,10 @@ func TestSIGTERMClusterNodes(t *testing.T) {
 	}
 }
 
-// TestSIGTERMAllInOne: `foreman` SIGTERMed while its worker runs a job exits
-// 0 within the bound; the job was handed back, and a node started on the
-// same journal does it.
+// TestSIGTERMAllInOne: `foreman --drain-timeout 0` SIGTERMed while its
+// worker runs a job exits 0 within the bound; the job was handed back at
+// once, and a node started on the same journal does it. (With the default
+// drain the node waits up to 25 s for the job first: TestSIGTERMDrainAllInOne.)
 func TestSIGTERMAllInOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; skipped with -short")
@@ -142,7 +143,7 @@ func TestSIGTERMAllInOne(t *testing.T) {
 	dbPath := filepath.Join(data, node.JournalFile)
 	g := newProcGroup(t)
 
-	first := g.startBinary(ctx, bin, "all-in-one", "--data", data, "--workers", "1", "--delay", "2m")
+	first := g.startBinary(ctx, bin, "all-in-one", "--data", data, "--workers", "1", "--delay", "2m", "--drain-timeout", "0")
 	first.waitLine(t, "Worker started", 1, 60*time.Second)
 	running := g.runningOn(ctx, t, dbPath, workerIDs(first))
 	g.sigterm(t, first, bound)
