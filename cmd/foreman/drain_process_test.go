@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foreman-actors/foreman/actors/master"
@@ -58,34 +59,36 @@ func TestSIGTERMDrain(t *testing.T) {
 			return err == nil
 		}, 30*time.Second, 100*time.Millisecond, "submitting %s", id)
 	}
-	waitStatus := func(id, status string, within time.Duration) *httpapi.WorkInfo {
+	// waitWork polls the job until ok holds and returns its last state; on
+	// a timeout it reports that state (a message built before the wait
+	// would always show nil).
+	waitWork := func(id, what string, within time.Duration, ok func(*httpapi.WorkInfo) bool) *httpapi.WorkInfo {
 		t.Helper()
 		var last *httpapi.WorkInfo
-		require.Eventually(t, func() bool {
+		if !assert.Eventually(t, func() bool {
 			info, err := api.Work(ctx, id)
 			if err != nil {
 				return false
 			}
 			last = info
-			return info.Status == status
-		}, within, 50*time.Millisecond, "waiting for %s to be %s (last %+v)\n%s", id, status, last, g.tails())
+			return ok(info)
+		}, within, 50*time.Millisecond) {
+			require.FailNowf(t, "timed out", "waiting for %s to %s (last %+v)\n%s", id, what, last, g.tails())
+		}
 		return last
 	}
-
+	waitStatus := func(id, status string, within time.Duration) *httpapi.WorkInfo {
+		t.Helper()
+		return waitWork(id, "be "+status, within, func(info *httpapi.WorkInfo) bool { return info.Status == status })
+	}
 	// waitStarted waits until the job runs on an executor: the master marks
 	// a job running when it hands it out, the built-in long job reports
 	// progress once its function has started.
 	waitStarted := func(id string, within time.Duration) {
 		t.Helper()
-		var last *httpapi.WorkInfo
-		require.Eventually(t, func() bool {
-			info, err := api.Work(ctx, id)
-			if err != nil {
-				return false
-			}
-			last = info
+		waitWork(id, "start", within, func(info *httpapi.WorkInfo) bool {
 			return info.Status == httpapi.StatusRunning && info.Progress != nil
-		}, within, 50*time.Millisecond, "waiting for %s to start (last %+v)\n%s", id, last, g.tails())
+		})
 	}
 
 	// A drain within the timeout: both jobs complete on the worker.
