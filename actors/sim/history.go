@@ -178,10 +178,20 @@ func (h *history) durable(s *stream, seq int64, ev jevent) {
 	}
 }
 
-// delivered records a message reaching an actor.
-func (h *history) delivered(to *node, id string, msg proto.Message) {
+// sentWork is a work on its way to a worker, with the failed attempts
+// the history knew of when it left: a hand-out is the master's decision,
+// judged when made. A worker paused past the work's timeout receives it
+// after the job died; that late attempt is a slow worker's (seed 1019575),
+// as if the worker had been slow to run it.
+type sentWork struct {
+	work     *messages.Work
+	failures int
+}
+
+// sent records what a send carries to a worker, for delivered.
+func (h *history) sent(to *node, msg proto.Message) []sentWork {
 	if to.kind != kindWorker {
-		return
+		return nil
 	}
 	var works []*messages.Work
 	switch m := msg.(type) {
@@ -190,11 +200,20 @@ func (h *history) delivered(to *node, id string, msg proto.Message) {
 	case *messages.WorkBundle:
 		works = m.GetWorks()
 	}
+	var out []sentWork
 	for _, wk := range works {
-		j := h.job(wk.GetWorkId())
+		out = append(out, sentWork{work: wk, failures: h.job(wk.GetWorkId()).failures})
+	}
+	return out
+}
+
+// delivered records the works of a send (sent's answer) reaching a worker.
+func (h *history) delivered(works []sentWork) {
+	for _, sw := range works {
+		j := h.job(sw.work.GetWorkId())
 		for _, inv := range h.inv {
 			if c, ok := inv.(handOutChecker); ok {
-				c.handOut(h, j, wk)
+				c.handOut(h, j, sw)
 			}
 		}
 	}
@@ -231,9 +250,6 @@ func (h *history) started(id string, askedAt time.Duration) {
 	}
 	j.started++
 }
-
-// sent is the hook on every send (for what only the sender shows).
-func (h *history) sent(_ *node, _ *messages.PID, _ *node, _ string, _ proto.Message) {}
 
 // end runs the final checks.
 func (h *history) end() {

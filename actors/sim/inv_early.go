@@ -3,8 +3,6 @@ package sim
 import (
 	"hash/fnv"
 	"time"
-
-	"github.com/foreman-actors/foreman/messages"
 )
 
 // NeverEarly checks issue 37's delayed jobs: a work with a run_at reaches
@@ -17,7 +15,8 @@ type NeverEarly struct{}
 // Name identifies the invariant.
 func (NeverEarly) Name() string { return "never_early" }
 
-func (i NeverEarly) handOut(h *history, j *jobRec, w *messages.Work) {
+func (i NeverEarly) handOut(h *history, j *jobRec, sw sentWork) {
+	w := sw.work
 	ra := w.GetRunAtUnixNano()
 	if ra == 0 {
 		return

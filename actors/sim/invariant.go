@@ -37,9 +37,10 @@ type (
 	outcomeChecker interface {
 		outcome(h *history, j *jobRec, o outcome)
 	}
-	// handOutChecker sees each work reaching a worker.
+	// handOutChecker sees each work reaching a worker, with the failures
+	// known when it was sent.
 	handOutChecker interface {
-		handOut(h *history, j *jobRec, w *messages.Work)
+		handOut(h *history, j *jobRec, sw sentWork)
 	}
 	// serveChecker sees each hand-out or status answer of a master
 	// activation (holder of the stream's lease or not, recovered under

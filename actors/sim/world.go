@@ -125,12 +125,12 @@ func (w *world) send(from *node, fromPID, to *messages.PID, msg proto.Message) {
 		return
 	}
 	id := to.GetId()
-	w.hist.sent(from, fromPID, dest, id, msg)
+	works := w.hist.sent(dest, msg)
 	w.transmit(from, dest, func() {
 		if w.e.tracing() {
 			w.e.tracef(dest.name, "%s <- %s/%s %s", id, fromPID.GetAddress(), fromPID.GetId(), msgText(msg))
 		}
-		w.hist.delivered(dest, id, msg)
+		w.hist.delivered(works)
 		if w.hosts[dest.idx].deliver(fromPID, id, msg) {
 			return
 		}
