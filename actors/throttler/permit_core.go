@@ -359,7 +359,34 @@ func (c *PermitCore[S]) Tick(now time.Time) PermitStep[S] {
 		c.shift = max(0, late.Add(StrictLead(c.rate)).Sub(now))
 	}
 	c.take(now, c.fsm.Tick(now))
+	if !c.strict {
+		c.forgetRest()
+	}
 	return c.end(now)
+}
+
+// forgetRest drops what the pools granted in this timer-mode tick still
+// have waiting: a tick's grant answers a pool's ask. A pool asks again
+// while its master has work (when it runs low, and every ask timeout while
+// dry), but a pool whose master ran out of work asks no more, and the rest
+// of its ask would take a share of every following period's vouchers for
+// permits that expire unspent, while the shards that still have work wait
+// (at the end of a backlog, 2-3 extra periods; issue 36).
+func (c *PermitCore[S]) forgetRest() {
+	var rest int
+	for _, g := range c.step.Grants {
+		rest += c.asked[g.To]
+	}
+	if rest == 0 {
+		return
+	}
+	c.fsm.queue.removeIf(func(u permitUnit[S]) bool {
+		_, ok := c.idx[u.from]
+		return ok
+	})
+	for _, g := range c.step.Grants {
+		delete(c.asked, g.To)
+	}
 }
 
 // SetRate changes the rate and mode from now on; the change is an event, so
