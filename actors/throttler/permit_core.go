@@ -358,11 +358,50 @@ func (c *PermitCore[S]) Tick(now time.Time) PermitStep[S] {
 	if c.strict {
 		c.shift = max(0, late.Add(StrictLead(c.rate)).Sub(now))
 	}
+	if !c.strict {
+		c.interleave()
+	}
 	c.take(now, c.fsm.Tick(now))
 	if !c.strict {
 		c.forgetRest()
 	}
 	return c.end(now)
+}
+
+// interleave orders the queue one permit per pool in turn (pools in the
+// order of their oldest permit), so that a timer period's vouchers are
+// shared among the pools that ask rather than going to the oldest ask whole:
+// shards with equal work then finish it together, and the last period is
+// not spent on one shard's last few works while the others wait.
+func (c *PermitCore[S]) interleave() {
+	q := &c.fsm.queue
+	if q.len() < 2 {
+		return
+	}
+	var lanes [][]permitUnit[S]
+	lane := map[S]int{}
+	for q.len() > 0 {
+		u := q.pop()
+		k, ok := lane[u.from]
+		if !ok {
+			k = len(lanes)
+			lane[u.from] = k
+			lanes = append(lanes, nil)
+		}
+		lanes[k] = append(lanes[k], u)
+	}
+	for i := 0; ; i++ {
+		pushed := false
+		for _, l := range lanes {
+			if i < len(l) {
+				q.push(l[i])
+				pushed = true
+			}
+		}
+		if !pushed {
+			return
+		}
+	}
 }
 
 // forgetRest drops what the pools granted in this timer-mode tick still
