@@ -358,8 +358,74 @@ func (c *PermitCore[S]) Tick(now time.Time) PermitStep[S] {
 	if c.strict {
 		c.shift = max(0, late.Add(StrictLead(c.rate)).Sub(now))
 	}
+	if !c.strict {
+		c.interleave()
+	}
 	c.take(now, c.fsm.Tick(now))
+	if !c.strict {
+		c.forgetRest()
+	}
 	return c.end(now)
+}
+
+// interleave orders the queue one permit per pool in turn (pools in the
+// order of their oldest permit), so that a timer period's vouchers are
+// shared among the pools that ask rather than going to the oldest ask whole:
+// shards with equal work then finish it together, and the last period is
+// not spent on one shard's last few works while the others wait.
+func (c *PermitCore[S]) interleave() {
+	q := &c.fsm.queue
+	if q.len() < 2 {
+		return
+	}
+	var lanes [][]permitUnit[S]
+	lane := map[S]int{}
+	for q.len() > 0 {
+		u := q.pop()
+		k, ok := lane[u.from]
+		if !ok {
+			k = len(lanes)
+			lane[u.from] = k
+			lanes = append(lanes, nil)
+		}
+		lanes[k] = append(lanes[k], u)
+	}
+	for i := 0; ; i++ {
+		pushed := false
+		for _, l := range lanes {
+			if i < len(l) {
+				q.push(l[i])
+				pushed = true
+			}
+		}
+		if !pushed {
+			return
+		}
+	}
+}
+
+// forgetRest drops what the pools granted in this timer-mode tick still
+// have waiting: a tick's grant answers a pool's ask. A pool asks again
+// while its master has work (when it runs low, and every ask timeout while
+// dry), but a pool whose master ran out of work asks no more, and the rest
+// of its ask would take a share of every following period's vouchers for
+// permits that expire unspent, while the shards that still have work wait
+// (at the end of a backlog, 2-3 extra periods; issue 36).
+func (c *PermitCore[S]) forgetRest() {
+	var rest int
+	for _, g := range c.step.Grants {
+		rest += c.asked[g.To]
+	}
+	if rest == 0 {
+		return
+	}
+	c.fsm.queue.removeIf(func(u permitUnit[S]) bool {
+		_, ok := c.idx[u.from]
+		return ok
+	})
+	for _, g := range c.step.Grants {
+		delete(c.asked, g.To)
+	}
 }
 
 // SetRate changes the rate and mode from now on; the change is an event, so

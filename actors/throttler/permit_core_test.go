@@ -260,3 +260,29 @@ func TestPermitCoreExpiryFreesThePlaceAndThePoolsQueue(t *testing.T) {
 	require.Zero(t, r.c.Status().Queued, "the expiring pool's waiting permits are dropped")
 	require.Equal(t, map[string]int{"b": 1}, r.take(r.c.Request(t0.Add(400*time.Millisecond), "b", 1)), "the expired permit's place is free")
 }
+
+// TestPermitCoreTickSharesAPeriodAndAnswersAsks: in timer mode a tick
+// shares the period's vouchers among the pools that wait, one permit each
+// in turn, and its grant answers a pool's ask: what it asked beyond the
+// grant is forgotten. So a pool whose master ran out of work (it asks no
+// more) does not take later periods' vouchers from a pool that still asks,
+// and shards with equal work finish together (issue 36: at the end of a
+// backlog the last works were spread over 2-3 extra periods).
+func TestPermitCoreTickSharesAPeriodAndAnswersAsks(t *testing.T) {
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	r := newCoreRun(t, Rate{Calls: 10, Per: time.Second}, false, nil)
+	r.take(r.c.Serve(at(0)))
+	require.Equal(t, map[string]int{"a": 10}, r.take(r.c.Request(at(0), "a", 10)))
+	// The period's vouchers are gone: both asks wait for the tick.
+	require.Empty(t, r.take(r.c.Request(at(100*time.Millisecond), "a", 10)))
+	require.Empty(t, r.take(r.c.Request(at(200*time.Millisecond), "b", 10)))
+	// The tick shares the period: 5 each, not all 10 to a's older ask.
+	require.Equal(t, map[string]int{"a": 5, "b": 5}, r.take(r.c.Tick(at(time.Second))))
+	require.Zero(t, r.c.Status().Queued, "a grant answers the ask")
+	// b's master has no more work: b asks no more. a asks for 10.
+	require.Empty(t, r.take(r.c.Request(at(1500*time.Millisecond), "a", 10)))
+	require.Equal(t, map[string]int{"a": 10}, r.take(r.c.Tick(at(2*time.Second))))
+	// b asks again: it is served like any ask.
+	require.Empty(t, r.take(r.c.Request(at(2100*time.Millisecond), "b", 3)))
+	require.Equal(t, map[string]int{"b": 3}, r.take(r.c.Tick(at(3*time.Second))))
+}
