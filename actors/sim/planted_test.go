@@ -22,12 +22,16 @@ var plantedCases = []struct {
 	bugs   Bugs
 	inv    string
 	within uint64
+	keys   bool // Config.Keys: the workload uses unique and concurrency keys
 }{
-	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30},
-	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5},
-	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5},
-	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60},
-	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20},
+	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30, false},
+	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5, false},
+	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5, false},
+	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60, false},
+	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20, false},
+	{"delayed work handed out early", Bugs{Master: mcore.HandOutEarly}, NeverEarly{}.Name(), 10, false},
+	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true},
+	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true},
 }
 
 // TestPlantedBugsAreCaught proves the search can fail: each planted bug
@@ -37,7 +41,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= c.within; seed++ {
 				cfg := DefaultConfig()
-				cfg.Seed, cfg.Planted = seed, c.bugs
+				cfg.Seed, cfg.Planted, cfg.Keys = seed, c.bugs, c.keys
 				rep, err := Run(t.Context(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -70,7 +74,7 @@ func TestPlantedCatchRates(t *testing.T) {
 		caught, first := 0, uint64(0)
 		for seed := uint64(1); seed <= n; seed++ {
 			cfg := DefaultConfig()
-			cfg.Seed, cfg.Planted = seed, c.bugs
+			cfg.Seed, cfg.Planted, cfg.Keys = seed, c.bugs, c.keys
 			rep, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
