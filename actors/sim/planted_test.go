@@ -16,18 +16,25 @@ import (
 // (TestPlantedCatchRates, on the final tree of issue 35): the lease's
 // overlap is caught by 22 (first at seed 14), the early hand-out by 216
 // (seed 2), the early ack by 300 (seed 1), the lost second waiter by 7
-// (seed 30), the dedupe by id by 30 (seed 5).
+// (seed 30), the dedupe by id by 30 (seed 5). Issue 37's, over seeds
+// 1..200: the early hand-out of a delayed work by 126 (first at seed 3),
+// the ignored concurrency limit by 156 (seed 1), the ignored unique key
+// by 196 (seed 1).
 var plantedCases = []struct {
 	name   string
 	bugs   Bugs
 	inv    string
 	within uint64
+	keys   bool // Config.Keys: the workload uses unique and concurrency keys
 }{
-	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30},
-	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5},
-	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5},
-	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60},
-	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20},
+	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30, false},
+	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5, false},
+	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5, false},
+	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60, false},
+	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20, false},
+	{"delayed work handed out early", Bugs{Master: mcore.HandOutEarly}, NeverEarly{}.Name(), 10, false},
+	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true},
+	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true},
 }
 
 // TestPlantedBugsAreCaught proves the search can fail: each planted bug
@@ -37,7 +44,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= c.within; seed++ {
 				cfg := DefaultConfig()
-				cfg.Seed, cfg.Planted = seed, c.bugs
+				cfg.Seed, cfg.Planted, cfg.Keys = seed, c.bugs, c.keys
 				rep, err := Run(t.Context(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -70,7 +77,7 @@ func TestPlantedCatchRates(t *testing.T) {
 		caught, first := 0, uint64(0)
 		for seed := uint64(1); seed <= n; seed++ {
 			cfg := DefaultConfig()
-			cfg.Seed, cfg.Planted = seed, c.bugs
+			cfg.Seed, cfg.Planted, cfg.Keys = seed, c.bugs, c.keys
 			rep, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)

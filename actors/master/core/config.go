@@ -124,4 +124,25 @@ const (
 	// records no WaiterAdded, so only the first caller is waited for and
 	// told the outcome (issue 34, item 1).
 	DuplicateKeepsFirstWaiter
+	// HandOutEarly looks at pending work as if the clock read a second
+	// later (earlyBy): a delayed work is handed out up to that long before
+	// its run_at (issue 37, item 1).
+	HandOutEarly
+	// ConcurrencyLimitIgnored starts a work whatever its concurrency key's
+	// running count (issue 37, item 5).
+	ConcurrencyLimitIgnored
+	// UniqueKeyIgnored accepts a submission whose unique key another
+	// pending, running or recently finished job holds (issue 37, item 6).
+	UniqueKeyIgnored
 )
+
+// earlyBy is how far ahead HandOutEarly looks.
+const earlyBy = int64(time.Second)
+
+// earlyOf is how far ahead a state with bug b planted looks: 0 in production.
+func earlyOf(b Bug) int64 {
+	if b == HandOutEarly {
+		return earlyBy
+	}
+	return 0
+}

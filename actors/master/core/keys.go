@@ -114,7 +114,7 @@ type keyIndex struct {
 // held slot of its key expires (zero: when a run of the key ends).
 func (s *WorkState) mayStart(e *entry, now time.Time) (ok bool, wake time.Time) {
 	key := e.concurrencyKey()
-	if key == "" {
+	if key == "" || s.planted == ConcurrencyLimitIgnored {
 		return true, time.Time{}
 	}
 	used, expires := s.keys.occupied(key, now, s.keys.timeout)

@@ -199,6 +199,23 @@ func TestPlantedBugs(t *testing.T) {
 				require.Len(t, sentTo(told, waiterB, false), 1, "every caller is told")
 			}
 		},
+	}, {
+		name: "HandOutEarly",
+		bug:  HandOutEarly,
+		run: func(t *testing.T, h *harness, planted bool) {
+			h.step(register(worker1))
+			w := work("j1", nil)
+			w.RunAtUnixNano = h.now.Add(500 * time.Millisecond).UnixNano()
+			h.durable(h.step(Submit{From: frontend, Work: w}))
+			got := handedOut(h.step(request(worker1, 1)), worker1)
+			if planted {
+				require.Equal(t, []string{"j1"}, got, "planted: handed out 500ms before its run_at")
+				return
+			}
+			require.Empty(t, got, "never before its run_at")
+			h.now = h.now.Add(500 * time.Millisecond)
+			require.Equal(t, []string{"j1"}, handedOut(h.step(request(worker1, 1)), worker1))
+		},
 	}} {
 		for _, planted := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/planted=%v", tc.name, planted), func(t *testing.T) {

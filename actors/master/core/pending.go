@@ -283,7 +283,7 @@ func (s *WorkState) see(t int64) {
 // not paused, the head of the lane each serves next, the earliest by lane
 // key (ready time and priority), then arrival.
 func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *entry {
-	limit := now.UnixNano()
+	limit := now.UnixNano() + s.early
 	s.see(limit)
 	var best qitem
 	for jt, tq := range s.queues {
@@ -314,7 +314,7 @@ func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *
 // waiting in the timer heaps of the job types not paused: when the master
 // should look again. ok is false when none waits.
 func (s *WorkState) NextReadyAt(now time.Time) (at time.Time, ok bool) {
-	limit := now.UnixNano()
+	limit := now.UnixNano() + s.early
 	var best int64
 	for jt, tq := range s.queues {
 		if len(s.paused) > 0 && s.paused[jt] {
@@ -337,7 +337,7 @@ func (s *WorkState) NextReadyAt(now time.Time) (at time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return time.Unix(0, best), true
+	return time.Unix(0, best-s.early), true
 }
 
 // PendingIDs returns the pending work ids by ready time, then arrival,

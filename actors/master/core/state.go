@@ -104,6 +104,16 @@ type WorkState struct {
 	// aging and weights: see SetQueueing.
 	aging   int64
 	weights map[string]int
+	// planted is test-only (Config.Planted): the bugs the state
+	// reintroduces; early is HandOutEarly's look-ahead. Both zero in
+	// production.
+	planted Bug
+	early   int64
+}
+
+// plant reintroduces bug b (test-only; NoBug in production).
+func (s *WorkState) plant(b Bug) {
+	s.planted, s.early = b, earlyOf(b)
 }
 
 // maxShared bounds WorkState.shared; past it the table starts over.

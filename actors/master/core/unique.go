@@ -19,7 +19,7 @@ import (
 // itself (its own id: the usual duplicate or re-submission path).
 func (m *Master) duplicateOf(w *messages.Work, at int64) (ack *messages.Ack, joined *messages.WaiterAdded) {
 	key := w.GetUniqueKey()
-	if key == "" {
+	if key == "" || m.cfg.Planted == UniqueKeyIgnored {
 		return nil, nil
 	}
 	id, status, ok := m.state.UniqueHolder(key, at)
