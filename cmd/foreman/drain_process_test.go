@@ -116,15 +116,19 @@ func TestSIGTERMDrain(t *testing.T) {
 	// A drain that times out: the jobs are handed back and done elsewhere.
 	short := g.startBinary(ctx, bin, "worker-short", "0", seeds, "--workers", "2", "--prefetch", "0", "--drain-timeout", "2s")
 	short.waitLine(t, "Worker started", 2, 60*time.Second)
+	// 30 s jobs, checked 11 s after they started: CI once saw 15 s jobs
+	// done at the check, when the other worker took 4 s to start on a
+	// loaded machine and the hold began only then.
 	for _, id := range []string{"long-1", "long-2"} {
-		submit(id, `"15s"`)
+		submit(id, `"30s"`)
 	}
 	for _, id := range []string{"long-1", "long-2"} {
 		waitStarted(id, 30*time.Second)
 	}
+	startedBy := time.Now()
 	other := g.startBinary(ctx, bin, "worker-other", "0", seeds, "--workers", "2")
 	other.waitLine(t, "Worker started", 2, 60*time.Second)
-	g.hold(ctx, 11*time.Second) // past the 10 s work timeout: the heartbeats keep them
+	g.hold(ctx, time.Until(startedBy.Add(11*time.Second))) // past the 10 s work timeout: the heartbeats keep them
 	for _, id := range []string{"long-1", "long-2"} {
 		// Asked again on a 503: CI saw "recovering from the journal" here,
 		// a master retaking its lease after a stall on a loaded machine.
@@ -136,7 +140,7 @@ func TestSIGTERMDrain(t *testing.T) {
 	g.sigterm(t, short, 2*time.Second+bound)
 	require.ElementsMatch(t, []string{"long-1", "long-2"}, handedBack(short), "%s", short.log.tail(20))
 	for _, id := range []string{"long-1", "long-2"} {
-		info := waitStatus(id, httpapi.StatusDone, 40*time.Second)
+		info := waitStatus(id, httpapi.StatusDone, 60*time.Second)
 		// At most 1: a master that recovers meanwhile (a lease renewal
 		// late on a loaded machine) re-queues what runs and uncounts it too.
 		require.LessOrEqual(t, info.Attempts, int32(1), "%s: the hand-back is not a failed attempt", id)
