@@ -86,7 +86,12 @@ func ShardKind(k, n int) string {
 func (n *ClusterNode) shardKind(k int, log *slog.Logger) (*cluster.Kind, error) {
 	cfg := n.cfg
 	kind := ShardKind(k, cfg.Shards)
-	mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(n.publish))}
+	publish := n.publish
+	if cfg.NoResultsPubSub {
+		// Every frontend reads the durable feed: no one would receive it.
+		publish = func(*messages.WorkResult) {}
+	}
+	mopts := []master.Option{master.WithLogger(log), master.WithPublisher(master.PublisherFunc(publish))}
 	// The master holds the lease only where this node's view places it
 	// (a stray activation must not keep it from the owner), and the side
 	// of a partition that hears from nobody lets go of it, so that the
@@ -197,6 +202,17 @@ type ClusterConfig struct {
 	// protoactor's pub-sub (at most once; results may be lost) instead of
 	// the master's durable result feed.
 	ResultsFromPubSub bool
+	// NoResultsPubSub stops a backend node's masters from publishing
+	// every result on [ResultsTopic]. Set it when every frontend of the
+	// cluster reads the durable result feed (none sets ResultsFromPubSub)
+	// and nothing else subscribes to the topic: the publishing then only
+	// costs the backend a producer request and a topic delivery per
+	// batch of results that no one receives (issue 39: about a sixth of
+	// the backend's CPU per job on the batch path). Callers that wait for
+	// an outcome (frontend.Client.Call and Do, POST /work?wait) are
+	// answered by the master directly, not through pub-sub, and are
+	// unaffected. Only for backend nodes.
+	NoResultsPubSub bool
 	// Logger for the node and its actor system (default slog.Default()).
 	Logger *slog.Logger
 	// KeepAlive is how often a backend touches the master so it is active
@@ -282,6 +298,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 	}
 	if cfg.Workers < 0 {
 		return nil, fmt.Errorf("%w: workers %d must be 0 or more", ErrInvalidConfig, cfg.Workers)
+	}
+	if cfg.NoResultsPubSub && cfg.Role != RoleBackend {
+		return nil, fmt.Errorf("%w: NoResultsPubSub stops the masters publishing results, and a %s node runs none: set it on backend nodes only", ErrInvalidConfig, cfg.Role)
 	}
 	if cfg.JournalURL != "" && cfg.Role != RoleBackend {
 		// A journal URL on a node that has none is a mistake in the
@@ -415,9 +434,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*ClusterNode, error) 
 			n.Kill()
 			return nil, err
 		}
-		n.prodMu.Lock()
-		n.prod, n.prodAt = n.newProducer(), time.Now()
-		n.prodMu.Unlock()
+		if !cfg.NoResultsPubSub {
+			n.prodMu.Lock()
+			n.prod, n.prodAt = n.newProducer(), time.Now()
+			n.prodMu.Unlock()
+		}
 		n.loop(bg, cfg.KeepAlive, n.keepAlive)
 		if err := n.startScheduler(bg); err != nil {
 			n.Kill()

@@ -51,8 +51,12 @@ type nodeArgs struct {
 	// changeRate is --change-rate: a backend records its --rate in the
 	// journal even when the journal records other limits.
 	changeRate bool
-	adaptive   string
-	window     int
+	// resultsPubSub is --results-pubsub: a backend publishes every result
+	// on the results topic (issue 39: false when every frontend reads the
+	// durable feed, which every `foreman` frontend does).
+	resultsPubSub bool
+	adaptive      string
+	window        int
 	// prefetch is --prefetch; -1 (unset): as many as the window.
 	prefetch int
 	// resultHold is --result-hold.
@@ -216,6 +220,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		a.fairWeights[k] = n
 		return nil
 	})
+	fs.BoolVar(&a.resultsPubSub, "results-pubsub", true, "backend: also publish every result on the cluster's pub-sub topic \"results\" (--results-pubsub=false when every frontend reads the durable result feed, as every foreman frontend does, and nothing else subscribes: saves the backend CPU per job; callers waiting for an outcome are unaffected)")
 	fs.BoolVar(&a.actorMetrics, "actor-metrics", false, "also export protoactor's actor metrics (receive time, spawns, dead letters, ...) in the node's metrics")
 	fs.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	a.sec.register(fs)
@@ -272,6 +277,9 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	if a.changeRate && a.role != node.RoleBackend {
 		return a, fmt.Errorf("%w: --change-rate: only backend nodes (2000-2999) record rate limits in a journal; pass it to a backend", errUsage)
+	}
+	if !a.resultsPubSub && a.role != node.RoleBackend {
+		return a, fmt.Errorf("%w: --results-pubsub=false: only backend nodes (2000-2999) publish results; pass it to a backend", errUsage)
 	}
 	if a.jobs > 0 && !a.produce {
 		// --jobs N is carried out by the simulated clients: without them

@@ -59,6 +59,7 @@ func runClusterNode(ctx context.Context, a nodeArgs, sec *security, stdout, stde
 	cfg := node.ClusterConfig{
 		RateLimits:       limits,
 		ChangeRateLimits: a.changeRate,
+		NoResultsPubSub:  !a.resultsPubSub,
 		MasterOptions:    mopts,
 		WorkerOptions:    wopts,
 		Role:             a.role,

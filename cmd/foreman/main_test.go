@@ -70,6 +70,7 @@ func TestBadCommandLine(t *testing.T) {
 		{name: "BadDelay", args: []string{"--delay", "soon"}, want: "not a duration"},
 		{name: "NegativeJobs", args: []string{"--jobs", "-5"}, want: "--jobs -5"},
 		{name: "ChangeRateOffBackend", args: []string{"3001", "--change-rate"}, want: "--change-rate: only backend nodes (2000-2999) record rate limits"},
+		{name: "ResultsPubSubOffFrontend", args: []string{"3001", "--results-pubsub=false"}, want: "--results-pubsub=false: only backend nodes (2000-2999) publish results"},
 		{name: "JobsWithoutProducer", args: []string{"--jobs", "5", "--produce=false"}, want: "--jobs 5 submits its jobs through the simulated clients, which --produce=false turns off"},
 		{name: "BadLogLevel", args: []string{"--log-level", "loud"}, want: `"loud" is not a level`},
 		{name: "BadSeed", args: []string{"2551", "--seeds", "nohost"}, want: `"nohost" is not host:port`},
