@@ -314,6 +314,13 @@ func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *
 			continue
 		}
 		head := tq.lanes[tq.cur].q[0]
+		if s.planted == FairnessIgnored {
+			for _, l := range tq.lanes {
+				if l.q[0].before(head) {
+					head = l.q[0]
+				}
+			}
+		}
 		if head.e.readyAt > limit {
 			// Due at a horizon later than now: the clock of the master
 			// that wrote the events ran ahead of this one's, or a test
@@ -325,6 +332,14 @@ func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *
 		}
 	}
 	return best.e
+}
+
+// Due reports whether pending work id sits in its fairness lane: due,
+// released, not parked for its concurrency key. The rotation serves these
+// (the simulator's fairness_bounded counts what passes them).
+func (s *WorkState) Due(id string) bool {
+	e, ok := s.entries[id]
+	return ok && e.pending() && e.due
 }
 
 // NextReadyAt returns the earliest ready time after now of the works
