@@ -10,7 +10,7 @@ import (
 	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
-// plantedCases are the five known bug shapes, the invariant that must
+// plantedCases are the known bug shapes, the invariant that must
 // catch each, and within how many seeds (1..within) of the default
 // cluster and fault mix it must be caught. Measured over seeds 1..300
 // (TestPlantedCatchRates, on the final tree of issue 35): the lease's
@@ -19,7 +19,7 @@ import (
 // (seed 30), the dedupe by id by 30 (seed 5). Issue 37's, over seeds
 // 1..200: the early hand-out of a delayed work by 126 (first at seed 3),
 // the ignored concurrency limit by 156 (seed 1), the ignored unique key
-// by 196 (seed 1).
+// by 196 (seed 1); fairness keys ignored (Config.Fair) by 166 (seed 1).
 var plantedCases = []struct {
 	name   string
 	bugs   Bugs
