@@ -109,7 +109,7 @@ func (b *backendHost) activate(s int) {
 		WorkTimeout: workTimeout, WorkerDeadAfter: 2 * time.Second,
 		Policy:        mcore.Policy{MaxAttempts: maxAttempts, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond},
 		DoneRetention: time.Hour, DoneLimit: 1 << 20, MaxPayload: 1 << 20, Shard: s, Shards: w.cfg.Shards,
-		RecoveryStash: 1000, Planted: w.planted.Master,
+		RecoveryStash: 1000, Planted: w.planted.Master, FairnessWeights: fairWeights(w.cfg.Fair),
 	})
 	b.acts[s] = act
 	w.e.tracef(b.n.name, "%s activate %s", masterID(s), act.holder)
@@ -208,6 +208,9 @@ func (act *activation) run(effs []effect.Effect) {
 		}
 		switch e := e.(type) {
 		case effect.Append:
+			if act.b.w.cfg.Fair {
+				act.b.w.hist.handOuts(act, e.Events) // inv_fair.go
+			}
 			if act.sess.Phase() != pcore.PhaseRunning {
 				if act.b.w.e.tracing() {
 					act.b.w.e.tracef(act.a.node.name, "%s append token %d dropped: session %v", act.holder, e.Token, act.sess.Phase())

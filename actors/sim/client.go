@@ -42,6 +42,10 @@ func (c *caller) act(j int) {
 		return // the caller's process is down with its frontend
 	}
 	fh := w.hosts[f.idx].(*frontendHost)
+	if w.cfg.Fair && c.k == 0 && j == 0 {
+		c.flood(fh) // inv_fair.go
+		return
+	}
 	id := "c" + strconv.Itoa(c.k) + "j" + strconv.Itoa(j)
 	roll := w.e.rng.Float64()
 	if roll < 0.25 && len(c.ids) > 0 {
@@ -62,6 +66,9 @@ func (c *caller) act(j int) {
 		wk := &messages.Work{WorkId: id, JobType: "t", Payload: []byte(id)}
 		if w.cfg.Keys {
 			wk.UniqueKey, wk.UniqueForNanos, wk.ConcurrencyKey = keysOf(id)
+		}
+		if w.cfg.Fair {
+			wk.FairnessKey = fairKeyOf(id)
 		}
 		if d := delayOf(id); d > 0 { // a delayed job (issue 37): NeverEarly
 			wk.RunAtUnixNano = f.local(w.e.now).Add(d).UnixNano()

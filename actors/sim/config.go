@@ -34,6 +34,11 @@ type Config struct {
 	// (limit 1), drawn from their ids (issue 37; inv_keys.go judges them).
 	// Off by default: it changes the schedules of the fixed seeds.
 	Keys bool
+	// Fair gives the jobs fairness keys (issue 37 item 4): one client
+	// floods one key, the others spread their jobs over it and three more,
+	// and the masters weigh one key double (inv_fair.go). Off by default:
+	// it changes the schedules of the fixed seeds.
+	Fair bool
 	// Planted reintroduces known bugs into the cores (test-only: proves
 	// that the invariants catch them).
 	Planted Bugs

@@ -27,6 +27,7 @@ func Invariants() []Invariant {
 		UniqueNeverTwice{},
 		ConcurrencyLimitHeld{},
 		NeverEarly{},
+		FairnessBounded{},
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
-// plantedCases are the five known bug shapes, the invariant that must
+// plantedCases are the known bug shapes, the invariant that must
 // catch each, and within how many seeds (1..within) of the default
 // cluster and fault mix it must be caught. Measured over seeds 1..300
 // (TestPlantedCatchRates, on the final tree of issue 35): the lease's
@@ -19,22 +19,24 @@ import (
 // (seed 30), the dedupe by id by 30 (seed 5). Issue 37's, over seeds
 // 1..200: the early hand-out of a delayed work by 126 (first at seed 3),
 // the ignored concurrency limit by 156 (seed 1), the ignored unique key
-// by 196 (seed 1).
+// by 196 (seed 1); fairness keys ignored (Config.Fair) by 166 (seed 1).
 var plantedCases = []struct {
 	name   string
 	bugs   Bugs
 	inv    string
 	within uint64
 	keys   bool // Config.Keys: the workload uses unique and concurrency keys
+	fair   bool // Config.Fair: the workload uses fairness keys
 }{
-	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30, false},
-	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5, false},
-	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5, false},
-	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60, false},
-	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20, false},
-	{"delayed work handed out early", Bugs{Master: mcore.HandOutEarly}, NeverEarly{}.Name(), 10, false},
-	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true},
-	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true},
+	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30, false, false},
+	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5, false, false},
+	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5, false, false},
+	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60, false, false},
+	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20, false, false},
+	{"delayed work handed out early", Bugs{Master: mcore.HandOutEarly}, NeverEarly{}.Name(), 10, false, false},
+	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true, false},
+	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true, false},
+	{"fairness keys ignored", Bugs{Master: mcore.FairnessIgnored}, FairnessBounded{}.Name(), 10, false, true},
 }
 
 // TestPlantedBugsAreCaught proves the search can fail: each planted bug
@@ -44,7 +46,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= c.within; seed++ {
 				cfg := DefaultConfig()
-				cfg.Seed, cfg.Planted, cfg.Keys = seed, c.bugs, c.keys
+				cfg.Seed, cfg.Planted, cfg.Keys, cfg.Fair = seed, c.bugs, c.keys, c.fair
 				rep, err := Run(t.Context(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -77,7 +79,7 @@ func TestPlantedCatchRates(t *testing.T) {
 		caught, first := 0, uint64(0)
 		for seed := uint64(1); seed <= n; seed++ {
 			cfg := DefaultConfig()
-			cfg.Seed, cfg.Planted, cfg.Keys = seed, c.bugs, c.keys
+			cfg.Seed, cfg.Planted, cfg.Keys, cfg.Fair = seed, c.bugs, c.keys, c.fair
 			rep, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -134,6 +134,11 @@ const (
 	// UniqueKeyIgnored accepts a submission whose unique key another
 	// pending, running or recently finished job holds (issue 37, item 6).
 	UniqueKeyIgnored
+	// FairnessIgnored hands out the due work of a job type in the lanes'
+	// order (priority, ready time, arrival) across fairness keys, as if
+	// every key shared one lane: a flood delays every other key's work
+	// (issue 37, item 4).
+	FairnessIgnored
 )
 
 // earlyBy is how far ahead HandOutEarly looks.

@@ -20,8 +20,9 @@ import (
 //   - lanes: the due works, one lane per fairness key ("" for works
 //     without one), each a min-heap by (ready time less the priority's
 //     head start, arrival). The hand-out serves the lanes in a ring,
-//     weight(key) works per turn (weighted round robin, in the order the
-//     keys got due work: no map order), and the best work of the lane.
+//     weight(key) works per turn (weighted round robin; a key that gets
+//     due work joins at the back of the rotation: no map order), and the
+//     best work of the lane.
 //
 // A due work moves from timers to its lane when the state's horizon (the
 // latest time it has seen: an event's, or the now of a hand-out) passes
@@ -179,13 +180,13 @@ func (s *WorkState) toLane(tq *typeQueue, e *entry) {
 	l.q.pushKey(e, s.laneKey(e, prio))
 }
 
-// lane returns the lane of key, added to the end of the ring if it had
-// no due work.
+// lane returns the lane of key, added to the ring (join) if it had no due
+// work.
 func (tq *typeQueue) lane(key []byte) *lane {
 	if len(key) == 0 {
 		if tq.def == nil {
 			tq.def = &lane{}
-			tq.lanes = append(tq.lanes, tq.def)
+			tq.join(tq.def)
 		}
 		return tq.def
 	}
@@ -197,8 +198,24 @@ func (tq *typeQueue) lane(key []byte) *lane {
 		tq.byKey = make(map[string]*lane)
 	}
 	tq.byKey[l.key] = l
-	tq.lanes = append(tq.lanes, l)
+	tq.join(l)
 	return l
+}
+
+// join adds lane l at the back of the rotation: just before the lane
+// served now, so that it has its turn after every lane that waits. At the
+// end of the ring instead, behind the cursor's way to a waiting lane near
+// the start, two keys whose lanes emptied in their turns and filled again
+// before the cursor wrapped took turns forever while that lane waited
+// (TestFairnessLaneThatRefillsWaitsItsTurn).
+func (tq *typeQueue) join(l *lane) {
+	if len(tq.lanes) == 0 {
+		tq.lanes = append(tq.lanes, l)
+		tq.cur, tq.served = 0, 0
+		return
+	}
+	tq.lanes = slices.Insert(tq.lanes, tq.cur, l)
+	tq.cur++
 }
 
 // drop takes empty lane l out of the ring.
@@ -297,6 +314,13 @@ func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *
 			continue
 		}
 		head := tq.lanes[tq.cur].q[0]
+		if s.planted == FairnessIgnored {
+			for _, l := range tq.lanes {
+				if l.q[0].before(head) {
+					head = l.q[0]
+				}
+			}
+		}
 		if head.e.readyAt > limit {
 			// Due at a horizon later than now: the clock of the master
 			// that wrote the events ran ahead of this one's, or a test
@@ -308,6 +332,14 @@ func (s *WorkState) nextReady(now time.Time, accept func(jobType string) bool) *
 		}
 	}
 	return best.e
+}
+
+// Due reports whether pending work id sits in its fairness lane: due,
+// released, not parked for its concurrency key. The rotation serves these
+// (the simulator's fairness_bounded counts what passes them).
+func (s *WorkState) Due(id string) bool {
+	e, ok := s.entries[id]
+	return ok && e.pending() && e.due
 }
 
 // NextReadyAt returns the earliest ready time after now of the works
