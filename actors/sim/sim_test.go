@@ -64,6 +64,7 @@ func TestReplaySeed(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Seed = seed
 	cfg.Keys = os.Getenv("SIM_KEYS") != "" // keyed jobs (keys_test.go)
+	cfg.Fair = os.Getenv("SIM_FAIR") != "" // fairness keys (fair_test.go)
 	if p := os.Getenv("SIM_TRACE"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
