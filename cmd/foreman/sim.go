@@ -77,6 +77,8 @@ seed and flags give the same schedule. Docs: docs/simulation.md.
 	fs.IntVar(&a.cfg.Jobs, "jobs", d.Jobs, "jobs per client")
 	fs.DurationVar(&a.cfg.Duration, "duration", d.Duration, "virtual time during which clients submit and faults happen")
 	fs.DurationVar(&a.cfg.Heal, "heal", d.Heal, "virtual time without faults before the final checks")
+	fs.BoolVar(&a.cfg.Keys, "keys", false, "give about half the jobs a unique key or a concurrency key (issue 37; judged by unique_never_twice and concurrency_limit_held); changes every seed's schedule")
+	fs.BoolVar(&a.cfg.Fair, "fair", false, "give jobs fairness keys, one of them flooded (issue 37; judged by fairness_bounded); changes every seed's schedule")
 	faults := fs.String("faults", "default", "the fault mix: default, none, or KIND=VALUE,... over the default (kinds: "+strings.Join(faultKinds(), ", ")+")")
 	if err := fs.Parse(args); err != nil {
 		return a, err
@@ -274,6 +276,12 @@ func replayFlags(a simArgs) string {
 		if f.v != f.def {
 			fmt.Fprintf(&b, " --%s %d", f.name, f.v)
 		}
+	}
+	if a.cfg.Keys {
+		b.WriteString(" --keys")
+	}
+	if a.cfg.Fair {
+		b.WriteString(" --fair")
 	}
 	if a.cfg.Duration != d.Duration {
 		fmt.Fprintf(&b, " --duration %v", a.cfg.Duration)
