@@ -73,9 +73,9 @@ type history struct {
 	// dupOf maps a submission the master answered as a duplicate by
 	// unique key to the job it named (inv_keys.go).
 	dupOf map[string]string
-	// waits counts, per master activation and waiting work, the hand-outs
+	// waits counts, per master activation and epoch and waiting work, the hand-outs
 	// of other fairness keys that passed it (inv_fair.go).
-	waits map[*activation]map[string]int
+	waits map[servingTerm]map[string]int
 }
 
 func newHistory(w *world) *history {

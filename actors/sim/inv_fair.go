@@ -150,15 +150,26 @@ func (h *history) handOuts(act *activation, events []proto.Message) {
 	}
 }
 
+// servingTerm is one activation serving under one epoch: an activation
+// that recovers in place (a journal write failed) takes a new epoch and
+// rebuilds its rotation from the journal, as a takeover does, so the count
+// starts again (seed 3000078 with Keys and Fair: b1/master/0#0.1 counted
+// across its recovery from epoch 2 to 3).
+type servingTerm struct {
+	act   *activation
+	epoch int64
+}
+
 func (i FairnessBounded) handOuts(h *history, act *activation, ids []string) {
 	st := act.m.State()
 	if h.waits == nil {
-		h.waits = make(map[*activation]map[string]int)
+		h.waits = make(map[servingTerm]map[string]int)
 	}
-	waits := h.waits[act]
+	term := servingTerm{act: act, epoch: act.epoch}
+	waits := h.waits[term]
 	if waits == nil {
 		waits = make(map[string]int)
-		h.waits[act] = waits
+		h.waits[term] = waits
 	}
 	// The works in their lanes now, in the history's order (no map order).
 	var lined []string
