@@ -20,6 +20,7 @@ type execution struct {
 	slot                    int
 	seq                     uint64
 	end                     time.Duration
+	attempt                 int32
 	// stale: a copy of a hand-out the master had already seen end (the
 	// job was finished, or that attempt had failed, when it began): a
 	// duplicated message executed again, which no master can count.
@@ -36,7 +37,7 @@ func (x *execution) live(now time.Duration) bool {
 // checks the keys' invariants against the executions before it.
 func (h *history) keyedStart(wh *workerHost, r workcore.Run, end time.Duration) {
 	x := &execution{id: r.Work.GetWorkId(), unique: r.Work.GetUniqueKey(), concurrency: r.Work.GetConcurrencyKey(),
-		wh: wh, inc: wh.n.inc, slot: r.Slot, seq: r.Seq, end: end}
+		wh: wh, inc: wh.n.inc, slot: r.Slot, seq: r.Seq, end: end, attempt: r.Work.GetAttempt()}
 	j := h.job(x.id)
 	switch j.status {
 	case messages.WorkStatus_WORK_STATUS_DONE, messages.WorkStatus_WORK_STATUS_DEAD, messages.WorkStatus_WORK_STATUS_CANCELLED:
@@ -104,8 +105,13 @@ func (i UniqueNeverTwice) keyedStart(h *history, x *execution) {
 // execute at workers: across shards (every job of a key is on its key's
 // shard) and failovers (a new master keeps the slots of the runs it
 // requeued). An execution ends at its drawn end or when its worker
-// crashes or cuts it short. The same job executing twice (a duplicated
-// hand-out) is not counted against itself.
+// crashes or cuts it short; it stops counting once the master has
+// durably failed or timed out its attempt, because the master frees the
+// slot then (a worker paused past the work timeout may still run it: seed
+// 3000154 with Keys and Fair; the failover rule in docs/scheduling-keys.md
+// is the same: a slot lasts until the result or the work timeout). The same
+// job executing twice (a duplicated hand-out) is not counted against
+// itself.
 type ConcurrencyLimitHeld struct{}
 
 // Name identifies the invariant.
@@ -122,7 +128,7 @@ func (i ConcurrencyLimitHeld) keyedStart(h *history, x *execution) {
 	now := h.w.e.now
 	n := 0
 	for _, y := range h.execs {
-		if y.concurrency == x.concurrency && y.id != x.id && !y.stale && y.live(now) {
+		if y.concurrency == x.concurrency && y.id != x.id && !y.stale && y.live(now) && !h.attemptEnded(y) {
 			n++
 			if n >= simLimit {
 				h.violate(i, x.id, "", "started while %s, of the same concurrency key %q, executes (limit %d)", y.id, x.concurrency, simLimit)
@@ -130,4 +136,10 @@ func (i ConcurrencyLimitHeld) keyedStart(h *history, x *execution) {
 			}
 		}
 	}
+}
+
+// attemptEnded reports whether the master has durably failed or timed out
+// x's attempt (or a later one) since the job was last accepted.
+func (h *history) attemptEnded(x *execution) bool {
+	return x.attempt > 0 && h.job(x.id).failures >= int(x.attempt)
 }
