@@ -180,10 +180,15 @@ func (k *keyIndex) runs(e *entry, d int) {
 
 // requeued keeps the slot of e's run, which may go on executing while
 // the master no longer tracks it: a recovery requeues it, or another
-// run's result finishes e.
-func (k *keyIndex) requeued(e *entry) {
+// run's result finishes e. The slot lasts a work timeout from the later of
+// the run's start and from (a recovery's own stamp; 0: none): a start
+// another master stamped is on that master's clock, and a successor whose
+// clock runs ahead would free the slot early, letting a failover double
+// the key's limit (the simulator's seed 3002231 with --keys --fair). The
+// held slot's StartedAtUnixNano is that later time.
+func (k *keyIndex) requeued(e *entry, from int64) {
 	if key := e.concurrencyKey(); key != "" {
-		k.slots = append(k.slots, &messages.HeldSlot{Key: key, WorkId: e.id, StartedAtUnixNano: e.startedAt, WorkerId: e.workerID})
+		k.slots = append(k.slots, &messages.HeldSlot{Key: key, WorkId: e.id, StartedAtUnixNano: max(e.startedAt, from), WorkerId: e.workerID})
 	}
 }
 

@@ -375,7 +375,7 @@ func (s *WorkState) applyCompleted(ev *messages.WorkCompleted) {
 		s.keys.ended(e.id, worker) // the reporting run's held slot (keys.go)
 	}
 	if e.status == statusRunning && e.workerID != worker {
-		s.keys.requeued(e) // the run the master tracked goes on elsewhere
+		s.keys.requeued(e, 0) // the run the master tracked goes on elsewhere
 	}
 	if e.plain && !e.delayed && e.status == statusRunning && e.workerID == worker {
 		// Done on its first attempt by the worker that started it: it
@@ -550,7 +550,7 @@ func (s *WorkState) applyRecovered(at int64) {
 	for _, e := range running {
 		e.record(histEvent{kind: histRequeued, at: at, attempt: e.attempts, worker: e.workerID})
 		e.takeBackAttempt()
-		s.keys.requeued(e)
+		s.keys.requeued(e, at)
 		s.removeRunning(e)
 		e.status = statusAccepted
 		if e.lastError() != "" {
