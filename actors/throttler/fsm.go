@@ -135,7 +135,7 @@ type FSM[T comparable, M any] struct {
 }
 
 // NewFSM returns an FSM in StateIdle with no target and a full set of
-// vouchers. Options: WithMode, WithBurst, WithMaxQueue, WithOverflow; other
+// vouchers. Options: WithMode, WithBurst, WithSlices, WithMaxQueue, WithOverflow; other
 // options are ignored.
 func NewFSM[T comparable, M any](rate Rate, opts ...Option) (*FSM[T, M], error) {
 	cfg, err := newConfig(defaultConfig(), opts)
@@ -144,7 +144,7 @@ func NewFSM[T comparable, M any](rate Rate, opts ...Option) (*FSM[T, M], error) 
 	}
 	f := &FSM[T, M]{mode: cfg.mode, maxQueue: cfg.maxQueue, overflow: cfg.overflow, state: StateIdle}
 	if cfg.mode.strict() {
-		f.limiter, err = NewLimiter(rate, WithMode(cfg.mode), WithBurst(cfg.burst))
+		f.limiter, err = NewLimiter(rate, WithMode(cfg.mode), WithBurst(cfg.burst), WithSlices(cfg.slices))
 		if err != nil {
 			return nil, err
 		}

@@ -44,6 +44,16 @@ type Limiter struct {
 	// permit throttler records a permit at the latest instant it may be
 	// spent (its start plus its validity) until its pool reports.
 	hold time.Duration
+	// slices paces ModeSlidingWindow (WithSlices): besides Calls per Per,
+	// at most sliceCalls grants in any window of slicePer =
+	// Per*sliceCalls/Calls, counted over the grants' own times (sliceLog,
+	// a ring of the last sliceCalls of them; hold does not apply), so a
+	// backlog goes out a slice at a time rather than in one burst a window.
+	slices     int
+	sliceCalls int
+	slicePer   time.Duration
+	sliceLog   []time.Time
+	sliceHead  int
 }
 
 // NewLimiter returns a strict limiter for rate. Options: WithMode
@@ -60,7 +70,7 @@ func NewLimiter(rate Rate, opts ...Option) (*Limiter, error) {
 	if !cfg.mode.strict() {
 		return nil, fmt.Errorf("%w: NewLimiter needs ModeSlidingWindow or ModeTokenBucket, got %s", ErrInvalidOption, cfg.mode)
 	}
-	l := &Limiter{mode: cfg.mode, burst: cfg.burst}
+	l := &Limiter{mode: cfg.mode, burst: cfg.burst, slices: cfg.slices}
 	if err := l.SetRate(rate); err != nil {
 		return nil, err
 	}
@@ -114,8 +124,37 @@ func (l *Limiter) SetRate(rate Rate) error {
 	l.rate = rate
 	l.interval = rate.Interval()
 	l.tolerance = time.Duration(l.Burst()-1) * l.interval
+	l.setSlices()
 	return nil
 }
+
+// setSlices derives the slice window from the rate (see slices): a slice of
+// ceil(Calls/slices) grants per the matching share of Per, or none when a
+// slice would be the whole window. The newest grant times that fit the new
+// slice are kept.
+func (l *Limiter) setSlices() {
+	n := 0
+	if l.slices > 1 && l.mode == ModeSlidingWindow {
+		n = (l.rate.Calls + l.slices - 1) / l.slices
+		if n >= l.rate.Calls {
+			n = 0
+		}
+	}
+	kept := append(l.sliceLog[l.sliceHead:len(l.sliceLog):len(l.sliceLog)], l.sliceLog[:l.sliceHead]...)
+	if len(kept) > n {
+		kept = kept[len(kept)-n:]
+	}
+	l.sliceCalls, l.sliceLog, l.sliceHead = n, kept, 0
+	l.slicePer = 0
+	if n > 0 {
+		l.slicePer = time.Duration(int64(l.rate.Per) * int64(n) / int64(l.rate.Calls))
+	}
+}
+
+// Slice returns how many grants a slice of the window allows at once and
+// how long a slice lasts (WithSlices); 0 and 0 when the limiter does not
+// slice.
+func (l *Limiter) Slice() (calls int, per time.Duration) { return l.sliceCalls, l.slicePer }
 
 // ordered returns the grant log oldest first.
 func (l *Limiter) ordered() []time.Time {
@@ -144,6 +183,11 @@ func (l *Limiter) Delay(now time.Time) time.Duration {
 			from = l.floor
 		}
 		if w := from.Add(l.rate.Per).Sub(now); w > wait {
+			wait = w
+		}
+	}
+	if l.sliceCalls > 0 && len(l.sliceLog) == l.sliceCalls {
+		if w := l.sliceLog[l.sliceHead].Add(l.slicePer).Sub(now); w > wait {
 			wait = w
 		}
 	}
@@ -185,6 +229,14 @@ func (l *Limiter) record(now time.Time) {
 		l.head++
 		if l.head == len(l.log) {
 			l.head = 0
+		}
+	}
+	if l.sliceCalls > 0 {
+		if len(l.sliceLog) < l.sliceCalls {
+			l.sliceLog = append(l.sliceLog, now)
+		} else {
+			l.sliceLog[l.sliceHead] = now
+			l.sliceHead = (l.sliceHead + 1) % l.sliceCalls
 		}
 	}
 	l.last = now

@@ -197,3 +197,80 @@ func TestLimiter(t *testing.T) {
 		require.ErrorIs(t, err, throttler.ErrInvalidOption)
 	})
 }
+
+// TestLimiterSlices: WithSlices paces ModeSlidingWindow without moving its
+// bound. At 100/s with 10 slices a backlog goes out 10 at a time, one slice
+// every 100 ms, not 100 at once; for random rates and arrivals no window of
+// Per holds more than Calls and no window of a slice's length more than a
+// slice's grants.
+func TestLimiterSlices(t *testing.T) {
+	t.Parallel()
+	t.Run("ABacklogGoesOutASliceAtATime", func(t *testing.T) {
+		l, err := throttler.NewLimiter(throttler.PerSecond(100), throttler.WithSlices(10))
+		require.NoError(t, err)
+		calls, per := l.Slice()
+		require.Equal(t, 10, calls)
+		require.Equal(t, 100*time.Millisecond, per)
+		now := t0
+		var grants []time.Time
+		for len(grants) < 200 {
+			if ok, wait := l.Reserve(now); ok {
+				grants = append(grants, now)
+			} else {
+				now = now.Add(wait)
+			}
+		}
+		for i, g := range grants {
+			require.Equal(t, t0.Add(time.Duration(i/10)*100*time.Millisecond), g, "grant %d", i)
+		}
+	})
+	t.Run("SmallRatesSliceOneByOne", func(t *testing.T) {
+		l, err := throttler.NewLimiter(throttler.PerSecond(4), throttler.WithSlices(10))
+		require.NoError(t, err)
+		calls, per := l.Slice()
+		require.Equal(t, 1, calls)
+		require.Equal(t, 250*time.Millisecond, per)
+		require.True(t, l.Allow(t0))
+		require.Equal(t, 250*time.Millisecond, l.Delay(t0))
+	})
+	t.Run("OneSliceIsTheWindow", func(t *testing.T) {
+		l, err := throttler.NewLimiter(throttler.PerSecond(1), throttler.WithSlices(10))
+		require.NoError(t, err)
+		calls, _ := l.Slice()
+		require.Zero(t, calls, "a slice of one whole window does not slice")
+	})
+	t.Run("OnlyTheSlidingWindowSlices", func(t *testing.T) {
+		_, err := throttler.NewLimiter(throttler.PerSecond(10), throttler.WithMode(throttler.ModeTokenBucket), throttler.WithSlices(2))
+		require.ErrorIs(t, err, throttler.ErrInvalidOption)
+		_, err = throttler.NewLimiter(throttler.PerSecond(10), throttler.WithSlices(-1))
+		require.ErrorIs(t, err, throttler.ErrInvalidOption)
+	})
+	t.Run("SetRateReslices", func(t *testing.T) {
+		l, err := throttler.NewLimiter(throttler.PerSecond(100), throttler.WithSlices(10))
+		require.NoError(t, err)
+		for range 10 {
+			require.True(t, l.Allow(t0))
+		}
+		require.NoError(t, l.SetRate(throttler.PerSecond(20)))
+		calls, per := l.Slice()
+		require.Equal(t, 2, calls)
+		require.Equal(t, 100*time.Millisecond, per)
+		require.Equal(t, 100*time.Millisecond, l.Delay(t0), "the slice keeps the newest grants")
+	})
+	t.Run("PropertyNoWindowOverItsBound", func(t *testing.T) {
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		r := rand.New(rand.NewPCG(seed, 11))
+		for i := range 300 {
+			rate := throttler.Rate{Calls: 1 + r.IntN(40), Per: time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second)))}
+			l, err := throttler.NewLimiter(rate, throttler.WithSlices(1+r.IntN(12)))
+			require.NoError(t, err)
+			grants := randomArrivals(r, l, 400)
+			require.NotEmpty(t, grants)
+			require.LessOrEqual(t, maxInWindow(grants, rate.Per), rate.Calls, "case %d: rate %s", i, rate)
+			if calls, per := l.Slice(); calls > 0 {
+				require.LessOrEqual(t, maxInWindow(grants, per), calls, "case %d: rate %s slice %d per %s", i, rate, calls, per)
+			}
+		}
+	})
+}

@@ -105,6 +105,7 @@ const (
 type config struct {
 	mode     Mode
 	burst    int
+	slices   int
 	maxQueue int
 	overflow Overflow
 	clock    clock.Clock
@@ -131,6 +132,9 @@ func newConfig(cfg config, opts []Option) (config, error) {
 		if err := o(&cfg); err != nil {
 			return config{}, err
 		}
+	}
+	if cfg.slices > 1 && cfg.mode != ModeSlidingWindow {
+		return config{}, fmt.Errorf("%w: WithSlices(%d) needs ModeSlidingWindow, mode is %s", ErrInvalidOption, cfg.slices, cfg.mode)
 	}
 	if cfg.burst > 1 && cfg.mode != ModeTokenBucket {
 		return config{}, fmt.Errorf("%w: WithBurst(%d) needs ModeTokenBucket, mode is %s", ErrInvalidOption, cfg.burst, cfg.mode)
@@ -168,6 +172,26 @@ func WithBurst(n int) Option {
 			return fmt.Errorf("%w: WithBurst(%d), want at least 1", ErrInvalidOption, n)
 		}
 		c.burst = n
+		return nil
+	}
+}
+
+// WithSlices paces ModeSlidingWindow: besides at most Calls deliveries in
+// any window of Per, at most ceil(Calls/n) in any window of the matching
+// share of Per (Per*ceil(Calls/n)/Calls), so a backlog is delivered a slice
+// at a time, n slices a window, rather than as one burst of Calls. The
+// bound is unchanged; what changes is the shape: at 100/s with 10 slices,
+// 10 every 100 ms instead of 100 at once and nothing for the rest of the
+// second, so a downstream sees no burst above a tenth of the rate and a
+// throttler that moves (a failover) leaves a gap of a slice, not of a
+// window. It also limits a burst after an idle spell to a slice. n <= 1
+// (the default) does not slice.
+func WithSlices(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: WithSlices(%d), want 0 (no slices) or more", ErrInvalidOption, n)
+		}
+		c.slices = n
 		return nil
 	}
 }

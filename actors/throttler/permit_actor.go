@@ -45,6 +45,7 @@ type permitConfig struct {
 	log      *slog.Logger
 	persist  []persistence.Option
 	observer PermitObserver
+	core     []PermitCoreOption
 }
 
 // WithPermitClock sets the throttler's clock (default clock.Real).
@@ -59,6 +60,12 @@ func WithPermitLogger(l *slog.Logger) PermitOption { return func(cfg *permitConf
 // make sure one activation grants at a time.
 func WithPermitPersistence(opts ...persistence.Option) PermitOption {
 	return func(cfg *permitConfig) { cfg.persist = append(cfg.persist, opts...) }
+}
+
+// WithPermitSlices sets how many slices a strict-mode window is granted in
+// (default StrictSlices; 0 grants a window's permits as one burst).
+func WithPermitSlices(n int) PermitOption {
+	return func(cfg *permitConfig) { cfg.core = append(cfg.core, PermitSlices(n)) }
 }
 
 // WithPermitObserver reports the throttler's grants, refusals and shape.
@@ -78,12 +85,12 @@ func WithPermitObserver(o PermitObserver) PermitOption {
 // strict are the node's configured rate (--rate); the journal's run-time
 // rate, if any, holds while the configuration stays the same (see Serve).
 func PermitThrottlerProps(j persistence.Journal, jobType string, rate Rate, strict bool, opts ...PermitOption) (*actor.Props, error) {
-	if _, err := NewPermitCore[PoolKey](jobType, rate, strict); err != nil {
-		return nil, err
-	}
 	cfg := permitConfig{clock: clock.Real}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if _, err := NewPermitCore[PoolKey](jobType, rate, strict, cfg.core...); err != nil {
+		return nil, err
 	}
 	popts := append([]persistence.Option{persistence.WithClock(cfg.clock), persistence.WithSnapshotEvery(1000)}, cfg.persist...)
 	if cfg.log != nil {
@@ -93,7 +100,7 @@ func PermitThrottlerProps(j persistence.Journal, jobType string, rate Rate, stri
 		return nil, err
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		c, _ := NewPermitCore[PoolKey](jobType, rate, strict) // checked above
+		c, _ := NewPermitCore[PoolKey](jobType, rate, strict, cfg.core...) // checked above
 		rt, _ := persistence.New(j, ThrottleStream(jobType), popts...)
 		return &permitActor{core: c, rt: rt, cfg: cfg, pids: map[PoolKey]*actor.PID{}}
 	}), nil

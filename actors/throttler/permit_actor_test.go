@@ -41,10 +41,10 @@ func newPermitRig(t *testing.T) *permitRig {
 // lease: the test jumps the manual clock by most of a period at once, which
 // a lease holder takes as a pause that lost its lease; the epochs still
 // fence a replaced activation.
-func (r *permitRig) spawn(rate throttler.Rate, strict bool) *actor.PID {
+func (r *permitRig) spawn(rate throttler.Rate, strict bool, opts ...throttler.PermitOption) *actor.PID {
 	r.t.Helper()
 	props, err := throttler.PermitThrottlerProps(r.j, "square", rate, strict,
-		throttler.WithPermitClock(r.clk), throttler.WithPermitLogger(r.sys.Logger()))
+		append([]throttler.PermitOption{throttler.WithPermitClock(r.clk), throttler.WithPermitLogger(r.sys.Logger())}, opts...)...)
 	require.NoError(r.t, err)
 	pid := r.sys.Root.Spawn(props)
 	r.status(pid) // answered once it has recovered and serves
@@ -115,7 +115,7 @@ func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	r := newPermitRig(t)
 	rate := throttler.PerSecond(5)
 	lead, v := throttler.StrictLead(rate), throttler.StrictValidity(rate)
-	a := r.spawn(rate, true)
+	a := r.spawn(rate, true, throttler.WithPermitSlices(0)) // a window's permits as one burst
 	r.ask(a, 5)
 	ps := r.granted()
 	require.Len(t, ps, 5, "an empty window grants a period's permits")
@@ -124,7 +124,7 @@ func TestPermitThrottlerStrictSuccessorKeepsTheWindow(t *testing.T) {
 	require.NoError(t, r.sys.Root.StopFuture(a).Wait())
 
 	r.clk.Advance(100 * time.Millisecond)
-	b := r.spawn(rate, true)
+	b := r.spawn(rate, true, throttler.WithPermitSlices(0)) // a window's permits as one burst
 	r.ask(b, 5)
 	r.pool.ExpectNoMsg(100 * time.Millisecond) // the predecessor's permits hold the window
 	r.clk.Advance(time.Second + v - 100*time.Millisecond - time.Millisecond)
@@ -144,7 +144,7 @@ func TestPermitThrottlerStrictAnchorsOnReportedSpends(t *testing.T) {
 	r := newPermitRig(t)
 	rate := throttler.PerSecond(5)
 	lead := throttler.StrictLead(rate)
-	a := r.spawn(rate, true)
+	a := r.spawn(rate, true, throttler.WithPermitSlices(0)) // a window's permits as one burst
 	r.ask(a, 5)
 	ps := r.granted()
 	require.Len(t, ps, 5)

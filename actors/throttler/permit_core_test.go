@@ -17,9 +17,12 @@ type coreRun struct {
 	journal []proto.Message
 }
 
-func newCoreRun(t *testing.T, rate Rate, strict bool, journal []proto.Message) *coreRun {
+// newCoreRun returns a core whose strict window is granted as one burst
+// (PermitSlices(0)): these tests follow the window's places permit by
+// permit; TestPermitCoreStrictSlices checks the slices.
+func newCoreRun(t *testing.T, rate Rate, strict bool, journal []proto.Message, opts ...PermitCoreOption) *coreRun {
 	t.Helper()
-	c, err := NewPermitCore[string]("square", rate, strict)
+	c, err := NewPermitCore[string]("square", rate, strict, append([]PermitCoreOption{PermitSlices(0)}, opts...)...)
 	require.NoError(t, err)
 	for _, ev := range journal {
 		require.NoError(t, c.Replay(ev))
@@ -285,4 +288,61 @@ func TestPermitCoreTickSharesAPeriodAndAnswersAsks(t *testing.T) {
 	// b asks again: it is served like any ask.
 	require.Empty(t, r.take(r.c.Request(at(2100*time.Millisecond), "b", 3)))
 	require.Equal(t, map[string]int{"b": 3}, r.take(r.c.Tick(at(3*time.Second))))
+}
+
+// TestPermitCoreStrictSlices: a strict throttler (default StrictSlices)
+// grants a backlog a slice at a time: at 100/s, 10 permits that start
+// together every 100 ms. The next window's slices anchor on the spends the
+// pools report, slice by slice, and a successor that replays the grants
+// keeps the slices going rather than granting a burst.
+func TestPermitCoreStrictSlices(t *testing.T) {
+	lead := StrictLead(PerSecond(100))
+	r := newCoreRun(t, PerSecond(100), true, nil, PermitSlices(StrictSlices))
+	r.take(r.c.Serve(t0))
+	starts := map[time.Time]int{}
+	var seqs []uint64
+	grant := func(st PermitStep[string]) {
+		for _, g := range st.Grants {
+			for _, p := range g.Permits {
+				starts[p.NotBefore]++
+				seqs = append(seqs, p.Seq)
+			}
+		}
+		r.take(st)
+	}
+	st := r.c.Request(t0, "a", 100)
+	require.Equal(t, TimerStartOnce, st.Timer)
+	require.Equal(t, 100*time.Millisecond, st.TimerAfter, "the next slice")
+	grant(st)
+	require.Equal(t, map[time.Time]int{t0.Add(lead): 10}, starts)
+	for i := 1; i < 10; i++ {
+		grant(r.c.Tick(t0.Add(time.Duration(i) * 100 * time.Millisecond)))
+	}
+	require.Len(t, starts, 10, "ten slices")
+	for i := range 10 {
+		require.Equal(t, 10, starts[t0.Add(lead+time.Duration(i)*100*time.Millisecond)], "slice %d", i)
+	}
+	require.Equal(t, uint64(100), r.c.Status().Granted)
+
+	// The first slice is spent 3 ms after its start: the second window's
+	// first slice starts a window after those spends.
+	spent := t0.Add(lead + 3*time.Millisecond)
+	uses := make([]PermitUse, 10)
+	for i := range uses {
+		uses[i] = PermitUse{Seq: seqs[i], Spent: spent}
+	}
+	grant(r.c.Request(t0.Add(lead), "a", 100))
+	st = r.c.Used(spent, "a", uses)
+	require.Empty(t, st.Grants, "not before a window after the spends")
+	clear(starts)
+	grant(r.c.Tick(spent.Add(time.Second - lead)))
+	require.Equal(t, map[time.Time]int{spent.Add(time.Second): 10}, starts)
+
+	// A successor replays the journal: it grants no burst, only what the
+	// window and the slices allow.
+	s := newCoreRun(t, PerSecond(100), true, r.journal, PermitSlices(StrictSlices))
+	s.take(s.c.Serve(spent.Add(time.Second - lead)))
+	st = s.c.Request(spent.Add(time.Second-lead), "b", 100)
+	require.Empty(t, st.Grants, "the window and the slice are full")
+	require.Equal(t, TimerStartOnce, st.Timer)
 }
