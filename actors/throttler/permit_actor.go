@@ -166,7 +166,21 @@ func (a *permitActor) Receive(c actor.Context) {
 			a.log.Info("throttler started", "rate", st.Rate.String(), "strict", st.Strict,
 				"address", c.ActorSystem().Address(), "epoch", a.rt.Epoch())
 		})
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Stopping:
+		a.disarm()
+		// The queued asks end with this activation: each waiting pool
+		// asks again now, reaching the successor (a backend that joined
+		// and took the kind over) at once rather than after its ask
+		// times out.
+		now := a.cfg.clock.Now()
+		for _, k := range a.core.Waiting() {
+			if pid := a.pids[k]; pid != nil {
+				msg := GrantMessage(nil, now)
+				msg.Pool = k.Pool
+				a.root.Send(pid, msg)
+			}
+		}
+	case *actor.Restarting:
 		a.disarm()
 	case *permitTick:
 		if m.gen != a.gen {

@@ -207,3 +207,25 @@ func TestPermitThrottlerRefusesAnotherType(t *testing.T) {
 	g := testkit.ExpectMsgType[*messages.PermitGrant](r.pool, testkit.Timeout())
 	require.Contains(t, g.GetError(), `limits job type "square", not "factorize"`)
 }
+
+// A throttler that stops (its kind moves to a backend that joined, or its
+// node drains) tells each pool whose ask still waits in its queue to ask
+// again now, with an empty grant whose hint is now: the ask would otherwise
+// be lost with the activation, and the pool would ask the successor only
+// when its ask timed out (250 ms on a cluster node), a pause of dispatch
+// that a backend joining must not cause.
+func TestPermitThrottlerStoppingTellsWaitingPoolsToAskAgain(t *testing.T) {
+	r := newPermitRig(t)
+	a := r.spawn(throttler.PerSecond(5), false)
+	r.ask(a, 5)
+	require.Len(t, r.granted(), 5, "the period's vouchers")
+	r.ask(a, 5)
+	r.pool.ExpectNoMsg(50 * time.Millisecond) // 5 permits wait for the next period
+	r.sys.Root.Stop(a)
+	g := testkit.ExpectMsgType[*messages.PermitGrant](r.pool, testkit.Timeout())
+	require.Empty(t, g.GetError())
+	require.EqualValues(t, 7, g.GetPool())
+	ps, again := throttler.GrantPermits(g)
+	require.Empty(t, ps)
+	require.True(t, r.clk.Now().Equal(again), "ask again now, not at %v", again)
+}

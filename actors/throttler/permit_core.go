@@ -563,6 +563,24 @@ func (c *PermitCore[S]) end(now time.Time) PermitStep[S] {
 	return c.step
 }
 
+// Waiting returns the pools that have permits waiting in the queue, in the
+// order of their oldest: a throttler that stops tells them to ask again,
+// since their asks end with it.
+func (c *PermitCore[S]) Waiting() []S {
+	q := &c.fsm.queue
+	var out []S
+	seen := map[S]bool{}
+	for range q.len() {
+		u := q.pop()
+		q.push(u) // a full turn leaves the queue as it was
+		if !seen[u.from] {
+			seen[u.from] = true
+			out = append(out, u.from)
+		}
+	}
+	return out
+}
+
 // Pause is the activation no longer serving (its lease lapsed): the FSM
 // loses its target, so it grants nothing, and what waits stays queued.
 func (c *PermitCore[S]) Pause(now time.Time) PermitStep[S] {
