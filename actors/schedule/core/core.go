@@ -127,8 +127,9 @@ const (
 	ForgetsFiredAtRecovery
 	// FiresEarly finds a tick due half a second before its time.
 	FiresEarly
-	// CatchUpUnbounded catches up every missed tick, ignoring catch_up_max.
-	CatchUpUnbounded
+	// SkipFiresMissed treats the skip policy as once: the latest missed
+	// tick fires.
+	SkipFiresMissed
 )
 
 // plantedEarly is how early FiresEarly fires.
@@ -449,7 +450,11 @@ func (e *entry) plan(now time.Time, planted Bug) (at time.Time, due bool) {
 	}
 	onTime := e.cron.Next(cut) // the first tick after cut
 	hasOnTime := !onTime.IsZero() && !onTime.After(now)
-	switch e.s.GetMissed() {
+	missed := e.s.GetMissed()
+	if planted == SkipFiresMissed && missed == messages.MissedPolicy_MISSED_POLICY_SKIP {
+		missed = messages.MissedPolicy_MISSED_POLICY_ONCE
+	}
+	switch missed {
 	case messages.MissedPolicy_MISSED_POLICY_SKIP:
 		if hasOnTime {
 			return onTime, true
@@ -457,9 +462,6 @@ func (e *entry) plan(now time.Time, planted Bug) (at time.Time, due bool) {
 		return onTime, false
 	case messages.MissedPolicy_MISSED_POLICY_CATCH_UP:
 		n := int(max(e.s.GetCatchUpMax(), 1))
-		if planted == CatchUpUnbounded {
-			n = MaxCatchUp
-		}
 		if last := e.lastTicks(from, cut, n); len(last) > 0 {
 			return last[0], true
 		}
