@@ -231,7 +231,7 @@ func (i TickNeverEarly) tickSubmit(h *history, _ *schedWorld, sub tickSub) {
 // cluster has healed for tickSettle, and when it fell due at least
 // tickSettleEnd before the admin paused the schedules for the end.
 const (
-	tickSettle    = 2 * time.Second
+	tickSettle    = 1500 * time.Millisecond
 	tickSettleEnd = 500 * time.Millisecond
 )
 

@@ -42,7 +42,7 @@ const (
 	// tickAckSettle is how long before the end of the run the admin
 	// pauses every schedule, and a tick's job must be acknowledged for
 	// acked_ends_final to require its end.
-	tickAckSettle = 3 * time.Second
+	tickAckSettle = 2 * time.Second
 )
 
 // schedSpec is one schedule of the workload.
