@@ -21,6 +21,10 @@ import (
 // 1..200: the early hand-out of a delayed work by 126 (first at seed 3),
 // the ignored concurrency limit by 156 (seed 1), the ignored unique key
 // by 196 (seed 1); fairness keys ignored (Config.Fair) by 166 (seed 1).
+// The scheduler's (Config.Schedules), over seeds 1..300: the tick's id
+// from its fire time by 60 (first at seed 15), fired ticks forgotten at
+// recovery by 168 (seed 3), ticks fired early by 300 (seed 1), skip firing
+// a missed tick by 20 (seed 8).
 var plantedCases = []struct {
 	name   string
 	bugs   Bugs
