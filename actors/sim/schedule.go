@@ -484,8 +484,7 @@ func (e errorString) Error() string { return string(e) }
 func (w *world) schedAdmin() {
 	const askEvery = 250 * time.Millisecond
 	f := w.frontends[0]
-	var ask func(req *messages.ScheduleRequest, then func())
-	ask = func(req *messages.ScheduleRequest, then func()) {
+	ask := func(req *messages.ScheduleRequest, then func()) {
 		done := false
 		var try func()
 		try = func() {
