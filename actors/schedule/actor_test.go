@@ -196,3 +196,56 @@ func TestSchedulerRefusesBadInput(t *testing.T) {
 		t.Fatalf("listed %v", rep)
 	}
 }
+
+// gatedJournal holds back the appends that carry a SchedulePaused until
+// open is closed: a pause whose write is still under way.
+type gatedJournal struct {
+	persistence.Journal
+	open chan struct{}
+}
+
+func (g *gatedJournal) AppendAsync(stream string, epoch int64, events []persistence.Event, done func(error)) {
+	for _, ev := range events {
+		if _, ok := ev.Msg.(*messages.SchedulePaused); ok {
+			go func() {
+				<-g.open
+				g.Journal.AppendAsync(stream, epoch, events, done)
+			}()
+			return
+		}
+	}
+	g.Journal.AppendAsync(stream, epoch, events, done)
+}
+
+// TestSchedulerAnswersNothingAheadOfTheJournal: a request that records
+// nothing (a pause asked again) is answered only once the events persisted
+// before it are durable, not at once from the scheduler's memory, which is
+// ahead of the journal while the first pause is written (the simulator's
+// seed 6000003 with --schedules: that write failed, and the schedule the
+// caller was told is paused ran on).
+func TestSchedulerAnswersNothingAheadOfTheJournal(t *testing.T) {
+	b := setup(t)
+	g := &gatedJournal{Journal: b.j, open: make(chan struct{})}
+	props, err := schedule.Props(g, b.sub, schedule.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := b.sys.Root.Spawn(props)
+	add := &messages.ScheduleRequest{Op: "add", Schedule: &messages.Schedule{Name: "yearly", Spec: "@yearly", JobType: "square"}}
+	if rep := b.ask(t, pid, add); rep.GetCode() != "" {
+		t.Fatalf("add: %v", rep)
+	}
+	pause := &messages.ScheduleRequest{Op: "pause", Name: "yearly"}
+	first := b.sys.Root.RequestFuture(pid, pause, 10*time.Second)
+	time.Sleep(100 * time.Millisecond) // the first pause is being written
+	if res, err := b.sys.Root.RequestFuture(pid, pause, 300*time.Millisecond).Result(); err == nil {
+		t.Fatalf("the second pause was answered (%v) while the first one's write was under way", res)
+	}
+	close(g.open)
+	if _, err := first.Result(); err != nil {
+		t.Fatalf("first pause: %v", err)
+	}
+	if rep := b.ask(t, pid, pause); rep.GetCode() != "" || !rep.GetSchedules()[0].GetSchedule().GetPaused() {
+		t.Fatalf("pause once durable: %v", rep)
+	}
+}

@@ -21,6 +21,9 @@ func (w *world) build() {
 func clusterHost(w *world, n *node) host {
 	switch n.kind {
 	case kindBackend:
+		if w.sched != nil {
+			return newSchedBackend(w, n) // schedule.go
+		}
 		return newBackend(w, n)
 	case kindFrontend:
 		return newFrontend(w, n)

@@ -8,6 +8,7 @@ import (
 	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
 	mcore "github.com/foreman-actors/foreman/actors/master/core"
 	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
+	schedcore "github.com/foreman-actors/foreman/actors/schedule/core"
 )
 
 // Config is one simulated cluster and its schedule of faults. The zero
@@ -39,6 +40,11 @@ type Config struct {
 	// and the masters weigh one key double (inv_fair.go). Off by default:
 	// it changes the schedules of the fixed seeds.
 	Fair bool
+	// Schedules hosts the scheduler on the backends and adds periodic
+	// schedules, one of each missed-tick policy (issue 37 item 2;
+	// schedule.go, inv_tick.go). Off by default: it changes the schedules
+	// of the fixed seeds.
+	Schedules bool
 	// Planted reintroduces known bugs into the cores (test-only: proves
 	// that the invariants catch them).
 	Planted Bugs
@@ -53,6 +59,8 @@ type Bugs struct {
 	Lease  pcore.Bug
 	Master mcore.Bug
 	Dedupe fecore.Bug
+	// Schedule is the scheduler core's (with Config.Schedules).
+	Schedule schedcore.Bug
 }
 
 // FaultMix says how often each kind of fault happens. Probabilities are

@@ -28,6 +28,9 @@ func Invariants() []Invariant {
 		ConcurrencyLimitHeld{},
 		NeverEarly{},
 		FairnessBounded{},
+		TickAtMostOnce{},
+		TickNeverEarly{},
+		TickFired{},
 	}
 }
 

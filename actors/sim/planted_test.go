@@ -8,6 +8,7 @@ import (
 	fecore "github.com/foreman-actors/foreman/actors/frontend/core"
 	mcore "github.com/foreman-actors/foreman/actors/master/core"
 	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
+	schedcore "github.com/foreman-actors/foreman/actors/schedule/core"
 )
 
 // plantedCases are the known bug shapes, the invariant that must
@@ -20,6 +21,10 @@ import (
 // 1..200: the early hand-out of a delayed work by 126 (first at seed 3),
 // the ignored concurrency limit by 156 (seed 1), the ignored unique key
 // by 196 (seed 1); fairness keys ignored (Config.Fair) by 166 (seed 1).
+// The scheduler's (Config.Schedules), over seeds 1..300: the tick's id
+// from its fire time by 60 (first at seed 15), fired ticks forgotten at
+// recovery by 168 (seed 3), ticks fired early by 300 (seed 1), skip firing
+// a missed tick by 20 (seed 8).
 var plantedCases = []struct {
 	name   string
 	bugs   Bugs
@@ -27,16 +32,21 @@ var plantedCases = []struct {
 	within uint64
 	keys   bool // Config.Keys: the workload uses unique and concurrency keys
 	fair   bool // Config.Fair: the workload uses fairness keys
+	sched  bool // Config.Schedules: the scheduler and its schedules run
 }{
-	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30, false, false},
-	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5, false, false},
-	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5, false, false},
-	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60, false, false},
-	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20, false, false},
-	{"delayed work handed out early", Bugs{Master: mcore.HandOutEarly}, NeverEarly{}.Name(), 10, false, false},
-	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true, false},
-	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true, false},
-	{"fairness keys ignored", Bugs{Master: mcore.FairnessIgnored}, FairnessBounded{}.Name(), 10, false, true},
+	{"lease last-chance overlap", Bugs{Lease: pcore.LastChanceOverlap}, OneServerAtATime{}.Name(), 30, false, false, false},
+	{"hand-out before acceptance durable", Bugs{Master: mcore.HandOutBeforeDurable}, DurableBeforeHandOut{}.Name(), 5, false, false, false},
+	{"ack before fsync", Bugs{Master: mcore.AckBeforeFsync}, AckedEndsFinal{}.Name(), 5, false, false, false},
+	{"duplicate keeps first waiter", Bugs{Master: mcore.DuplicateKeepsFirstWaiter}, CancelledOnlyWhenAbandoned{}.Name(), 60, false, false, false},
+	{"results deduplicated by id", Bugs{Dedupe: fecore.DedupeByIDOnly}, FeedExactlyOnce{}.Name(), 20, false, false, false},
+	{"delayed work handed out early", Bugs{Master: mcore.HandOutEarly}, NeverEarly{}.Name(), 10, false, false, false},
+	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true, false, false},
+	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true, false, false},
+	{"fairness keys ignored", Bugs{Master: mcore.FairnessIgnored}, FairnessBounded{}.Name(), 10, false, true, false},
+	{"tick id from the fire time", Bugs{Schedule: schedcore.IDFromFireTime}, TickAtMostOnce{}.Name(), 60, false, false, true},
+	{"fired ticks forgotten at recovery", Bugs{Schedule: schedcore.ForgetsFiredAtRecovery}, TickAtMostOnce{}.Name(), 30, false, false, true},
+	{"ticks fired early", Bugs{Schedule: schedcore.FiresEarly}, TickNeverEarly{}.Name(), 5, false, false, true},
+	{"skip fires a missed tick", Bugs{Schedule: schedcore.SkipFiresMissed}, TickFired{}.Name(), 60, false, false, true},
 }
 
 // TestPlantedBugsAreCaught proves the search can fail: each planted bug
@@ -46,7 +56,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= c.within; seed++ {
 				cfg := DefaultConfig()
-				cfg.Seed, cfg.Planted, cfg.Keys, cfg.Fair = seed, c.bugs, c.keys, c.fair
+				cfg.Seed, cfg.Planted, cfg.Keys, cfg.Fair, cfg.Schedules = seed, c.bugs, c.keys, c.fair, c.sched
 				rep, err := Run(t.Context(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -79,7 +89,7 @@ func TestPlantedCatchRates(t *testing.T) {
 		caught, first := 0, uint64(0)
 		for seed := uint64(1); seed <= n; seed++ {
 			cfg := DefaultConfig()
-			cfg.Seed, cfg.Planted, cfg.Keys, cfg.Fair = seed, c.bugs, c.keys, c.fair
+			cfg.Seed, cfg.Planted, cfg.Keys, cfg.Fair, cfg.Schedules = seed, c.bugs, c.keys, c.fair, c.sched
 			rep, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -82,6 +82,10 @@ func run(ctx context.Context, cfg Config) (Report, error) {
 func runWith(ctx context.Context, cfg Config, hosts hostFactory) (Report, error) {
 	w := newWorld(cfg)
 	w.makeHost = hosts
+	if cfg.Schedules {
+		w.sched = newSchedWorld(w) // schedule.go, inv_tick.go
+		w.schedAdmin()
+	}
 	w.build()
 	w.scheduleFaults(cfg.Duration)
 	if hosts == nil {

@@ -65,6 +65,8 @@ type world struct {
 	planted     Bugs
 	savedCursor fecore.Cursor   // the feed consumer's store: survives its crash
 	cursors     []fecore.Cursor // every cursor it saved, in order
+
+	sched *schedWorld // the schedules' record (schedule.go); nil without Config.Schedules
 }
 
 func newWorld(cfg Config) *world {

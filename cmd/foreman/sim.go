@@ -79,6 +79,7 @@ seed and flags give the same schedule. Docs: docs/simulation.md.
 	fs.DurationVar(&a.cfg.Heal, "heal", d.Heal, "virtual time without faults before the final checks")
 	fs.BoolVar(&a.cfg.Keys, "keys", false, "give about half the jobs a unique key or a concurrency key (issue 37; judged by unique_never_twice and concurrency_limit_held); changes every seed's schedule")
 	fs.BoolVar(&a.cfg.Fair, "fair", false, "give jobs fairness keys, one of them flooded (issue 37; judged by fairness_bounded); changes every seed's schedule")
+	fs.BoolVar(&a.cfg.Schedules, "schedules", false, "host the scheduler and add periodic schedules, one of each missed-tick policy (issue 37; judged by tick_at_most_once, tick_never_early and tick_fired); changes every seed's schedule")
 	faults := fs.String("faults", "default", "the fault mix: default, none, or KIND=VALUE,... over the default (kinds: "+strings.Join(faultKinds(), ", ")+")")
 	if err := fs.Parse(args); err != nil {
 		return a, err
@@ -282,6 +283,9 @@ func replayFlags(a simArgs) string {
 	}
 	if a.cfg.Fair {
 		b.WriteString(" --fair")
+	}
+	if a.cfg.Schedules {
+		b.WriteString(" --schedules")
 	}
 	if a.cfg.Duration != d.Duration {
 		fmt.Fprintf(&b, " --duration %v", a.cfg.Duration)

@@ -104,7 +104,36 @@ type entry struct {
 type Core struct {
 	entries []*entry // sorted by name
 	armed   time.Time
+	// Planted is test-only: it reintroduces a known bug so that the
+	// simulator's tests can prove its invariants catch it; never set in
+	// production (zero: none).
+	Planted Bug
 }
+
+// Bug is test-only: a known bug a Core can plant back (Core.Planted), so
+// that the simulator's tests (actors/sim) prove they catch it.
+type Bug int
+
+// The bugs Core.Planted can reintroduce.
+const (
+	// NoBug is production.
+	NoBug Bug = iota
+	// IDFromFireTime derives a tick's work id from the instant it fires
+	// (in milliseconds) instead of the tick's time: a successor that fires
+	// the tick again submits a second job, not a duplicate.
+	IDFromFireTime
+	// ForgetsFiredAtRecovery forgets the ticks fired at each recovery: the
+	// schedule plans again from its creation, as if no tick had fired.
+	ForgetsFiredAtRecovery
+	// FiresEarly finds a tick due half a second before its time.
+	FiresEarly
+	// SkipFiresMissed treats the skip policy as once: the latest missed
+	// tick fires.
+	SkipFiresMissed
+)
+
+// plantedEarly is how early FiresEarly fires.
+const plantedEarly = 500 * time.Millisecond
 
 // Validate checks s and fills its defaults; the error names the field and
 // gives an example.
@@ -285,7 +314,7 @@ func (c *Core) infos(now time.Time, name string) []*messages.ScheduleInfo {
 		}
 		info := &messages.ScheduleInfo{Schedule: proto.CloneOf(e.s)}
 		if !e.s.GetPaused() {
-			if tick, _ := e.plan(now); !tick.IsZero() {
+			if tick, _ := e.plan(now, c.Planted); !tick.IsZero() {
 				info.NextTickUnix = tick.Unix()
 			}
 		}
@@ -302,6 +331,9 @@ func (c *Core) Step(now time.Time, in Input) []effect.Effect {
 		c.armed = time.Time{}
 		for _, e := range c.entries {
 			e.inflight, e.retryAt = 0, time.Time{}
+			if c.Planted == ForgetsFiredAtRecovery {
+				e.s.LastTickUnix = 0
+			}
 		}
 	case effect.Fired:
 		if in.Name != TimerName {
@@ -345,15 +377,22 @@ func (c *Core) fire(now time.Time) []effect.Effect {
 			wake = earliest(wake, e.retryAt)
 			continue
 		}
-		at, due := e.plan(now)
+		at, due := e.plan(c.planNow(now), c.Planted)
 		if !due {
+			if !at.IsZero() && c.Planted == FiresEarly {
+				at = at.Add(-plantedEarly)
+			}
 			wake = earliest(wake, at)
 			continue
 		}
 		tick := at.Unix()
 		e.inflight = tick
+		id := WorkID(e.s.GetName(), tick)
+		if c.Planted == IDFromFireTime {
+			id = fmt.Sprintf("sched:%s:%d", e.s.GetName(), now.UnixMilli())
+		}
 		effs = append(effs, Submit{Name: e.s.GetName(), Tick: tick, Work: &messages.Work{
-			WorkId: WorkID(e.s.GetName(), tick), JobType: e.s.GetJobType(), Payload: e.s.GetPayload(),
+			WorkId: id, JobType: e.s.GetJobType(), Payload: e.s.GetPayload(),
 		}})
 	}
 	switch {
@@ -365,6 +404,14 @@ func (c *Core) fire(now time.Time) []effect.Effect {
 		effs = append(effs, effect.Timer{Name: TimerName, At: wake})
 	}
 	return effs
+}
+
+// planNow is the instant fire plans at: now, or later with FiresEarly.
+func (c *Core) planNow(now time.Time) time.Time {
+	if c.Planted == FiresEarly {
+		return now.Add(plantedEarly)
+	}
+	return now
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -391,7 +438,7 @@ func (e *entry) from() time.Time {
 // SKIP fires none, CATCH_UP fires the latest catch_up_max of them, oldest
 // first. The ticks passed over are counted as skipped when the next one
 // fires (between).
-func (e *entry) plan(now time.Time) (at time.Time, due bool) {
+func (e *entry) plan(now time.Time, planted Bug) (at time.Time, due bool) {
 	from := e.from()
 	first := e.cron.Next(from)
 	if first.IsZero() || first.After(now) {
@@ -403,7 +450,11 @@ func (e *entry) plan(now time.Time) (at time.Time, due bool) {
 	}
 	onTime := e.cron.Next(cut) // the first tick after cut
 	hasOnTime := !onTime.IsZero() && !onTime.After(now)
-	switch e.s.GetMissed() {
+	missed := e.s.GetMissed()
+	if planted == SkipFiresMissed && missed == messages.MissedPolicy_MISSED_POLICY_SKIP {
+		missed = messages.MissedPolicy_MISSED_POLICY_ONCE
+	}
+	switch missed {
 	case messages.MissedPolicy_MISSED_POLICY_SKIP:
 		if hasOnTime {
 			return onTime, true
