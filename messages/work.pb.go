@@ -283,8 +283,15 @@ type Work struct {
 	// follows within it, over its job type's (worker.WithHeartbeatTimeout).
 	// 0: the job type's.
 	HeartbeatTimeoutMs int64 `protobuf:"varint,7,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Once: the work runs at most once for its id by submission. A
+	// submission of the id after it died or was cancelled is answered as
+	// that work, not run again (other works run again then). A periodic
+	// schedule's tick sets it: the scheduler's retried submission of a tick
+	// that reaches the master after the tick's job died is the same fire. An
+	// explicit re-submission (ResubmitWork) still runs it.
+	Once          bool `protobuf:"varint,21,opt,name=once,proto3" json:"once,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Work) Reset() {
@@ -413,6 +420,13 @@ func (x *Work) GetHeartbeatTimeoutMs() int64 {
 		return x.HeartbeatTimeoutMs
 	}
 	return 0
+}
+
+func (x *Work) GetOnce() bool {
+	if x != nil {
+		return x.Once
+	}
+	return false
 }
 
 // Ack acknowledges a Work (once WorkAccepted is durable) or a WorkIsDone.
@@ -1964,7 +1978,7 @@ var File_work_proto protoreflect.FileDescriptor
 const file_work_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"work.proto\x12\x10foreman.messages\"\x8c\x04\n" +
+	"work.proto\x12\x10foreman.messages\"\xa0\x04\n" +
 	"\x04Work\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -1981,7 +1995,8 @@ const file_work_proto_rawDesc = "" +
 	"unique_key\x18\x0f \x01(\tR\tuniqueKey\x12(\n" +
 	"\x10unique_for_nanos\x18\x10 \x01(\x03R\x0euniqueForNanos\x12'\n" +
 	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKey\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\a \x01(\x03R\x12heartbeatTimeoutMsB\v\n" +
+	"\x14heartbeat_timeout_ms\x18\a \x01(\x03R\x12heartbeatTimeoutMs\x12\x12\n" +
+	"\x04once\x18\x15 \x01(\bR\x04onceB\v\n" +
 	"\t_priority\"\x8a\x01\n" +
 	"\x03Ack\x12\x17\n" +
 	"\awork_id\x18\x01 \x01(\tR\x06workId\x12!\n" +

@@ -30,8 +30,21 @@ func (e *entry) finished() bool {
 	return e.status == statusDone || e.status == statusDead || e.status == statusCancelled
 }
 
-// rerunnable: a Work with this id submitted again runs again.
+// rerunnable: a Work with this id submitted again runs again, unless it
+// is once (firedOnce); a re-submission (ResubmitWork) runs it again.
 func (e *entry) rerunnable() bool { return e.status == statusDead || e.status == statusCancelled }
+
+// once reports whether e was submitted with Work.once. Only the rare
+// re-submission of a dead or cancelled id asks, so the flag stays in the
+// entry's extra fields rather than inline.
+func (e *entry) once() bool { return len(e.extra()) > 0 && e.toWork().GetOnce() }
+
+// firedOnce reports whether id is a once work that died or was cancelled: a
+// submission of it is answered as that work, not run again.
+func (s *WorkState) firedOnce(id string) bool {
+	e, ok := s.entries[id]
+	return ok && e.rerunnable() && e.once()
+}
 
 // finishedRef is a finished entry in the retention FIFO. A ref whose entry
 // was re-submitted or forgotten is stale and skipped (live). It points to

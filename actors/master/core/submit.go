@@ -56,7 +56,7 @@ func (m *Master) releaseOnDurable(rel release) release {
 // has gone, not because the first one did.
 func (m *Master) admit(w *messages.Work, at int64) (stored *messages.Work, joined *messages.WaiterAdded) {
 	id := w.GetWorkId()
-	if m.state.IsAccepted(id) {
+	if m.state.IsAccepted(id) || m.state.firedOnce(id) {
 		wp := w.GetWaiter()
 		switch {
 		case wp == nil:
