@@ -392,7 +392,10 @@ func (c *Core) fire(now time.Time) []effect.Effect {
 			id = fmt.Sprintf("sched:%s:%d", e.s.GetName(), now.UnixMilli())
 		}
 		effs = append(effs, Submit{Name: e.s.GetName(), Tick: tick, Work: &messages.Work{
-			WorkId: id, JobType: e.s.GetJobType(), Payload: e.s.GetPayload(),
+			// Once: a retried submission of the tick (or a re-fire)
+			// that reaches the master after the tick's job died is
+			// the same fire, not a new run (simulator seed 6000457).
+			WorkId: id, JobType: e.s.GetJobType(), Payload: e.s.GetPayload(), Once: true,
 		}})
 	}
 	switch {
