@@ -28,6 +28,7 @@ func Invariants() []Invariant {
 		ConcurrencyLimitHeld{},
 		NeverEarly{},
 		FairnessBounded{},
+		&KeyRateHeld{},
 	}
 }
 

@@ -37,6 +37,8 @@ var plantedCases = []struct {
 	{"concurrency limit ignored", Bugs{Master: mcore.ConcurrencyLimitIgnored}, ConcurrencyLimitHeld{}.Name(), 10, true, false},
 	{"unique key ignored", Bugs{Master: mcore.UniqueKeyIgnored}, UniqueNeverTwice{}.Name(), 10, true, false},
 	{"fairness keys ignored", Bugs{Master: mcore.FairnessIgnored}, FairnessBounded{}.Name(), 10, false, true},
+	{"key rate ignored", Bugs{Master: mcore.KeyRateIgnored}, (&KeyRateHeld{}).Name(), 10, true, false},
+	{"key rate forgotten at recovery", Bugs{Master: mcore.KeyRateForgotten}, (&KeyRateHeld{}).Name(), 200, true, false},
 }
 
 // TestPlantedBugsAreCaught proves the search can fail: each planted bug

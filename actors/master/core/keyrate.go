@@ -164,28 +164,34 @@ func (k *keyIndex) waitRate(key string) {
 }
 
 // unparkRated marks the keys parked by their rate whose window opened by
-// now as freed (unparkFreed returns their works), and forgets those with
-// no parked works left.
+// now as freed (unparkFreed returns their works, and notes the key again
+// if the rate still binds), and forgets those with no parked works left.
+// A key whose window is open but whose slots are full waits for a slot
+// like any other: a run's end frees it.
 func (k *keyIndex) unparkRated(now time.Time) {
 	k.rateWait = slices.DeleteFunc(k.rateWait, func(key string) bool {
 		if len(k.parked[key]) == 0 {
 			return true
 		}
-		if open, _ := k.rateOpen(key); !open.After(now) && !slices.Contains(k.freed, key) {
+		if open, _ := k.rateOpen(key); open.After(now) {
+			return false
+		}
+		if !slices.Contains(k.freed, key) {
 			k.freed = append(k.freed, key)
 		}
-		return false
+		return true
 	})
 }
 
-// nextRateOpen returns the earliest time a key parked by its rate may
-// hand out again (zero: none waits).
-func (k *keyIndex) nextRateOpen() (next time.Time) {
+// nextRateOpen returns the earliest time after now that a key parked by
+// its rate may hand out again (zero: none waits). A window already open
+// is not a wake: beforeDispatch has freed its key.
+func (k *keyIndex) nextRateOpen(now time.Time) (next time.Time) {
 	for _, key := range k.rateWait {
 		if len(k.parked[key]) == 0 {
 			continue
 		}
-		if open, _ := k.rateOpen(key); !open.IsZero() && (next.IsZero() || open.Before(next)) {
+		if open, _ := k.rateOpen(key); open.After(now) && (next.IsZero() || open.Before(next)) {
 			next = open
 		}
 	}

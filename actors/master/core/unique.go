@@ -80,7 +80,7 @@ func (m *Master) unparkKeys(now time.Time) {
 			next = at
 		}
 	}
-	if open := st.keys.nextRateOpen(); !open.IsZero() && (next.IsZero() || open.Before(next)) {
+	if open := st.keys.nextRateOpen(now); !open.IsZero() && (next.IsZero() || open.Before(next)) {
 		next = open
 	}
 	if !next.IsZero() {
