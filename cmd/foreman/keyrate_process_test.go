@@ -29,7 +29,7 @@ func TestKeyRateProcess(t *testing.T) {
 	addr := freeAddr(t)
 	g := newProcGroup(t)
 	node := g.start(ctx, "all-in-one", "--http", addr, "--produce=false", "--data", t.TempDir(), "--workers", "4",
-		"--delay", "50ms", "--key-rate", "tenant-a=2/1s", "--concurrency-limit", "tenant-a=10,tenant-b=10")
+		"--delay", "50ms", "--key-rate", "tenant-a=2/1s", "--concurrency-limit", "tenant-a=10", "--concurrency-limit", "tenant-b=10")
 	node.waitLine(t, "http api listening", 1, 60*time.Second)
 	api, err := httpapi.NewClient("http://" + addr)
 	require.NoError(t, err)
