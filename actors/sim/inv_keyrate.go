@@ -19,7 +19,7 @@ import (
 const simRateKey = "k0"
 
 // simKeyRate is simRateKey's rate.
-var simKeyRate = mcore.KeyRate{Calls: 3, Per: time.Second}
+var simKeyRate = mcore.KeyRate{Calls: 5, Per: time.Second}
 
 // keyRates are the masters' key rates in the simulated cluster.
 func keyRates(keys bool) mcore.KeyRates {
