@@ -77,9 +77,6 @@ func (r KeyRates) Rate(key string) (rate KeyRate, ok bool) {
 	return KeyRate{}, false
 }
 
-// any reports whether some key has a rate.
-func (r KeyRates) any() bool { return !r.Default.IsZero() || len(r.PerKey) > 0 }
-
 // SetKeyRates sets the rates per concurrency key. The master calls it
 // before replay (New, Reset), so that replay records the windows the
 // rates need.
