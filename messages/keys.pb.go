@@ -30,9 +30,13 @@ const (
 // requeued (their workers may still run them). Both are rebuilt exactly
 // by replay; a snapshot keeps them in MasterSnapshot.keys.
 type KeysState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uniques       []*UniqueHold          `protobuf:"bytes,1,rep,name=uniques,proto3" json:"uniques,omitempty"`
-	Slots         []*HeldSlot            `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Uniques []*UniqueHold          `protobuf:"bytes,1,rep,name=uniques,proto3" json:"uniques,omitempty"`
+	Slots   []*HeldSlot            `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
+	// starts are the recent hand-out times of concurrency keys with a rate
+	// (--key-rate), sorted by key: a new master rebuilds each key's sliding
+	// window from them, so a failover never lets a burst through.
+	Starts        []*KeyStarts `protobuf:"bytes,3,rep,name=starts,proto3" json:"starts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -81,6 +85,69 @@ func (x *KeysState) GetSlots() []*HeldSlot {
 	return nil
 }
 
+func (x *KeysState) GetStarts() []*KeyStarts {
+	if x != nil {
+		return x.Starts
+	}
+	return nil
+}
+
+// KeyStarts are the newest hand-out times of one concurrency key, oldest
+// first, at most its rate's count of them, on the clock of the master
+// that stamped them (shifted at a recovery: see the master core's
+// keyrate.go).
+type KeyStarts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	AtUnixNano    []int64                `protobuf:"varint,2,rep,packed,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyStarts) Reset() {
+	*x = KeyStarts{}
+	mi := &file_keys_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyStarts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyStarts) ProtoMessage() {}
+
+func (x *KeyStarts) ProtoReflect() protoreflect.Message {
+	mi := &file_keys_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyStarts.ProtoReflect.Descriptor instead.
+func (*KeyStarts) Descriptor() ([]byte, []int) {
+	return file_keys_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *KeyStarts) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *KeyStarts) GetAtUnixNano() []int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return nil
+}
+
 // UniqueHold is a forgotten job that still holds its unique key.
 type UniqueHold struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -94,7 +161,7 @@ type UniqueHold struct {
 
 func (x *UniqueHold) Reset() {
 	*x = UniqueHold{}
-	mi := &file_keys_proto_msgTypes[1]
+	mi := &file_keys_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -106,7 +173,7 @@ func (x *UniqueHold) String() string {
 func (*UniqueHold) ProtoMessage() {}
 
 func (x *UniqueHold) ProtoReflect() protoreflect.Message {
-	mi := &file_keys_proto_msgTypes[1]
+	mi := &file_keys_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -119,7 +186,7 @@ func (x *UniqueHold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UniqueHold.ProtoReflect.Descriptor instead.
 func (*UniqueHold) Descriptor() ([]byte, []int) {
-	return file_keys_proto_rawDescGZIP(), []int{1}
+	return file_keys_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UniqueHold) GetKey() string {
@@ -166,7 +233,7 @@ type HeldSlot struct {
 
 func (x *HeldSlot) Reset() {
 	*x = HeldSlot{}
-	mi := &file_keys_proto_msgTypes[2]
+	mi := &file_keys_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +245,7 @@ func (x *HeldSlot) String() string {
 func (*HeldSlot) ProtoMessage() {}
 
 func (x *HeldSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_keys_proto_msgTypes[2]
+	mi := &file_keys_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +258,7 @@ func (x *HeldSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldSlot.ProtoReflect.Descriptor instead.
 func (*HeldSlot) Descriptor() ([]byte, []int) {
-	return file_keys_proto_rawDescGZIP(), []int{2}
+	return file_keys_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HeldSlot) GetKey() string {
@@ -228,10 +295,15 @@ const file_keys_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"keys.proto\x12\x10foreman.messages\x1a\n" +
-	"work.proto\"u\n" +
+	"work.proto\"\xaa\x01\n" +
 	"\tKeysState\x126\n" +
 	"\auniques\x18\x01 \x03(\v2\x1c.foreman.messages.UniqueHoldR\auniques\x120\n" +
-	"\x05slots\x18\x02 \x03(\v2\x1a.foreman.messages.HeldSlotR\x05slots\"\x95\x01\n" +
+	"\x05slots\x18\x02 \x03(\v2\x1a.foreman.messages.HeldSlotR\x05slots\x123\n" +
+	"\x06starts\x18\x03 \x03(\v2\x1b.foreman.messages.KeyStartsR\x06starts\"?\n" +
+	"\tKeyStarts\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12 \n" +
+	"\fat_unix_nano\x18\x02 \x03(\x03R\n" +
+	"atUnixNano\"\x95\x01\n" +
 	"\n" +
 	"UniqueHold\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
@@ -256,22 +328,24 @@ func file_keys_proto_rawDescGZIP() []byte {
 	return file_keys_proto_rawDescData
 }
 
-var file_keys_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_keys_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_keys_proto_goTypes = []any{
 	(*KeysState)(nil),  // 0: foreman.messages.KeysState
-	(*UniqueHold)(nil), // 1: foreman.messages.UniqueHold
-	(*HeldSlot)(nil),   // 2: foreman.messages.HeldSlot
-	(WorkStatus)(0),    // 3: foreman.messages.WorkStatus
+	(*KeyStarts)(nil),  // 1: foreman.messages.KeyStarts
+	(*UniqueHold)(nil), // 2: foreman.messages.UniqueHold
+	(*HeldSlot)(nil),   // 3: foreman.messages.HeldSlot
+	(WorkStatus)(0),    // 4: foreman.messages.WorkStatus
 }
 var file_keys_proto_depIdxs = []int32{
-	1, // 0: foreman.messages.KeysState.uniques:type_name -> foreman.messages.UniqueHold
-	2, // 1: foreman.messages.KeysState.slots:type_name -> foreman.messages.HeldSlot
-	3, // 2: foreman.messages.UniqueHold.status:type_name -> foreman.messages.WorkStatus
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	2, // 0: foreman.messages.KeysState.uniques:type_name -> foreman.messages.UniqueHold
+	3, // 1: foreman.messages.KeysState.slots:type_name -> foreman.messages.HeldSlot
+	1, // 2: foreman.messages.KeysState.starts:type_name -> foreman.messages.KeyStarts
+	4, // 3: foreman.messages.UniqueHold.status:type_name -> foreman.messages.WorkStatus
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_keys_proto_init() }
@@ -286,7 +360,7 @@ func file_keys_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_keys_proto_rawDesc), len(file_keys_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

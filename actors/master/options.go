@@ -102,6 +102,7 @@ type config struct {
 	fenceCheck      time.Duration          // 0: off
 	recoveryStash   int                    // submissions held while recovering
 	concurrency     core.ConcurrencyLimits // per concurrency key (keys.go)
+	keyRates        core.KeyRates          // per concurrency key (keyrate.go)
 	leaseTTL        time.Duration          // 0: off
 	leaseGuard      func() bool            // nil: always true
 	observer        Observer               // nil: none (observer.go)
@@ -190,7 +191,7 @@ func (c *config) core() core.Config {
 		DoneRetention: c.doneRetention, DoneLimit: c.doneLimit, MaxPayload: c.maxPayload,
 		JobTypes: c.jobTypes, Shard: c.shard, Shards: c.shards, Limiters: c.limiters,
 		AwaitStarted: c.awaitStarted, StartedHold: c.startedHold, RecoveryStash: c.recoveryStash,
-		Concurrency:   c.concurrency,
+		Concurrency: c.concurrency, KeyRates: c.keyRates,
 		PriorityAging: c.priorityAging, FairnessWeights: c.fairWeights,
 	}
 }

@@ -110,6 +110,7 @@ func (b *backendHost) activate(s int) {
 		Policy:        mcore.Policy{MaxAttempts: maxAttempts, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond},
 		DoneRetention: time.Hour, DoneLimit: 1 << 20, MaxPayload: 1 << 20, Shard: s, Shards: w.cfg.Shards,
 		RecoveryStash: 1000, Planted: w.planted.Master, FairnessWeights: fairWeights(w.cfg.Fair),
+		KeyRates: keyRates(w.cfg.Keys),
 	})
 	b.acts[s] = act
 	w.e.tracef(b.n.name, "%s activate %s", masterID(s), act.holder)
@@ -387,6 +388,7 @@ func (act *activation) load(call uint64) {
 					return
 				}
 			}
+			st.SetKeyRates(keyRates(w.cfg.Keys)) // before the replay, which records the keys' windows
 			for _, ev := range events {
 				if err := st.Apply(ev); err != nil {
 					w.e.tracef(n.name, "%s replay: %v", act.holder, err)

@@ -206,6 +206,11 @@ func (h *history) sent(to *node, msg proto.Message) []sentWork {
 	var out []sentWork
 	for _, wk := range works {
 		out = append(out, sentWork{work: wk, failures: h.job(wk.GetWorkId()).failures})
+		for _, inv := range h.inv {
+			if c, ok := inv.(sendChecker); ok { // inv_keyrate.go
+				c.sendWork(h, wk)
+			}
+		}
 	}
 	return out
 }

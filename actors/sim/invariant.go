@@ -31,6 +31,7 @@ func Invariants() []Invariant {
 		TickAtMostOnce{},
 		TickNeverEarly{},
 		TickFired{},
+		&KeyRateHeld{},
 	}
 }
 

@@ -47,6 +47,8 @@ var plantedCases = []struct {
 	{"fired ticks forgotten at recovery", Bugs{Schedule: schedcore.ForgetsFiredAtRecovery}, TickAtMostOnce{}.Name(), 30, false, false, true},
 	{"ticks fired early", Bugs{Schedule: schedcore.FiresEarly}, TickNeverEarly{}.Name(), 5, false, false, true},
 	{"skip fires a missed tick", Bugs{Schedule: schedcore.SkipFiresMissed}, TickFired{}.Name(), 60, false, false, true},
+	{"key rate ignored", Bugs{Master: mcore.KeyRateIgnored}, (&KeyRateHeld{}).Name(), 10, true, false, false},
+	{"key rate forgotten at recovery", Bugs{Master: mcore.KeyRateForgotten}, (&KeyRateHeld{}).Name(), 200, true, false, false},
 }
 
 // TestPlantedBugsAreCaught proves the search can fail: each planted bug

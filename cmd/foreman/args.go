@@ -80,6 +80,8 @@ type nodeArgs struct {
 	// concurrency are the limits per concurrency key
 	// (--concurrency-limit, docs/scheduling.md).
 	concurrency master.ConcurrencyLimits
+	// keyRates are the hand-out rates per concurrency key (--key-rate).
+	keyRates master.KeyRates
 	// priorityAging and fairWeights tune the hand-out order of the
 	// masters (--priority-aging, --fair-weight; docs/scheduling.md).
 	priorityAging time.Duration
@@ -206,6 +208,9 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 	a.concurrency.Default = 1
 	fs.Func("concurrency-limit", "how many jobs of one concurrency_key run at once in the whole cluster: KEY=N for one key (e.g. tenant-a=2), N for every other key (default 1); repeat it for several keys; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
 		return master.ParseConcurrencyLimit(s, &a.concurrency)
+	})
+	fs.Func("key-rate", "hand out at most N jobs of one concurrency_key per PERIOD, in every sliding window, in the whole cluster: KEY=N/PERIOD for one key (e.g. tenant-a=10/s), N/PERIOD for every other key (default: no rate); comma-separated or repeated; combines with --concurrency-limit; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
+		return master.ParseKeyRates(s, &a.keyRates)
 	})
 	fs.DurationVar(&a.priorityAging, "priority-aging", 0, "a waiting job's priority counts one more per this much waiting, so a low priority waits at most (9-p) times it behind later jobs (backend and all-in-one nodes; default 0: strict priorities)")
 	fs.Func("fair-weight", "KEY=N: fairness key KEY gets N hand-outs per turn of its job type's rotation over keys (repeatable; default 1 each)", func(s string) error {

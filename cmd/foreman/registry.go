@@ -30,7 +30,8 @@ func builtinRegistry(a nodeArgs) *worker.Registry {
 // (node.WithRateLimits, ClusterConfig.RateLimits).
 func tuning(a nodeArgs, m *metrics.Metrics, _ bool) (mopts []master.Option, wopts []worker.Option, done func(), err error) {
 	mopts = append(mopts, master.WithDoneRetention(a.doneRetention), master.WithDoneLimit(a.doneLimit),
-		master.WithConcurrencyLimits(a.concurrency.Default, a.concurrency.PerKey), master.WithPriorityAging(a.priorityAging))
+		master.WithConcurrencyLimits(a.concurrency.Default, a.concurrency.PerKey), master.WithKeyRates(a.keyRates),
+		master.WithPriorityAging(a.priorityAging))
 	for _, k := range slices.Sorted(maps.Keys(a.fairWeights)) {
 		mopts = append(mopts, master.WithFairnessWeight(k, a.fairWeights[k]))
 	}

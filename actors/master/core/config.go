@@ -65,6 +65,8 @@ type Config struct {
 	StartedHold time.Duration
 	// Concurrency are the limits per concurrency key (keys.go).
 	Concurrency ConcurrencyLimits
+	// KeyRates are the hand-out rates per concurrency key (keyrate.go).
+	KeyRates KeyRates
 	// RecoveryStash is how many submissions are held while not serving.
 	RecoveryStash int
 	// Planted is test-only: it reintroduces a known bug so that the
@@ -139,6 +141,12 @@ const (
 	// every key shared one lane: a flood delays every other key's work
 	// (issue 37, item 4).
 	FairnessIgnored
+	// KeyRateForgotten: a recovery forgets the concurrency keys' recent
+	// hand-out times, so a new master lets a key's full rate through at
+	// once after a failover (issue 37, item 5).
+	KeyRateForgotten
+	// KeyRateIgnored hands out a key's works whatever its rate.
+	KeyRateIgnored
 )
 
 // earlyBy is how far ahead HandOutEarly looks.

@@ -107,6 +107,16 @@ type keyIndex struct {
 	// dispatch (Master.dispatch): not state.
 	limits  ConcurrencyLimits
 	timeout time.Duration
+
+	// starts are the newest hand-out times of keys with a rate, oldest
+	// first, at most the rate's count (keyrate.go); rates are the
+	// master's, set before replay (SetKeyRates).
+	starts map[string][]int64
+	rates  KeyRates
+	// rateWait are keys with works parked by their rate, once each;
+	// rateHeld counts the hand-outs their rate held back.
+	rateWait []string
+	rateHeld uint64
 }
 
 // mayStart reports whether e may start at now: it has no concurrency key,
@@ -118,11 +128,16 @@ func (s *WorkState) mayStart(e *entry, now time.Time) (ok bool, wake time.Time) 
 		return true, time.Time{}
 	}
 	used, expires := s.keys.occupied(key, now, s.keys.timeout)
-	if used < s.keys.limits.Limit(key) {
-		return true, time.Time{}
+	if used >= s.keys.limits.Limit(key) {
+		s.park(e)
+		return false, expires
 	}
-	s.park(e)
-	return false, expires
+	if blocked, open := s.keys.rateBlocked(key, now); blocked && s.planted != KeyRateIgnored {
+		s.park(e)
+		s.keys.rateParked(key)
+		return false, open
+	}
+	return true, time.Time{}
 }
 
 // beforeDispatch returns parked works whose key has free slots again to
@@ -133,6 +148,9 @@ func (s *WorkState) beforeDispatch(now time.Time) {
 	}
 	if len(s.keys.slots) > 0 {
 		s.unparkHeld(now, s.keys.timeout)
+	}
+	if len(s.keys.rateWait) > 0 {
+		s.keys.unparkRated(now)
 	}
 	if len(s.keys.freed) > 0 {
 		s.unparkFreed(s.keys.limits, now, s.keys.timeout)
@@ -228,6 +246,7 @@ func (k *keyIndex) expire(cut int64) {
 		}
 	}
 	k.slots = slices.DeleteFunc(k.slots, func(s *messages.HeldSlot) bool { return s.GetStartedAtUnixNano() < cut })
+	k.expireRates(cut)
 }
 
 // UniqueHolder returns the work that holds unique key at now, with its
@@ -343,10 +362,16 @@ func (s *WorkState) unparkFreed(limits ConcurrencyLimits, now time.Time, timeout
 	s.keys.freed = s.keys.freed[:0]
 	for _, key := range freed {
 		used, _ := s.keys.occupied(key, now, timeout)
-		for free := limits.Limit(key) - used; free > 0 && len(s.keys.parked[key]) > 0; free-- {
+		slots, rate := limits.Limit(key)-used, s.keys.rateAllowance(key, now)
+		for free := min(slots, rate); free > 0 && len(s.keys.parked[key]) > 0; free-- {
 			e := s.keys.parked[key][0]
 			s.unpark(e)
 			s.push(e)
+		}
+		if rate < slots && len(s.keys.parked[key]) > 0 {
+			// A slot is free but the rate's window is full: look again
+			// when it opens (nextRateOpen arms the wake).
+			s.keys.waitRate(key)
 		}
 	}
 }
@@ -367,10 +392,10 @@ func (s *WorkState) unparkHeld(now time.Time, timeout time.Duration) {
 // keysState returns what a snapshot keeps of the key state (nil: none),
 // sorted so that the snapshot is deterministic.
 func (k *keyIndex) keysState() *messages.KeysState {
-	if len(k.forgotten) == 0 && len(k.slots) == 0 {
+	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.starts) == 0 {
 		return nil
 	}
-	ks := &messages.KeysState{Slots: slices.Clone(k.slots)}
+	ks := &messages.KeysState{Slots: slices.Clone(k.slots), Starts: k.startsState()}
 	for _, h := range k.forgotten {
 		ks.Uniques = append(ks.Uniques, h)
 	}
@@ -390,6 +415,7 @@ func (k *keyIndex) restoreKeys(ks *messages.KeysState) {
 		}
 	}
 	k.slots = append(k.slots, ks.GetSlots()...)
+	k.restoreStarts(ks.GetStarts())
 }
 
 // checkKeys validates w's keys against the shard layout: "" when fine.

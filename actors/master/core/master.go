@@ -83,6 +83,7 @@ func New(cfg Config) *Master {
 	m := &Master{cfg: cfg, state: NewWorkState(), workers: newWorkerRegistry(), waiting: make(map[uint64]afterDurable),
 		beats: make(map[string]*beat)}
 	m.state.SetQueueing(cfg.PriorityAging, cfg.FairnessWeights)
+	m.state.SetKeyRates(cfg.KeyRates)
 	m.state.plant(cfg.Planted)
 	return m
 }
@@ -98,6 +99,7 @@ func (m *Master) State() *WorkState { return m.state }
 func (m *Master) Reset(st *WorkState) {
 	m.state = st
 	st.SetQueueing(m.cfg.PriorityAging, m.cfg.FairnessWeights)
+	st.SetKeyRates(m.cfg.KeyRates)
 	st.plant(m.cfg.Planted)
 	m.heldStarts = nil
 	clear(m.waiting)

@@ -100,6 +100,13 @@ func planDispatch(s *WorkState, limiters map[string]DispatchLimiter, accepts fun
 		p.keyed = p.keyed || work.concurrencyKey() != ""
 		p.works = append(p.works, w)
 	}
+	if len(s.keys.rateWait) > 0 {
+		// A key freed a slot while its rate's window was full
+		// (unparkFreed): look again when the window opens.
+		if at := s.keys.nextRateOpen(now); !at.IsZero() {
+			wake(at)
+		}
+	}
 	p.short = len(p.works) < n
 	if p.short {
 		if at, ok := s.NextReadyAt(now); ok {

@@ -214,6 +214,7 @@ func (s *WorkState) Apply(ev proto.Message) error {
 	case *messages.MasterRecovered:
 		s.see(ev.GetAtUnixNano())
 		s.applyRecovered(ev.GetAtUnixNano())
+		s.keys.recoveredRates(ev.GetAtUnixNano(), s.planted)
 	case *messages.QueuePaused:
 		s.applyQueuePaused(ev)
 	default:
@@ -305,6 +306,7 @@ func (s *WorkState) applyStarted(id, workerID string, at int64) {
 	e.attempts++
 	e.workerID = s.share(workerID)
 	e.startedAt = at
+	s.keys.startedKey(e.concurrencyKey(), at)
 	s.addRunning(e)
 }
 

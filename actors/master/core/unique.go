@@ -80,6 +80,9 @@ func (m *Master) unparkKeys(now time.Time) {
 			next = at
 		}
 	}
+	if open := st.keys.nextRateOpen(now); !open.IsZero() && (next.IsZero() || open.Before(next)) {
+		next = open
+	}
 	if !next.IsZero() {
 		m.armWake(next)
 	}
