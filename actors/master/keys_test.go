@@ -19,7 +19,13 @@ func TestParseConcurrencyLimit(t *testing.T) {
 	require.Equal(t, 3, l.Limit("other"))
 	require.Equal(t, 2, l.Limit("tenant-a"))
 	require.Equal(t, 5, l.Limit("a=b"))
-	for _, bad := range []string{"", "0", "x", "=2", "tenant-a=0", "tenant-a=two"} {
+	// Comma-separated, as --key-rate: "a=10,b=10" used to set one key
+	// named "a=10,b" to 10.
+	require.NoError(t, master.ParseConcurrencyLimit("c=10, d=4,7", &l))
+	require.Equal(t, 10, l.Limit("c"))
+	require.Equal(t, 4, l.Limit("d"))
+	require.Equal(t, 7, l.Limit("other"))
+	for _, bad := range []string{"", "0", "x", "=2", "tenant-a=0", "tenant-a=two", "a=1,", "a=1,,b=2"} {
 		err := master.ParseConcurrencyLimit(bad, &l)
 		require.Error(t, err, bad)
 		require.Contains(t, err.Error(), "KEY=N", bad)
