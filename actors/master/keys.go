@@ -26,8 +26,21 @@ func WithConcurrencyLimits(def int, perKey map[string]int) Option {
 }
 
 // ParseConcurrencyLimit reads one --concurrency-limit value into limits:
-// "N" sets the default, "KEY=N" one key's limit (N >= 1).
+// comma-separated items (as --key-rate), "N" setting the default and
+// "KEY=N" one key's limit (N >= 1). A key holds no comma.
 func ParseConcurrencyLimit(v string, limits *ConcurrencyLimits) error {
+	for item := range strings.SplitSeq(v, ",") {
+		if err := parseConcurrencyItem(strings.TrimSpace(item), limits); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseConcurrencyItem(v string, limits *ConcurrencyLimits) error {
+	if v == "" {
+		return fmt.Errorf("master: concurrency limit: an empty item (a stray comma?); give KEY=N (e.g. tenant-a=2) or N for the default, comma-separated")
+	}
 	key, n, hasKey := "", v, false
 	if i := strings.LastIndexByte(v, '='); i >= 0 { // a key may hold "="
 		key, n, hasKey = v[:i], v[i+1:], true

@@ -206,7 +206,7 @@ func parseNodeArgs(args []string, getenv func(string) string, stderr io.Writer) 
 		return nil
 	})
 	a.concurrency.Default = 1
-	fs.Func("concurrency-limit", "how many jobs of one concurrency_key run at once in the whole cluster: KEY=N for one key (e.g. tenant-a=2), N for every other key (default 1); repeat it for several keys; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
+	fs.Func("concurrency-limit", "how many jobs of one concurrency_key run at once in the whole cluster: KEY=N for one key (e.g. tenant-a=2), N for every other key (default 1); comma-separated or repeated; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
 		return master.ParseConcurrencyLimit(s, &a.concurrency)
 	})
 	fs.Func("key-rate", "hand out at most N jobs of one concurrency_key per PERIOD, in every sliding window, in the whole cluster: KEY=N/PERIOD for one key (e.g. tenant-a=10/s), N/PERIOD for every other key (default: no rate); comma-separated or repeated; combines with --concurrency-limit; every backend node needs the same (backend and all-in-one nodes)", func(s string) error {
