@@ -288,36 +288,13 @@ func (act *activation) session(in pcore.Input) {
 }
 
 func (act *activation) sessionEffect(e effect.Effect) {
-	w, n, jr := act.b.w, act.a.node, act.b.w.jr
+	w, n := act.b.w, act.a.node
+	if sessionIO(w, n, act.st, act.holder, e, act.session) {
+		return
+	}
 	switch e := e.(type) {
-	case pcore.LeaseCall:
-		call, ttl := e.Call, e.TTL
-		jr.call(n, func() func() {
-			st, ok := jr.grantLease(act.st, act.holder, ttl)
-			return func() {
-				ans := pcore.LeaseAnswer{Call: call, State: st}
-				if !ok {
-					ans.Failure = pcore.FailLeaseHeld
-				}
-				act.session(ans)
-			}
-		}, func() { act.session(pcore.LeaseAnswer{Call: call, Failure: pcore.FailAway}) })
 	case pcore.Load:
 		act.load(e.Call)
-	case pcore.Probe:
-		call := e.Call
-		jr.call(n, func() func() { return func() { act.session(pcore.Probed{Call: call}) } },
-			func() { act.session(pcore.Probed{Call: call, Failure: pcore.FailAway}) })
-	case pcore.JournalAppend:
-		batch := e.Batch
-		jr.call(n, func() func() {
-			jr.append(act.st, &appendReq{from: n, epoch: e.Epoch, first: e.First, events: e.Events, done: func(err error) {
-				act.session(pcore.Appended{Batch: batch, Failure: failureOf(err)})
-			}})
-			return nil
-		}, func() { act.session(pcore.Appended{Batch: batch, Failure: pcore.FailAway}) })
-	case pcore.FlushSoon:
-		w.onNode(n, w.e.now, func() { act.session(pcore.Flush{}) })
 	case pcore.Confirm:
 		act.confirm(e.Token, e.RepliesOnly)
 	case pcore.Serve:
@@ -326,8 +303,6 @@ func (act *activation) sessionEffect(e effect.Effect) {
 		if !act.halted {
 			act.master(mcore.Recovered{})
 		}
-	case pcore.Release:
-		jr.call(n, func() func() { jr.releaseLease(act.st, act.holder); return nil }, func() {})
 	case pcore.Halt:
 		w.e.tracef(n.name, "%s halts: %s", act.holder, e.Reason)
 		if !act.halted {

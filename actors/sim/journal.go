@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/foreman-actors/foreman/actors/effect"
 	pcore "github.com/foreman-actors/foreman/actors/persistence/core"
 )
 
@@ -269,4 +270,46 @@ func (s *stream) leaseCovers(holder string, t time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// sessionIO performs the journal calls a persistence session asks of any
+// leased singleton the simulator hosts (a shard's master, the scheduler):
+// the lease, the probe, the append, the flush and the release of the
+// stream st for holder; session steps the session with each answer. It
+// reports whether e was one of them.
+func sessionIO(w *world, n *node, st *stream, holder string, e effect.Effect, session func(pcore.Input)) bool {
+	jr := w.jr
+	switch e := e.(type) {
+	case pcore.LeaseCall:
+		call, ttl := e.Call, e.TTL
+		jr.call(n, func() func() {
+			state, ok := jr.grantLease(st, holder, ttl)
+			return func() {
+				ans := pcore.LeaseAnswer{Call: call, State: state}
+				if !ok {
+					ans.Failure = pcore.FailLeaseHeld
+				}
+				session(ans)
+			}
+		}, func() { session(pcore.LeaseAnswer{Call: call, Failure: pcore.FailAway}) })
+	case pcore.Probe:
+		call := e.Call
+		jr.call(n, func() func() { return func() { session(pcore.Probed{Call: call}) } },
+			func() { session(pcore.Probed{Call: call, Failure: pcore.FailAway}) })
+	case pcore.JournalAppend:
+		batch := e.Batch
+		jr.call(n, func() func() {
+			jr.append(st, &appendReq{from: n, epoch: e.Epoch, first: e.First, events: e.Events, done: func(err error) {
+				session(pcore.Appended{Batch: batch, Failure: failureOf(err)})
+			}})
+			return nil
+		}, func() { session(pcore.Appended{Batch: batch, Failure: pcore.FailAway}) })
+	case pcore.FlushSoon:
+		w.onNode(n, w.e.now, func() { session(pcore.Flush{}) })
+	case pcore.Release:
+		jr.call(n, func() func() { jr.releaseLease(st, holder); return nil }, func() {})
+	default:
+		return false
+	}
+	return true
 }
