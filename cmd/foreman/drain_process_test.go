@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,10 +53,14 @@ func TestSIGTERMDrain(t *testing.T) {
 	api, err := httpapi.NewClient("http://127.0.0.1:" + strconv.Itoa(ports.frontend+5000))
 	require.NoError(t, err)
 
-	submit := func(id, payload string) {
+	submit := func(id, payload string, beatTimeout ...string) {
 		t.Helper()
+		req := httpapi.SubmitRequest{ID: id, Type: "long", Payload: json.RawMessage(payload)}
+		if len(beatTimeout) > 0 {
+			req.HeartbeatTimeout = beatTimeout[0]
+		}
 		require.Eventually(t, func() bool {
-			_, err := api.Submit(ctx, httpapi.SubmitRequest{ID: id, Type: "long", Payload: json.RawMessage(payload)})
+			_, err := api.Submit(ctx, req)
 			return err == nil
 		}, 30*time.Second, 100*time.Millisecond, "submitting %s", id)
 	}
@@ -119,13 +124,25 @@ func TestSIGTERMDrain(t *testing.T) {
 	// 30 s jobs, checked 11 s after they started: CI once saw 15 s jobs
 	// done at the check, when the other worker took 4 s to start on a
 	// loaded machine and the hold began only then.
+	// A heartbeat timeout of 60 s, not the long job's 5 s: CI saw long-2
+	// timed out at 13 s, its worker's beats gone for over 5 s while the
+	// machine was so loaded that the next worker took 13 s to start. The
+	// check below still needs the heartbeats: without one the 10 s work
+	// timeout applies (docs/long-jobs.md), and the beats after the pause
+	// below carry the jobs past it.
 	for _, id := range []string{"long-1", "long-2"} {
-		submit(id, `"30s"`)
+		submit(id, `"30s"`, "60s")
 	}
 	for _, id := range []string{"long-1", "long-2"} {
 		waitStarted(id, 30*time.Second)
 	}
 	startedBy := time.Now()
+	// The stall CI met, on purpose: the worker is stopped for 6 s, longer
+	// than the long job's own 5 s heartbeat timeout, and its jobs survive
+	// because they were submitted with a longer one.
+	require.NoError(t, short.cmd.Process.Signal(syscall.SIGSTOP))
+	g.hold(ctx, 6*time.Second)
+	require.NoError(t, short.cmd.Process.Signal(syscall.SIGCONT))
 	other := g.startBinary(ctx, bin, "worker-other", "0", seeds, "--workers", "2")
 	other.waitLine(t, "Worker started", 2, 60*time.Second)
 	g.hold(ctx, time.Until(startedBy.Add(11*time.Second))) // past the 10 s work timeout: the heartbeats keep them
