@@ -6,8 +6,12 @@
 //     handed each out (the "started" history event).
 //   - fairness: key B submits jobs spread over the run, first on an idle
 //     cluster, then while key A's flood (one batch burst) is queued; B's
-//     waits (accepted to started), and the same flood without fairness
-//     keys for comparison.
+//     waits, and the same flood without fairness keys for comparison. Two
+//     waits per job: from the master's receipt (accepted) to the hand-out
+//     (started), which includes making the submission durable; and its
+//     queue wait, from the durable ack's arrival here to the hand-out,
+//     which is what dispatch order decides. Under A's flood the first
+//     grows with the journal's commit latency, whatever the order.
 //
 // Usage: go run ./bench/queuebench --to 127.0.0.1:8721 --mode lateness|fairness
 package main
@@ -47,12 +51,15 @@ func main() {
 	case "lateness":
 		lateness(ctx, c, *to, run, *n, *spread)
 	case "fairness":
-		idle := spreadB(ctx, c, *to, run+"-idle", *n, *spread, "B", nil)
+		idle, idleQ := spreadB(ctx, c, *to, run+"-idle", *n, *spread, "B", nil)
 		report("B wait, idle cluster", idle)
-		fair := spreadB(ctx, c, *to, run+"-fair", *n, *spread, "B", func() { burst(ctx, c, run+"-fair", *flood, "A") })
+		report("B queue wait, idle cluster", idleQ)
+		fair, fairQ := spreadB(ctx, c, *to, run+"-fair", *n, *spread, "B", func() { burst(ctx, c, run+"-fair", *flood, "A") })
 		report(fmt.Sprintf("B wait, A's %d queued (fairness keys)", *flood), fair)
-		fifo := spreadB(ctx, c, *to, run+"-fifo", *n, *spread, "", func() { burst(ctx, c, run+"-fifo", *flood, "") })
+		report(fmt.Sprintf("B queue wait, A's %d queued (fairness keys)", *flood), fairQ)
+		fifo, fifoQ := spreadB(ctx, c, *to, run+"-fifo", *n, *spread, "", func() { burst(ctx, c, run+"-fifo", *flood, "") })
 		report(fmt.Sprintf("B wait, A's %d queued (no keys: FIFO)", *flood), fifo)
+		report(fmt.Sprintf("B queue wait, A's %d queued (no keys: FIFO)", *flood), fifoQ)
 		fmt.Printf("p99 ratio loaded/idle (fairness keys): %.2f\n", float64(pct(fair, 99))/float64(max(pct(idle, 99), 1)))
 	default:
 		fail(errors.New("--mode is lateness or fairness"))
@@ -81,23 +88,29 @@ func lateness(ctx context.Context, c *httpapi.Client, to, run string, n int, spr
 }
 
 // spreadB submits n jobs of key over spread (after during starts, which
-// loads the cluster) and returns their waits, accepted to started.
-func spreadB(ctx context.Context, c *httpapi.Client, to, run string, n int, spread time.Duration, key string, during func()) []time.Duration {
+// loads the cluster) and returns their waits, accepted to started, and
+// their queue waits, acked to started (0 when the hand-out came first:
+// the ack leaves at durability, the hand-out may beat it here). Both ends
+// of a queue wait are read from this host's clock and the node's, the
+// same clock on loopback.
+func spreadB(ctx context.Context, c *httpapi.Client, to, run string, n int, spread time.Duration, key string, during func()) (waits, queued []time.Duration) {
 	if during != nil {
 		during()
 	}
 	ids := make([]string, n)
+	acked := make([]time.Time, n)
 	for i := range n {
 		ids[i] = fmt.Sprintf("b-%s-%d", run, i)
 		if _, err := c.Submit(ctx, httpapi.SubmitRequest{ID: ids[i], Type: "square", Payload: []byte("3"), FairnessKey: key}); err != nil {
 			fail(err)
 		}
+		acked[i] = time.Now()
 		time.Sleep(spread / time.Duration(n))
 	}
-	var waits []time.Duration
-	for _, id := range ids {
+	for i, id := range ids {
 		started, accepted := startedOf(ctx, c, to, id)
 		waits = append(waits, started.Sub(accepted))
+		queued = append(queued, max(started.Sub(acked[i]), 0))
 	}
 	// Let the flood drain before the next scenario.
 	for {
@@ -110,7 +123,7 @@ func spreadB(ctx context.Context, c *httpapi.Client, to, run string, n int, spre
 			busy = busy || q.Pending > 0
 		}
 		if !busy {
-			return waits
+			return waits, queued
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -159,10 +172,14 @@ func startedOf(ctx context.Context, c *httpapi.Client, to, id string) (started, 
 	return started, accepted
 }
 
+// pct is the nearest-rank p-th percentile: the smallest sample that at
+// least p% of the samples do not exceed (of 100 samples, p99 is the
+// 99th smallest, not the largest).
 func pct(ds []time.Duration, p int) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
+	rank := (len(s)*p + 99) / 100 // ceil(n*p/100), 1-based
+	return s[min(max(rank, 1), len(s))-1]
 }
 
 func report(what string, ds []time.Duration) {
