@@ -36,6 +36,13 @@ type backendHost struct {
 
 func newBackend(w *world, n *node) host { return &backendHost{w: w, n: n} }
 
+// mastersHost is a host that runs masters: a backendHost, or a schedHost,
+// which embeds one (with Config.Schedules). Look a host's masters up
+// through it, not by asserting *backendHost, which misses the schedHosts.
+type mastersHost interface{ masters() *backendHost }
+
+func (b *backendHost) masters() *backendHost { return b }
+
 func (b *backendHost) start() {
 	b.acts = make([]*activation, b.w.cfg.Shards)
 	b.viewChanged()
