@@ -36,6 +36,13 @@ type backendHost struct {
 
 func newBackend(w *world, n *node) host { return &backendHost{w: w, n: n} }
 
+// mastersHost is a host that runs masters: a backendHost, or a schedHost,
+// which embeds one (with Config.Schedules). Look a host's masters up
+// through it, not by asserting *backendHost, which misses the schedHosts.
+type mastersHost interface{ masters() *backendHost }
+
+func (b *backendHost) masters() *backendHost { return b }
+
 func (b *backendHost) start() {
 	b.acts = make([]*activation, b.w.cfg.Shards)
 	b.viewChanged()
@@ -345,8 +352,8 @@ func (act *activation) confirm(token uint64, repliesOnly bool) {
 }
 
 // load is the session's Load: AcquireEpoch and the events on the
-// journal, replay into a fresh state here, then the recovery marker's
-// append (persistence.Runtime's recover).
+// journal, Reset the core with a fresh (or restored) state and replay into
+// it, then the recovery marker's append (persistence.Runtime's load).
 func (act *activation) load(call uint64) {
 	w, n, jr := act.b.w, act.a.node, act.b.w.jr
 	fail := func(f pcore.Failure) func() { return func() { act.session(pcore.Loaded{Call: call, Failure: f}) } }
@@ -363,13 +370,18 @@ func (act *activation) load(call uint64) {
 					return
 				}
 			}
-			st.SetKeyRates(keyRates(w.cfg.Keys)) // before the replay, which records the keys' windows
+			// Reset, then replay into the core's state, as the shell does
+			// (actors/master's Reset and Replay under persistence.Runtime's
+			// load): the state replays with the master's fairness weights,
+			// priority aging, key rates and planted bugs set, so a replayed
+			// hand-out ends its key's turn as it did when it was decided
+			// (TestRecoveryReplaysIntoTheResetState).
+			act.m.Reset(st)
 			for _, ev := range events {
-				if err := st.Apply(ev); err != nil {
+				if err := act.m.State().Apply(ev); err != nil {
 					w.e.tracef(n.name, "%s replay: %v", act.holder, err)
 				}
 			}
-			act.m.Reset(st)
 			act.snapSeq = last
 			marker := &messages.MasterRecovered{AtUnixNano: act.a.now().UnixNano()}
 			jr.call(n, func() func() {

@@ -171,22 +171,33 @@ func (i FairnessBounded) handOuts(h *history, act *activation, ids []string) {
 		waits = make(map[string]int)
 		h.waits[term] = waits
 	}
-	// The works in their lanes now, in the history's order (no map order).
+	// The works in their lanes now, in the history's order (no map order),
+	// each with the fairness key it carries: the key the master files it
+	// under. Not the key the workload draws from its id (fairKeyOf): the
+	// scheduler's ticks carry none, whatever their ids hash to (seed
+	// 7000026 with Keys, Fair and Schedules).
 	var lined []string
+	var keyOf []string
 	for _, id := range h.ids {
-		if st.Due(id) && st.Work(id).GetConcurrencyKey() == "" {
-			lined = append(lined, id)
-		} else {
+		if !st.Due(id) {
 			delete(waits, id) // out of its lane: a later arrival is judged anew
+			continue
 		}
+		wk := st.Work(id)
+		if wk.GetConcurrencyKey() != "" {
+			delete(waits, id)
+			continue
+		}
+		lined = append(lined, id)
+		keyOf = append(keyOf, wk.GetFairnessKey())
 	}
 	for _, x := range ids {
-		key, jt := fairKeyOf(x), st.JobType(x)
-		for _, y := range lined {
+		key, jt := st.Work(x).GetFairnessKey(), st.JobType(x)
+		for j, y := range lined {
 			if st.JobType(y) != jt {
 				continue
 			}
-			b := fairKeyOf(y)
+			b := keyOf[j]
 			if b == key {
 				waits[y] = 0 // its key had a turn
 				continue

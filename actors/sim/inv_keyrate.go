@@ -95,8 +95,12 @@ func decidedAt(h *history, w *messages.Work) (time.Duration, bool) {
 	var best *activation
 	var stamp int64
 	for _, hs := range h.w.hosts {
-		b, ok := hs.(*backendHost)
-		if !ok || s >= len(b.acts) || b.acts[s] == nil || !b.acts[s].live() {
+		mh, ok := hs.(mastersHost) // a schedHost too (Config.Schedules)
+		if !ok {
+			continue
+		}
+		b := mh.masters()
+		if s >= len(b.acts) || b.acts[s] == nil || !b.acts[s].live() {
 			continue
 		}
 		act := b.acts[s]
