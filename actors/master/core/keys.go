@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	routecore "github.com/foreman-actors/foreman/actors/route/core"
+	throttle "github.com/foreman-actors/foreman/actors/throttler/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -108,11 +109,15 @@ type keyIndex struct {
 	limits  ConcurrencyLimits
 	timeout time.Duration
 
-	// starts are the newest hand-out times of keys with a rate, oldest
-	// first, at most the rate's count (keyrate.go); rates are the
-	// master's, set before replay (SetKeyRates).
-	starts map[string][]int64
-	rates  KeyRates
+	// windows are the hand-out windows of keys with a rate: the
+	// throttler's Limiter, holding the newest hand-out times, at most the
+	// rate's count (keyrate.go); rates are the master's, set before replay
+	// (SetKeyRates).
+	windows map[string]*throttle.Limiter
+	// restored are a snapshot's windows restored before the rates were
+	// set, recorded by SetKeyRates (restoreStarts).
+	restored []*messages.KeyStarts
+	rates    KeyRates
 	// rateWait are keys with works parked by their rate, once each;
 	// rateHeld counts the hand-outs their rate held back.
 	rateWait []string
@@ -392,7 +397,7 @@ func (s *WorkState) unparkHeld(now time.Time, timeout time.Duration) {
 // keysState returns what a snapshot keeps of the key state (nil: none),
 // sorted so that the snapshot is deterministic.
 func (k *keyIndex) keysState() *messages.KeysState {
-	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.starts) == 0 {
+	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.windows) == 0 && len(k.restored) == 0 {
 		return nil
 	}
 	ks := &messages.KeysState{Slots: slices.Clone(k.slots), Starts: k.startsState()}
