@@ -88,19 +88,30 @@ func (r KeyRates) Rate(key string) (rate KeyRate, ok bool) {
 func (s *WorkState) SetKeyRates(r KeyRates) {
 	k := &s.keys
 	k.rates = r
-	for key, l := range k.windows { // per key: order does not matter
-		rate, ok := r.Rate(key)
-		if !ok {
-			delete(k.windows, key)
-			continue
-		}
-		if want := (throttle.Rate{Calls: rate.Calls, Per: rate.Per}); l.Rate() != want {
-			_ = l.SetRate(want) // validated before it was set; a refusal keeps the old rate
-		}
+	for key := range k.windows { // per key: order does not matter
+		k.syncWindow(key)
 	}
 	restored := k.restored
 	k.restored = nil
 	k.restoreStarts(restored)
+}
+
+// syncWindow makes key's window follow its rate: kept under a changed rate
+// (Limiter.SetRate: a window that starts after the change holds at most
+// the new count), forgotten when the key has no rate any more.
+func (k *keyIndex) syncWindow(key string) {
+	l := k.windows[key]
+	if l == nil {
+		return
+	}
+	rate, ok := k.rateOf(key)
+	if !ok {
+		delete(k.windows, key)
+		return
+	}
+	if want := (throttle.Rate{Calls: rate.Calls, Per: rate.Per}); l.Rate() != want {
+		_ = l.SetRate(want) // validated before it was set; a refusal keeps the old rate
+	}
 }
 
 // KeyRateHeld counts the hand-outs held back by their key's rate (a work
@@ -110,7 +121,7 @@ func (s *WorkState) KeyRateHeld() uint64 { return s.keys.rateHeld }
 // window returns key's limiter, made for its rate when missing (nil: the
 // key has no rate).
 func (k *keyIndex) window(key string) *throttle.Limiter {
-	rate, ok := k.rates.Rate(key)
+	rate, ok := k.rateOf(key)
 	if key == "" || !ok {
 		return nil
 	}
@@ -139,12 +150,12 @@ func (k *keyIndex) startedKey(key string, at int64) {
 
 // rateAllowance is how many hand-outs key's rate allows at now.
 func (k *keyIndex) rateAllowance(key string, now time.Time) int {
-	if _, ok := k.rates.Rate(key); !ok {
+	if _, ok := k.rateOf(key); !ok {
 		return int(^uint(0) >> 1)
 	}
 	l := k.windows[key]
 	if l == nil {
-		rate, _ := k.rates.Rate(key)
+		rate, _ := k.rateOf(key)
 		return rate.Calls
 	}
 	return l.Allowance(now)
@@ -153,7 +164,7 @@ func (k *keyIndex) rateAllowance(key string, now time.Time) int {
 // rateBlocked reports whether key's rate forbids a hand-out at now, and
 // when it next allows one.
 func (k *keyIndex) rateBlocked(key string, now time.Time) (blocked bool, open time.Time) {
-	if _, ok := k.rates.Rate(key); !ok {
+	if _, ok := k.rateOf(key); !ok {
 		return false, time.Time{}
 	}
 	l := k.windows[key]
@@ -245,7 +256,7 @@ func (k *keyIndex) recoveredRates(at int64, planted Bug) {
 // or that has no rate any more.
 func (k *keyIndex) expireRates(cut int64) {
 	for key, l := range k.windows { // deletes only: order does not matter
-		rate, ok := k.rates.Rate(key)
+		rate, ok := k.rateOf(key)
 		if !ok || l.Last().IsZero() || l.Last().UnixNano()+int64(rate.Per) <= cut {
 			delete(k.windows, key)
 		}
@@ -270,17 +281,13 @@ func (k *keyIndex) startsState() []*messages.KeyStarts {
 	return out
 }
 
-// restoreStarts adds a snapshot's windows: each recorded anew in its
-// key's limiter. A snapshot is restored before the master sets its rates
-// (RestoreWorkState, then Master.Reset): until then a window is kept as it
-// came (restored), and SetKeyRates records it; a key that has no rate then
-// forgets it.
+// restoreStarts records windows (a snapshot's) anew, each in its key's
+// limiter; a key without a rate forgets its window. A snapshot is restored
+// before the master sets its rates (RestoreWorkState, then Master.Reset):
+// restoreKeys keeps its windows as they came (restored), and SetKeyRates
+// records them here.
 func (k *keyIndex) restoreStarts(starts []*messages.KeyStarts) {
 	for _, ks := range starts {
-		if k.rates.PerKey == nil && k.rates.Default.IsZero() {
-			k.restored = append(k.restored, ks)
-			continue
-		}
 		delete(k.windows, ks.GetKey())
 		l := k.window(ks.GetKey())
 		if l == nil {
@@ -291,3 +298,12 @@ func (k *keyIndex) restoreStarts(starts []*messages.KeyStarts) {
 		}
 	}
 }
+
+// KeyLimitHeld counts the hand-outs held back by their key's concurrency
+// limit (a work parked because its key had no free slot), since the state
+// was built.
+func (s *WorkState) KeyLimitHeld() uint64 { return s.keys.limitHeld }
+
+// KeysHeld is how many concurrency keys have works parked now, by their
+// limit or their rate.
+func (s *WorkState) KeysHeld() int { return len(s.keys.parked) }

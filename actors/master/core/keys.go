@@ -114,6 +114,11 @@ type keyIndex struct {
 	// rate's count (keyrate.go); rates are the master's, set before replay
 	// (SetKeyRates).
 	windows map[string]*throttle.Limiter
+	// overrides are the keys' run-time limits (limits.go: KeyLimitSet),
+	// state like the windows; limitHeld counts the hand-outs held back by
+	// a key's concurrency limit.
+	overrides map[string]*messages.KeyLimitSet
+	limitHeld uint64
 	// restored are a snapshot's windows restored before the rates were
 	// set, recorded by SetKeyRates (restoreStarts).
 	restored []*messages.KeyStarts
@@ -133,8 +138,9 @@ func (s *WorkState) mayStart(e *entry, now time.Time) (ok bool, wake time.Time) 
 		return true, time.Time{}
 	}
 	used, expires := s.keys.occupied(key, now, s.keys.timeout)
-	if used >= s.keys.limits.Limit(key) {
+	if used >= s.keys.limitOf(key) {
 		s.park(e)
+		s.keys.limitHeld++
 		return false, expires
 	}
 	if blocked, open := s.keys.rateBlocked(key, now); blocked && s.planted != KeyRateIgnored {
@@ -367,7 +373,7 @@ func (s *WorkState) unparkFreed(limits ConcurrencyLimits, now time.Time, timeout
 	s.keys.freed = s.keys.freed[:0]
 	for _, key := range freed {
 		used, _ := s.keys.occupied(key, now, timeout)
-		slots, rate := limits.Limit(key)-used, s.keys.rateAllowance(key, now)
+		slots, rate := s.keys.limitOf(key)-used, s.keys.rateAllowance(key, now)
 		for free := min(slots, rate); free > 0 && len(s.keys.parked[key]) > 0; free-- {
 			e := s.keys.parked[key][0]
 			s.unpark(e)
@@ -397,10 +403,10 @@ func (s *WorkState) unparkHeld(now time.Time, timeout time.Duration) {
 // keysState returns what a snapshot keeps of the key state (nil: none),
 // sorted so that the snapshot is deterministic.
 func (k *keyIndex) keysState() *messages.KeysState {
-	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.windows) == 0 && len(k.restored) == 0 {
+	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.windows) == 0 && len(k.restored) == 0 && len(k.overrides) == 0 {
 		return nil
 	}
-	ks := &messages.KeysState{Slots: slices.Clone(k.slots), Starts: k.startsState()}
+	ks := &messages.KeysState{Slots: slices.Clone(k.slots), Starts: k.startsState(), Limits: k.limitsState()}
 	for _, h := range k.forgotten {
 		ks.Uniques = append(ks.Uniques, h)
 	}
@@ -420,7 +426,11 @@ func (k *keyIndex) restoreKeys(ks *messages.KeysState) {
 		}
 	}
 	k.slots = append(k.slots, ks.GetSlots()...)
-	k.restoreStarts(ks.GetStarts())
+	for _, l := range ks.GetLimits() {
+		k.applyKeyLimitSet(l)
+	}
+	k.restored = append(k.restored, ks.GetStarts()...) // recorded by SetKeyRates
+
 }
 
 // checkKeys validates w's keys against the shard layout: "" when fine.

@@ -217,6 +217,8 @@ func (s *WorkState) Apply(ev proto.Message) error {
 		s.keys.recoveredRates(ev.GetAtUnixNano(), s.planted)
 	case *messages.QueuePaused:
 		s.applyQueuePaused(ev)
+	case *messages.KeyLimitSet:
+		s.keys.applyKeyLimitSet(ev)
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
 	}
