@@ -36,7 +36,10 @@ type KeysState struct {
 	// starts are the recent hand-out times of concurrency keys with a rate
 	// (--key-rate), sorted by key: a new master rebuilds each key's sliding
 	// window from them, so a failover never lets a burst through.
-	Starts        []*KeyStarts `protobuf:"bytes,3,rep,name=starts,proto3" json:"starts,omitempty"`
+	Starts []*KeyStarts `protobuf:"bytes,3,rep,name=starts,proto3" json:"starts,omitempty"`
+	// limits are the keys' run-time limits (KeyLimitSet, limits.proto),
+	// sorted by key.
+	Limits        []*KeyLimitSet `protobuf:"bytes,4,rep,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -88,6 +91,13 @@ func (x *KeysState) GetSlots() []*HeldSlot {
 func (x *KeysState) GetStarts() []*KeyStarts {
 	if x != nil {
 		return x.Starts
+	}
+	return nil
+}
+
+func (x *KeysState) GetLimits() []*KeyLimitSet {
+	if x != nil {
+		return x.Limits
 	}
 	return nil
 }
@@ -294,12 +304,13 @@ var File_keys_proto protoreflect.FileDescriptor
 const file_keys_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"keys.proto\x12\x10foreman.messages\x1a\n" +
-	"work.proto\"\xaa\x01\n" +
+	"keys.proto\x12\x10foreman.messages\x1a\flimits.proto\x1a\n" +
+	"work.proto\"\xe1\x01\n" +
 	"\tKeysState\x126\n" +
 	"\auniques\x18\x01 \x03(\v2\x1c.foreman.messages.UniqueHoldR\auniques\x120\n" +
 	"\x05slots\x18\x02 \x03(\v2\x1a.foreman.messages.HeldSlotR\x05slots\x123\n" +
-	"\x06starts\x18\x03 \x03(\v2\x1b.foreman.messages.KeyStartsR\x06starts\"?\n" +
+	"\x06starts\x18\x03 \x03(\v2\x1b.foreman.messages.KeyStartsR\x06starts\x125\n" +
+	"\x06limits\x18\x04 \x03(\v2\x1d.foreman.messages.KeyLimitSetR\x06limits\"?\n" +
 	"\tKeyStarts\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x03(\x03R\n" +
@@ -330,22 +341,24 @@ func file_keys_proto_rawDescGZIP() []byte {
 
 var file_keys_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_keys_proto_goTypes = []any{
-	(*KeysState)(nil),  // 0: foreman.messages.KeysState
-	(*KeyStarts)(nil),  // 1: foreman.messages.KeyStarts
-	(*UniqueHold)(nil), // 2: foreman.messages.UniqueHold
-	(*HeldSlot)(nil),   // 3: foreman.messages.HeldSlot
-	(WorkStatus)(0),    // 4: foreman.messages.WorkStatus
+	(*KeysState)(nil),   // 0: foreman.messages.KeysState
+	(*KeyStarts)(nil),   // 1: foreman.messages.KeyStarts
+	(*UniqueHold)(nil),  // 2: foreman.messages.UniqueHold
+	(*HeldSlot)(nil),    // 3: foreman.messages.HeldSlot
+	(*KeyLimitSet)(nil), // 4: foreman.messages.KeyLimitSet
+	(WorkStatus)(0),     // 5: foreman.messages.WorkStatus
 }
 var file_keys_proto_depIdxs = []int32{
 	2, // 0: foreman.messages.KeysState.uniques:type_name -> foreman.messages.UniqueHold
 	3, // 1: foreman.messages.KeysState.slots:type_name -> foreman.messages.HeldSlot
 	1, // 2: foreman.messages.KeysState.starts:type_name -> foreman.messages.KeyStarts
-	4, // 3: foreman.messages.UniqueHold.status:type_name -> foreman.messages.WorkStatus
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 3: foreman.messages.KeysState.limits:type_name -> foreman.messages.KeyLimitSet
+	5, // 4: foreman.messages.UniqueHold.status:type_name -> foreman.messages.WorkStatus
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_keys_proto_init() }
@@ -353,6 +366,7 @@ func file_keys_proto_init() {
 	if File_keys_proto != nil {
 		return
 	}
+	file_limits_proto_init()
 	file_work_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -123,6 +123,10 @@ func (a *masterActor) Receive(c actor.Context) {
 		a.step(core.PauseQueue{From: a.sent(c), Msg: msg})
 	case *messages.GetQueues:
 		a.step(core.GetQueues{From: a.sent(c), Msg: msg})
+	case *messages.SetKeyLimit:
+		a.step(core.SetKeyLimit{From: a.sent(c), Msg: msg})
+	case *messages.GetKeyLimits:
+		a.step(core.GetKeyLimits{From: a.sent(c), Msg: msg})
 	case *fired:
 		a.step(effect.Fired{Name: msg.name})
 	case *actor.Started:

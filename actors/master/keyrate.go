@@ -3,11 +3,10 @@ package master
 import (
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/foreman-actors/foreman/actors/master/core"
+	throttle "github.com/foreman-actors/foreman/actors/throttler/core"
 )
 
 // KeyRate is a concurrency key's hand-out rate: at most Calls hand-outs of
@@ -50,7 +49,7 @@ func ParseKeyRates(v string, rates *KeyRates) error {
 		}
 		r, err := ParseKeyRate(rate)
 		if err != nil {
-			return bad("%v", err)
+			return fmt.Errorf("master: key rate %q: %w", item, err)
 		}
 		if !hasKey {
 			rates.Default = r
@@ -64,41 +63,22 @@ func ParseKeyRates(v string, rates *KeyRates) error {
 	return nil
 }
 
-// ParseKeyRate reads a rate N/PERIOD such as "10/s", "100/m" or "5/500ms".
+// ParseKeyRate reads a rate N/PERIOD such as "10/s", "100/m" or "5/500ms"
+// with the throttler's one parser (actors/throttler/core.ParseRate), and
+// bounds its count at core.MaxKeyRateCalls.
 func ParseKeyRate(s string) (KeyRate, error) {
-	calls, per, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		return KeyRate{}, fmt.Errorf("rate %q has no '/' between the count and the period (e.g. 10/s)", s)
+	r, err := throttle.ParseRate(s)
+	if err != nil {
+		return KeyRate{}, err
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(calls))
-	if err != nil || n < 1 || n > core.MaxKeyRateCalls {
-		return KeyRate{}, fmt.Errorf("count %q is not a whole number from 1 to %d", calls, core.MaxKeyRateCalls)
+	kr := KeyRate{Calls: r.Calls, Per: r.Per}
+	if err := kr.Validate(); err != nil {
+		return KeyRate{}, fmt.Errorf("rate %q: %w", s, err)
 	}
-	var d time.Duration
-	switch p := strings.ToLower(strings.TrimSpace(per)); p {
-	case "s", "sec", "second":
-		d = time.Second
-	case "m", "min", "minute":
-		d = time.Minute
-	case "h", "hour":
-		d = time.Hour
-	default:
-		if d, err = time.ParseDuration(p); err != nil || d <= 0 {
-			return KeyRate{}, fmt.Errorf("period %q is neither s, m, h nor a positive Go duration", per)
-		}
-	}
-	return KeyRate{Calls: n, Per: d}, nil
+	return kr, nil
 }
 
 // FormatKeyRate writes r as ParseKeyRate reads it ("10/s", "5/500ms").
 func FormatKeyRate(r KeyRate) string {
-	switch r.Per {
-	case time.Second:
-		return fmt.Sprintf("%d/s", r.Calls)
-	case time.Minute:
-		return fmt.Sprintf("%d/m", r.Calls)
-	case time.Hour:
-		return fmt.Sprintf("%d/h", r.Calls)
-	}
-	return fmt.Sprintf("%d/%s", r.Calls, r.Per)
+	return throttle.FormatRate(throttle.Rate{Calls: r.Calls, Per: r.Per})
 }

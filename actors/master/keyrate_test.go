@@ -27,6 +27,7 @@ func TestParseKeyRates(t *testing.T) {
 		"=1/s":            "the key must be",
 		"a=1/s,":          "empty item",
 		"1/-1s":           "neither s, m, h nor a positive",
+		"a=200000/s":      "count 200000 is not in 1..100000",
 	} {
 		err := ParseKeyRates(in, &KeyRates{})
 		require.ErrorContains(t, err, want, in)

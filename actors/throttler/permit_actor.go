@@ -194,7 +194,7 @@ func (a *permitActor) Receive(c actor.Context) {
 		step := a.core.Tick(now)
 		rearm := step.Timer == TimerNone
 		a.apply(step)
-		if rearm && a.periodic && a.core.fsm.State() == StateActive {
+		if rearm && a.periodic && a.core.Status().State == StateActive {
 			// Counted from the due time so that periods do not drift.
 			next := m.due.Add(a.period)
 			for !next.After(now) {
@@ -230,7 +230,7 @@ func (a *permitActor) serving(now time.Time) bool {
 	if a.rt.Recovered() {
 		return true
 	}
-	if a.core.serving {
+	if a.core.Status().Serving {
 		a.apply(a.core.Pause(now))
 	}
 	return false
@@ -318,7 +318,7 @@ func (a *permitActor) apply(step PermitStep[PoolKey]) {
 	for _, k := range step.Refused {
 		if pid := a.pids[k]; pid != nil {
 			a.root.Send(pid, &messages.PermitGrant{Pool: k.Pool, Error: fmt.Sprintf(
-				"throttler %s: %v: %d permits wait; ask again later", a.core.JobType(), ErrQueueFull, a.core.fsm.Len())})
+				"throttler %s: %v: %d permits wait; ask again later", a.core.JobType(), ErrQueueFull, a.core.Status().Queued)})
 		}
 	}
 	switch step.Timer {

@@ -111,7 +111,7 @@ func (s simulation) spends(t *testing.T) []time.Time {
 			due := tickAt
 			tickAt = time.Time{}
 			st := core.Tick(now)
-			rearm := st.Timer == TimerNone && every > 0 && core.fsm.State() == StateActive
+			rearm := st.Timer == TimerNone && every > 0 && core.Status().State == StateActive
 			apply(st)
 			if rearm {
 				tickAt = due.Add(every)

@@ -8,11 +8,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/foreman-actors/foreman/actors/throttler"
+	throttlecore "github.com/foreman-actors/foreman/actors/throttler/core"
 )
 
 // Rates at run time (issue 36, item 3): PUT /rates/{type} changes a job
@@ -102,56 +101,17 @@ func NewRateInfo(jobType string, r throttler.Rate, strict bool) RateInfo {
 	return RateInfo{Type: jobType, Rate: FormatRate(r), Calls: r.Calls, Per: r.Per.String(), Mode: mode}
 }
 
-// FormatRate writes r as ParseRate reads it: "20/s", "100/m", "5/500ms".
-func FormatRate(r throttler.Rate) string {
-	per := r.Per.String()
-	switch r.Per {
-	case time.Second:
-		per = "s"
-	case time.Minute:
-		per = "m"
-	case time.Hour:
-		per = "h"
-	}
-	return strconv.Itoa(r.Calls) + "/" + per
-}
+// FormatRate writes r as ParseRate reads it: "20/s", "100/m", "5/500ms"
+// (the throttler's core.FormatRate).
+func FormatRate(r throttler.Rate) string { return throttlecore.FormatRate(r) }
 
 // ParseRate reads COUNT/PERIOD, the period being s, m, h or a Go duration
-// ("20/s", "100/m", "5/500ms"). Errors wrap ErrInvalid and say what is
-// accepted.
+// ("20/s", "100/m", "5/500ms"), with the throttler's one parser
+// (core.ParseRate). Errors wrap ErrInvalid and say what is accepted.
 func ParseRate(s string) (throttler.Rate, error) {
-	bad := func(why string, args ...any) (throttler.Rate, error) {
-		return throttler.Rate{}, fmt.Errorf(`%w: rate %q: %s; want COUNT/PERIOD such as "20/s", "100/m" or "5/500ms"`, ErrInvalid, s, fmt.Sprintf(why, args...))
-	}
-	calls, per, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		return bad("no '/' between the count and the period")
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(calls))
-	if err != nil || n < 1 {
-		return bad("count %q is not a positive integer", calls)
-	}
-	if n > throttler.MaxStrictCalls {
-		return bad("count %d is above %d; use a shorter period with proportionally fewer calls", n, throttler.MaxStrictCalls)
-	}
-	var d time.Duration
-	switch p := strings.ToLower(strings.TrimSpace(per)); p {
-	case "s", "sec", "second":
-		d = time.Second
-	case "m", "min", "minute":
-		d = time.Minute
-	case "h", "hour":
-		d = time.Hour
-	case "":
-		return bad("the period is missing")
-	default:
-		if d, err = time.ParseDuration(p); err != nil || d <= 0 {
-			return bad("period %q is neither s, m, h nor a positive Go duration", per)
-		}
-	}
-	r := throttler.Rate{Calls: n, Per: d}
-	if err := r.Validate(); err != nil {
-		return bad("%v", err)
+	r, err := throttlecore.ParseRate(s)
+	if err != nil {
+		return throttler.Rate{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return r, nil
 }

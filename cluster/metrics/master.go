@@ -82,8 +82,19 @@ func (m *Metrics) takeAccepted(id string) (int64, bool) {
 // shards counts twice below the cap).
 func (o masterObserver) Counts(stream string, c master.Counts, idle, busy int) {
 	o.m.mu.Lock()
+	last, seen := o.m.byStream[stream]
 	o.m.byStream[stream] = streamCounts{c: c, idle: idle, busy: busy}
 	o.m.mu.Unlock()
+	// The master's hold counts are cumulative per activation: add what
+	// grew, or all of it when a new activation started afresh.
+	grown := func(now, before uint64) float64 {
+		if !seen || now < before {
+			return float64(now)
+		}
+		return float64(now - before)
+	}
+	o.m.handoutsHeld.WithLabelValues("concurrency_limit").Add(grown(c.HeldByLimit, last.c.HeldByLimit))
+	o.m.handoutsHeld.WithLabelValues("key_rate").Add(grown(c.HeldByRate, last.c.HeldByRate))
 	o.m.setQueue()
 }
 
@@ -107,6 +118,7 @@ func (m *Metrics) setQueue() {
 		sum.Done += sc.c.Done
 		sum.Dead += sc.c.Dead
 		sum.Cancelled += sc.c.Cancelled
+		sum.KeysHeld += sc.c.KeysHeld
 		total = max(total, sc.idle+sc.busy)
 		busyAll += sc.busy
 	}
@@ -119,6 +131,7 @@ func (m *Metrics) setQueue() {
 	q.WithLabelValues("done").Set(float64(sum.Done))
 	q.WithLabelValues("dead").Set(float64(sum.Dead))
 	q.WithLabelValues("cancelled").Set(float64(sum.Cancelled))
+	m.keysHeld.Set(float64(sum.KeysHeld))
 	m.workers.WithLabelValues("idle").Set(float64(total - busyAll))
 	m.workers.WithLabelValues("busy").Set(float64(busyAll))
 }

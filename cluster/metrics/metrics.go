@@ -37,6 +37,8 @@ type Metrics struct {
 	commitSeconds                                prometheus.Histogram
 	commitErrors                                 prometheus.Counter
 	permits                                      *prometheus.CounterVec // job_type, outcome
+	handoutsHeld                                 *prometheus.CounterVec // reason
+	keysHeld                                     prometheus.Gauge
 
 	mu         sync.Mutex
 	acceptedAt map[string]int64 // work id -> acceptance (Unix ns), see maxTracked
@@ -70,6 +72,10 @@ func New() *Metrics {
 	m.cancelled = jobs("jobs_cancelled_total", "Jobs cancelled because their caller went away (not retried), by job type.")
 	m.resultsConsumed = jobs("results_consumed_total", "Results this frontend node consumed from the cluster, by job type.")
 	m.queue = f.gaugeVec("queue_jobs", "Jobs the master holds, by state: pending, running, done, dead and cancelled (ended jobs are retained for a while); delayed counts the pending ones that wait for their run_at or a retry backoff.", "state")
+	m.handoutsHeld = f.counterVec("handouts_held_total", "Hand-outs the masters on this node held back by their concurrency key, by reason: concurrency_limit or key_rate (no per-key label: keys are unbounded; GET /limits and the job list show them). Counted as of each master's latest group commit.", "reason")
+	m.handoutsHeld.WithLabelValues("concurrency_limit") // present at 0 from the start
+	m.handoutsHeld.WithLabelValues("key_rate")
+	m.keysHeld = f.gauge("keys_held", "Concurrency keys with jobs held back now by their limit or rate, summed over the masters on this node, as of their latest group commit.")
 	m.workers = f.gaugeVec("workers", "Workers registered with the master, by state: idle or busy (holding work).", "state")
 	m.epoch = f.gauge("master_epoch", "The journal epoch of the master this node hosts (0: none yet); a new epoch means a new activation.")
 	m.activations = f.counter("master_activations_total", "Times a master recovered and served on this node (first start, failovers, re-syncs).")

@@ -170,3 +170,27 @@ func TestCountsOverShards(t *testing.T) {
 	require.InDelta(t, 1, gauge(m.workers, "busy"), 0)
 	require.InDelta(t, 3, gauge(m.workers, "idle"), 0)
 }
+
+// TestHandoutsHeld: the hand-outs held back by a key's limit or rate are
+// counted from the masters' cumulative counts (a new activation starts
+// them afresh), without a per-key label, and the keys held are summed over
+// the shards.
+func TestHandoutsHeld(t *testing.T) {
+	t.Parallel()
+	m := New()
+	o := m.MasterObserver()
+	held := func(reason string) float64 { return testutil.ToFloat64(m.handoutsHeld.WithLabelValues(reason)) }
+	require.InDelta(t, 0, held("concurrency_limit"), 0)
+	o.Counts("master/0", master.Counts{HeldByLimit: 3, HeldByRate: 1, KeysHeld: 2}, 1, 0)
+	o.Counts("master/1", master.Counts{HeldByLimit: 2, KeysHeld: 1}, 1, 0)
+	require.InDelta(t, 5, held("concurrency_limit"), 0)
+	require.InDelta(t, 1, held("key_rate"), 0)
+	require.InDelta(t, 3, testutil.ToFloat64(m.keysHeld), 0)
+	o.Counts("master/0", master.Counts{HeldByLimit: 4, HeldByRate: 1}, 1, 0)
+	require.InDelta(t, 6, held("concurrency_limit"), 0, "one more on master/0")
+	require.InDelta(t, 1, testutil.ToFloat64(m.keysHeld), 0)
+	o.Counts("master/0", master.Counts{HeldByLimit: 1}, 1, 0) // a new activation
+	require.InDelta(t, 7, held("concurrency_limit"), 0, "counted afresh after a failover")
+	o.Stopped("master/1")
+	require.InDelta(t, 0, testutil.ToFloat64(m.keysHeld), 0)
+}

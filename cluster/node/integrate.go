@@ -3,12 +3,11 @@ package node
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/foreman-actors/foreman/actors/adaptive"
 	"github.com/foreman-actors/foreman/actors/throttler"
+	throttlecore "github.com/foreman-actors/foreman/actors/throttler/core"
 )
 
 // This file wires the seeds' patterns into the distributed workers (see
@@ -40,7 +39,7 @@ type RateLimit struct {
 
 // String formats the limit as ParseRateLimits accepts it.
 func (l RateLimit) String() string {
-	s := fmt.Sprintf("%s=%d/%s", l.JobType, l.Rate.Calls, periodText(l.Rate.Per))
+	s := fmt.Sprintf("%s=%d/%s", l.JobType, l.Rate.Calls, throttlecore.FormatPeriod(l.Rate.Per))
 	if l.Strict {
 		s += ":" + strictSuffix
 	}
@@ -49,18 +48,6 @@ func (l RateLimit) String() string {
 
 // strictSuffix marks a strict limit in a rate spec.
 const strictSuffix = "strict"
-
-func periodText(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "s"
-	case time.Minute:
-		return "m"
-	case time.Hour:
-		return "h"
-	}
-	return d.String()
-}
 
 // ParseRateLimits parses a rate spec such as "square=10/s,factorize=100/m"
 // (see RateSpecSyntax). White space around items is ignored; an empty spec
@@ -91,49 +78,16 @@ func ParseRateLimits(spec string) ([]RateLimit, error) {
 		if mode = strings.TrimSpace(mode); hasMode && mode != strictSuffix {
 			return nil, bad("mode %q is not %q", mode, strictSuffix)
 		}
-		calls, per, ok := strings.Cut(rate, "/")
-		calls, per = strings.TrimSpace(calls), strings.TrimSpace(per)
-		if !ok {
-			return nil, bad("no '/' between the count and the period")
-		}
-		n, err := strconv.Atoi(calls)
-		if err != nil || n < 1 {
-			return nil, bad("count %q is not a positive integer", calls)
-		}
-		if n > throttler.MaxStrictCalls {
-			return nil, bad("count %d is above %d; use a shorter period with proportionally fewer calls", n, throttler.MaxStrictCalls)
-		}
-		d, err := parsePeriod(per)
+		r, err := throttlecore.ParseRate(rate)
 		if err != nil {
-			return nil, bad("%v", err)
+			return nil, fmt.Errorf("%w: rate limit %d %q: %w", ErrInvalidConfig, i+1, item, err)
 		}
 		if slices.ContainsFunc(out, func(l RateLimit) bool { return l.JobType == jobType }) {
 			return nil, bad("job type %q is limited twice", jobType)
 		}
-		out = append(out, RateLimit{JobType: jobType, Rate: throttler.Rate{Calls: n, Per: d}, Strict: hasMode})
+		out = append(out, RateLimit{JobType: jobType, Rate: r, Strict: hasMode})
 	}
 	return out, nil
-}
-
-func parsePeriod(s string) (time.Duration, error) {
-	switch strings.ToLower(s) {
-	case "s", "sec", "second":
-		return time.Second, nil
-	case "m", "min", "minute":
-		return time.Minute, nil
-	case "h", "hour":
-		return time.Hour, nil
-	case "":
-		return 0, fmt.Errorf("the period is missing")
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("period %q is neither s, m, h nor a Go duration", s)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("period %q must be positive", s)
-	}
-	return d, nil
 }
 
 // NewAdaptivePool returns the limiter that sizes a worker node's executor

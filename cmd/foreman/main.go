@@ -48,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runSchedule(args[1:], stdout, stderr)
 		case "rate":
 			return runRate(args[1:], stdout, stderr)
+		case "limit":
+			return runLimit(args[1:], stdout, stderr)
 		case "certs":
 			return runCerts(args[1:], stdout, stderr)
 		case "sim":

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	throttle "github.com/foreman-actors/foreman/actors/throttler/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -13,12 +14,12 @@ import (
 // rates"): at most Calls hand-outs of a concurrency key in any window of
 // Per, on the key's shard master.
 //
-// The rule is the throttler's strict sliding window (actors/throttler
-// Limiter, ModeSlidingWindow): a hand-out at now is allowed when the
-// Calls-th newest hand-out is at least Per before now, so no half-open
-// window [s, s+Per) ever holds more than Calls. It is a few lines here,
-// not an import: the throttler package is protoactor's, and the cores are
-// protoactor-free.
+// The rule is the throttler's strict sliding window, and literally its
+// code: each key with a rate has a Limiter of actors/throttler/core in
+// ModeSlidingWindow (the one the throttler actor's strict modes use): a
+// hand-out at now is allowed when the Calls-th newest hand-out is at least
+// Per before now, so no half-open window [s, s+Per) ever holds more than
+// Calls.
 //
 // The window is state, not configuration: each key's newest hand-out
 // times are recorded by applying WorkStarted (and WorksStarted), so replay
@@ -80,70 +81,100 @@ func (r KeyRates) Rate(key string) (rate KeyRate, ok bool) {
 // SetKeyRates sets the rates per concurrency key. The master calls it
 // before replay (New, Reset), so that replay records the windows the
 // rates need.
-func (s *WorkState) SetKeyRates(r KeyRates) { s.keys.rates = r }
+//
+// A key whose rate changed keeps its recorded hand-outs under the new rate
+// (Limiter.SetRate: a window that starts after the change holds at most
+// the new count); a key that lost its rate forgets them.
+func (s *WorkState) SetKeyRates(r KeyRates) {
+	k := &s.keys
+	k.rates = r
+	for key := range k.windows { // per key: order does not matter
+		k.syncWindow(key)
+	}
+	restored := k.restored
+	k.restored = nil
+	k.restoreStarts(restored)
+}
+
+// syncWindow makes key's window follow its rate: kept under a changed rate
+// (Limiter.SetRate: a window that starts after the change holds at most
+// the new count), forgotten when the key has no rate any more.
+func (k *keyIndex) syncWindow(key string) {
+	l := k.windows[key]
+	if l == nil {
+		return
+	}
+	rate, ok := k.rateOf(key)
+	if !ok {
+		delete(k.windows, key)
+		return
+	}
+	if want := (throttle.Rate{Calls: rate.Calls, Per: rate.Per}); l.Rate() != want {
+		_ = l.SetRate(want) // validated before it was set; a refusal keeps the old rate
+	}
+}
 
 // KeyRateHeld counts the hand-outs held back by their key's rate (a work
 // parked because its key's window was full), since the state was built.
 func (s *WorkState) KeyRateHeld() uint64 { return s.keys.rateHeld }
 
-// startedKey records a hand-out of key at at in the key's window.
-func (k *keyIndex) startedKey(key string, at int64) {
-	rate, ok := k.rates.Rate(key)
+// window returns key's limiter, made for its rate when missing (nil: the
+// key has no rate).
+func (k *keyIndex) window(key string) *throttle.Limiter {
+	rate, ok := k.rateOf(key)
 	if key == "" || !ok {
-		return
+		return nil
 	}
-	if k.starts == nil {
-		k.starts = make(map[string][]int64)
+	if l := k.windows[key]; l != nil {
+		return l
 	}
-	w := k.starts[key]
-	if n := len(w); n > 0 && w[n-1] > at {
-		// A clock behind the one that stamped the newest time: count the
-		// hand-out at that time, later than it was, so the window only
-		// ever errs towards holding back.
-		at = w[n-1]
+	l, err := throttle.NewLimiter(throttle.Rate{Calls: rate.Calls, Per: rate.Per})
+	if err != nil {
+		return nil // unreachable: rates are validated before they are set
 	}
-	w = append(w, at)
-	if len(w) > rate.Calls {
-		w = slices.Delete(w, 0, len(w)-rate.Calls)
+	if k.windows == nil {
+		k.windows = make(map[string]*throttle.Limiter)
 	}
-	k.starts[key] = w
+	k.windows[key] = l
+	return l
 }
 
-// rateOpen returns when key's rate next allows a hand-out: at or before
-// now when it allows one now (zero: the key has no rate).
-func (k *keyIndex) rateOpen(key string) (open time.Time, limited bool) {
-	rate, ok := k.rates.Rate(key)
-	if !ok {
-		return time.Time{}, false
+// startedKey records a hand-out of key at at in the key's window. A time
+// behind the newest recorded one counts at that one (Limiter.Record), so
+// the window only ever errs towards holding back.
+func (k *keyIndex) startedKey(key string, at int64) {
+	if l := k.window(key); l != nil {
+		l.Record(time.Unix(0, at))
 	}
-	w := k.starts[key]
-	if len(w) < rate.Calls {
-		return time.Time{}, true
-	}
-	// The Calls-th newest hand-out must be at least Per before a new one.
-	return time.Unix(0, w[len(w)-rate.Calls]).Add(rate.Per), true
 }
 
 // rateAllowance is how many hand-outs key's rate allows at now.
 func (k *keyIndex) rateAllowance(key string, now time.Time) int {
-	rate, ok := k.rates.Rate(key)
-	if !ok {
+	if _, ok := k.rateOf(key); !ok {
 		return int(^uint(0) >> 1)
 	}
-	w := k.starts[key]
-	from := now.Add(-rate.Per).UnixNano()
-	i, _ := slices.BinarySearch(w, from+1) // the first time inside (now-Per, now]
-	return max(rate.Calls-(len(w)-i), 0)
+	l := k.windows[key]
+	if l == nil {
+		rate, _ := k.rateOf(key)
+		return rate.Calls
+	}
+	return l.Allowance(now)
 }
 
 // rateBlocked reports whether key's rate forbids a hand-out at now, and
 // when it next allows one.
 func (k *keyIndex) rateBlocked(key string, now time.Time) (blocked bool, open time.Time) {
-	open, limited := k.rateOpen(key)
-	if !limited || !open.After(now) {
+	if _, ok := k.rateOf(key); !ok {
 		return false, time.Time{}
 	}
-	return true, open
+	l := k.windows[key]
+	if l == nil {
+		return false, time.Time{}
+	}
+	if open := l.Next(now); open.After(now) {
+		return true, open
+	}
+	return false, time.Time{}
 }
 
 // rateParked notes that key has works parked by its rate: beforeDispatch
@@ -170,7 +201,7 @@ func (k *keyIndex) unparkRated(now time.Time) {
 		if len(k.parked[key]) == 0 {
 			return true
 		}
-		if open, _ := k.rateOpen(key); open.After(now) {
+		if blocked, _ := k.rateBlocked(key, now); blocked {
 			return false
 		}
 		if !slices.Contains(k.freed, key) {
@@ -188,7 +219,7 @@ func (k *keyIndex) nextRateOpen(now time.Time) (next time.Time) {
 		if len(k.parked[key]) == 0 {
 			continue
 		}
-		if open, _ := k.rateOpen(key); open.After(now) && (next.IsZero() || open.Before(next)) {
+		if blocked, open := k.rateBlocked(key, now); blocked && (next.IsZero() || open.Before(next)) {
 			next = open
 		}
 	}
@@ -203,20 +234,18 @@ func (k *keyIndex) nextRateOpen(now time.Time) (next time.Time) {
 // than its period; a failover may hold a key back up to one period longer.
 func (k *keyIndex) recoveredRates(at int64, planted Bug) {
 	if planted == KeyRateForgotten {
-		k.starts = nil
+		k.windows = nil
 		return
 	}
 	var newest int64
-	for _, w := range k.starts { // a maximum: order does not matter
-		if n := len(w); n > 0 && w[n-1] > newest {
-			newest = w[n-1]
+	for _, l := range k.windows { // a maximum: order does not matter
+		if last := l.Last(); !last.IsZero() && last.UnixNano() > newest {
+			newest = last.UnixNano()
 		}
 	}
 	if shift := at - newest; newest > 0 && shift > 0 {
-		for _, w := range k.starts { // shifts each in place: order does not matter
-			for i := range w {
-				w[i] += shift
-			}
+		for _, l := range k.windows { // shifts each in place: order does not matter
+			l.Shift(time.Duration(shift))
 		}
 	}
 }
@@ -226,36 +255,55 @@ func (k *keyIndex) recoveredRates(at int64, planted Bug) {
 // applies it): a key whose newest hand-out is a period or more before it,
 // or that has no rate any more.
 func (k *keyIndex) expireRates(cut int64) {
-	for key, w := range k.starts { // deletes only: order does not matter
-		rate, ok := k.rates.Rate(key)
-		if !ok || len(w) == 0 || w[len(w)-1]+int64(rate.Per) <= cut {
-			delete(k.starts, key)
+	for key, l := range k.windows { // deletes only: order does not matter
+		rate, ok := k.rateOf(key)
+		if !ok || l.Last().IsZero() || l.Last().UnixNano()+int64(rate.Per) <= cut {
+			delete(k.windows, key)
 		}
 	}
 }
 
 // startsState returns the windows for a snapshot, sorted by key.
 func (k *keyIndex) startsState() []*messages.KeyStarts {
-	if len(k.starts) == 0 {
+	if len(k.windows) == 0 && len(k.restored) == 0 {
 		return nil
 	}
-	out := make([]*messages.KeyStarts, 0, len(k.starts))
-	for key, w := range k.starts {
-		out = append(out, &messages.KeyStarts{Key: key, AtUnixNano: slices.Clone(w)})
+	out := slices.Clone(k.restored)
+	for key, l := range k.windows {
+		g := l.Grants()
+		at := make([]int64, len(g))
+		for i, t := range g {
+			at[i] = t.UnixNano()
+		}
+		out = append(out, &messages.KeyStarts{Key: key, AtUnixNano: at})
 	}
 	slices.SortFunc(out, func(a, b *messages.KeyStarts) int { return strings.Compare(a.GetKey(), b.GetKey()) })
 	return out
 }
 
-// restoreStarts adds a snapshot's windows.
+// restoreStarts records windows (a snapshot's) anew, each in its key's
+// limiter; a key without a rate forgets its window. A snapshot is restored
+// before the master sets its rates (RestoreWorkState, then Master.Reset):
+// restoreKeys keeps its windows as they came (restored), and SetKeyRates
+// records them here.
 func (k *keyIndex) restoreStarts(starts []*messages.KeyStarts) {
-	if len(starts) == 0 {
-		return
-	}
-	if k.starts == nil {
-		k.starts = make(map[string][]int64, len(starts))
-	}
 	for _, ks := range starts {
-		k.starts[ks.GetKey()] = slices.Clone(ks.GetAtUnixNano())
+		delete(k.windows, ks.GetKey())
+		l := k.window(ks.GetKey())
+		if l == nil {
+			continue
+		}
+		for _, at := range ks.GetAtUnixNano() {
+			l.Record(time.Unix(0, at))
+		}
 	}
 }
+
+// KeyLimitHeld counts the hand-outs held back by their key's concurrency
+// limit (a work parked because its key had no free slot), since the state
+// was built.
+func (s *WorkState) KeyLimitHeld() uint64 { return s.keys.limitHeld }
+
+// KeysHeld is how many concurrency keys have works parked now, by their
+// limit or their rate.
+func (s *WorkState) KeysHeld() int { return len(s.keys.parked) }

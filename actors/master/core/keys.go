@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	routecore "github.com/foreman-actors/foreman/actors/route/core"
+	throttle "github.com/foreman-actors/foreman/actors/throttler/core"
 	"github.com/foreman-actors/foreman/messages"
 )
 
@@ -108,11 +109,20 @@ type keyIndex struct {
 	limits  ConcurrencyLimits
 	timeout time.Duration
 
-	// starts are the newest hand-out times of keys with a rate, oldest
-	// first, at most the rate's count (keyrate.go); rates are the
-	// master's, set before replay (SetKeyRates).
-	starts map[string][]int64
-	rates  KeyRates
+	// windows are the hand-out windows of keys with a rate: the
+	// throttler's Limiter, holding the newest hand-out times, at most the
+	// rate's count (keyrate.go); rates are the master's, set before replay
+	// (SetKeyRates).
+	windows map[string]*throttle.Limiter
+	// overrides are the keys' run-time limits (limits.go: KeyLimitSet),
+	// state like the windows; limitHeld counts the hand-outs held back by
+	// a key's concurrency limit.
+	overrides map[string]*messages.KeyLimitSet
+	limitHeld uint64
+	// restored are a snapshot's windows restored before the rates were
+	// set, recorded by SetKeyRates (restoreStarts).
+	restored []*messages.KeyStarts
+	rates    KeyRates
 	// rateWait are keys with works parked by their rate, once each;
 	// rateHeld counts the hand-outs their rate held back.
 	rateWait []string
@@ -128,8 +138,9 @@ func (s *WorkState) mayStart(e *entry, now time.Time) (ok bool, wake time.Time) 
 		return true, time.Time{}
 	}
 	used, expires := s.keys.occupied(key, now, s.keys.timeout)
-	if used >= s.keys.limits.Limit(key) {
+	if used >= s.keys.limitOf(key) {
 		s.park(e)
+		s.keys.limitHeld++
 		return false, expires
 	}
 	if blocked, open := s.keys.rateBlocked(key, now); blocked && s.planted != KeyRateIgnored {
@@ -362,7 +373,7 @@ func (s *WorkState) unparkFreed(limits ConcurrencyLimits, now time.Time, timeout
 	s.keys.freed = s.keys.freed[:0]
 	for _, key := range freed {
 		used, _ := s.keys.occupied(key, now, timeout)
-		slots, rate := limits.Limit(key)-used, s.keys.rateAllowance(key, now)
+		slots, rate := s.keys.limitOf(key)-used, s.keys.rateAllowance(key, now)
 		for free := min(slots, rate); free > 0 && len(s.keys.parked[key]) > 0; free-- {
 			e := s.keys.parked[key][0]
 			s.unpark(e)
@@ -392,10 +403,10 @@ func (s *WorkState) unparkHeld(now time.Time, timeout time.Duration) {
 // keysState returns what a snapshot keeps of the key state (nil: none),
 // sorted so that the snapshot is deterministic.
 func (k *keyIndex) keysState() *messages.KeysState {
-	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.starts) == 0 {
+	if len(k.forgotten) == 0 && len(k.slots) == 0 && len(k.windows) == 0 && len(k.restored) == 0 && len(k.overrides) == 0 {
 		return nil
 	}
-	ks := &messages.KeysState{Slots: slices.Clone(k.slots), Starts: k.startsState()}
+	ks := &messages.KeysState{Slots: slices.Clone(k.slots), Starts: k.startsState(), Limits: k.limitsState()}
 	for _, h := range k.forgotten {
 		ks.Uniques = append(ks.Uniques, h)
 	}
@@ -415,7 +426,11 @@ func (k *keyIndex) restoreKeys(ks *messages.KeysState) {
 		}
 	}
 	k.slots = append(k.slots, ks.GetSlots()...)
-	k.restoreStarts(ks.GetStarts())
+	for _, l := range ks.GetLimits() {
+		k.applyKeyLimitSet(l)
+	}
+	k.restored = append(k.restored, ks.GetStarts()...) // recorded by SetKeyRates
+
 }
 
 // checkKeys validates w's keys against the shard layout: "" when fine.

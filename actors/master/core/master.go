@@ -194,6 +194,10 @@ func (m *Master) onQuery(now time.Time, in any) {
 		m.onPauseQueue(now, in)
 	case GetQueues:
 		m.onGetQueues(now, in)
+	case SetKeyLimit:
+		m.onSetKeyLimit(now, in)
+	case GetKeyLimits:
+		m.onGetKeyLimits(now, in)
 	}
 }
 

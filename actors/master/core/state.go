@@ -78,6 +78,12 @@ type Counts struct {
 	Cancelled int
 	// AcceptedTotal counts every WorkAccepted ever applied.
 	AcceptedTotal int64
+	// HeldByLimit and HeldByRate count the hand-outs held back since the
+	// state was built (a failover starts them afresh) by their concurrency
+	// key's limit and by its rate; KeysHeld is how many keys have works
+	// held now (keys.go, keyrate.go).
+	HeldByLimit, HeldByRate uint64
+	KeysHeld                int
 }
 
 // Running is a work in progress and the worker it was handed to.
@@ -217,6 +223,8 @@ func (s *WorkState) Apply(ev proto.Message) error {
 		s.keys.recoveredRates(ev.GetAtUnixNano(), s.planted)
 	case *messages.QueuePaused:
 		s.applyQueuePaused(ev)
+	case *messages.KeyLimitSet:
+		s.keys.applyKeyLimitSet(ev)
 	default:
 		return fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
 	}
@@ -595,6 +603,7 @@ func (e *entry) takeBackAttempt() {
 func (s *WorkState) Counts() Counts {
 	c := s.counts
 	c.AcceptedTotal = s.acceptedTotal
+	c.HeldByLimit, c.HeldByRate, c.KeysHeld = s.keys.limitHeld, s.keys.rateHeld, len(s.keys.parked)
 	for _, tq := range s.queues {
 		c.Delayed += len(tq.timers)
 	}

@@ -1,4 +1,4 @@
-package throttler
+package core
 
 import (
 	"fmt"
@@ -269,4 +269,71 @@ func (l *Limiter) amend(seq uint64, t time.Time) bool {
 		l.log[pos] = t // only ever earlier: a report cannot widen a grant
 	}
 	return true
+}
+
+// Record records a grant at now whether or not the rate allows it: a grant
+// decided before, for example one a master replays from its journal. A now
+// earlier than the last grant is recorded at the last grant's time, so the
+// window only ever errs towards holding back.
+func (l *Limiter) Record(now time.Time) { l.record(l.clamp(now)) }
+
+// Next returns when a grant could next be made: now if one could be made
+// now, otherwise the instant the rate allows one (now plus Delay, counted
+// from the last grant when now is earlier than it).
+func (l *Limiter) Next(now time.Time) time.Time {
+	wait := l.Delay(now)
+	if wait <= 0 {
+		return now
+	}
+	return l.clamp(now).Add(wait)
+}
+
+// Allowance returns how many grants in a row Reserve would make at now. In
+// ModeSlidingWindow without slices it is exact: the free places of the
+// window plus the recorded grants at least Per old. Otherwise it is 1 when
+// a grant could be made now (0 when not): a caller asks again after each.
+func (l *Limiter) Allowance(now time.Time) int {
+	if l.Delay(now) > 0 {
+		return 0
+	}
+	if l.mode != ModeSlidingWindow || l.sliceCalls > 0 {
+		return 1
+	}
+	now = l.clamp(now)
+	free := l.rate.Calls - len(l.log)
+	if l.floor.Add(l.rate.Per).After(now) {
+		return free // a grant that left the ring still holds the window
+	}
+	for _, t := range l.ordered() {
+		if t.Add(l.rate.Per).After(now) {
+			break
+		}
+		free++
+	}
+	return free
+}
+
+// Last returns the time of the latest grant (the zero time: none yet).
+func (l *Limiter) Last() time.Time { return l.last }
+
+// Grants returns the times of the grants the window still holds (at most
+// Rate.Calls), oldest first: what a snapshot keeps to rebuild the limiter
+// with Record.
+func (l *Limiter) Grants() []time.Time { return l.ordered() }
+
+// Shift moves every recorded time by d: the grants were stamped on a clock
+// d behind the one the limiter is used with from now on (a master that
+// took over from another).
+func (l *Limiter) Shift(d time.Duration) {
+	for i := range l.log {
+		l.log[i] = l.log[i].Add(d)
+	}
+	for i := range l.sliceLog {
+		l.sliceLog[i] = l.sliceLog[i].Add(d)
+	}
+	for _, t := range []*time.Time{&l.last, &l.floor, &l.tat} {
+		if !t.IsZero() {
+			*t = t.Add(d)
+		}
+	}
 }

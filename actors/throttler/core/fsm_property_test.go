@@ -1,4 +1,4 @@
-package throttler_test
+package core_test
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/foreman-actors/foreman/actors/throttler"
+	"github.com/foreman-actors/foreman/actors/throttler/core"
 )
 
 // sim drives an FSM the way the actor shell does, with a simulated timer, and
@@ -51,19 +51,19 @@ func (s *sim) apply(eff effects) {
 	}
 	s.lost += len(eff.Rejected) + len(eff.Dropped)
 	switch eff.Timer {
-	case throttler.TimerStartPeriodic:
-		if eff.From == throttler.StateIdle && !s.now.Before(s.started.Add(s.f.Rate().Per)) {
+	case core.TimerStartPeriodic:
+		if eff.From == core.StateIdle && !s.now.Before(s.started.Add(s.f.Rate().Per)) {
 			s.sinceRefill, s.bound = len(eff.Deliver), s.f.Rate().Calls // the old period was over
 			require.LessOrEqual(t, s.sinceRefill, s.bound)
 		}
 		s.started = s.now
 		s.timerOn, s.periodic, s.period, s.due = true, true, eff.TimerAfter, s.now.Add(eff.TimerAfter)
-	case throttler.TimerStartOnce:
+	case core.TimerStartOnce:
 		require.Positive(t, eff.TimerAfter)
 		s.timerOn, s.periodic, s.due = true, false, s.now.Add(eff.TimerAfter)
-	case throttler.TimerStop:
+	case core.TimerStop:
 		s.timerOn = false
-	case throttler.TimerNone:
+	case core.TimerNone:
 	}
 	s.check()
 }
@@ -72,13 +72,13 @@ func (s *sim) check() {
 	t := s.t
 	t.Helper()
 	f := s.f
-	active := f.State() == throttler.StateActive
+	active := f.State() == core.StateActive
 	require.Equal(t, active, s.timerOn, "the timer runs iff Active")
 	require.Equal(t, s.next, len(s.delivered)+s.lost+f.Len(), "every message is delivered, queued, rejected or dropped")
 	if active {
 		require.NotEmpty(t, f.Target(), "Active needs a target")
 	}
-	if f.Mode() == throttler.ModeTimer {
+	if f.Mode() == core.ModeTimer {
 		if !active {
 			require.True(t, f.Target() == "" || f.Len() == 0, "Idle with a target means an empty queue")
 		}
@@ -97,13 +97,13 @@ func (s *sim) advance(d time.Duration) {
 	end := s.now.Add(d)
 	for s.timerOn && !s.due.After(end) {
 		s.now = s.due
-		wasActive := s.f.State() == throttler.StateActive
+		wasActive := s.f.State() == core.StateActive
 		if !s.periodic {
 			s.timerOn = false // a one-shot timer has fired
 		} else {
 			s.due = s.due.Add(s.period)
 		}
-		if wasActive && s.f.Mode() == throttler.ModeTimer {
+		if wasActive && s.f.Mode() == core.ModeTimer {
 			s.sinceRefill, s.bound, s.started = 0, s.f.Rate().Calls, s.now
 		}
 		s.apply(s.f.Tick(s.now))
@@ -111,10 +111,10 @@ func (s *sim) advance(d time.Duration) {
 	s.now = end
 }
 
-func (s *sim) setRate(r throttler.Rate) {
+func (s *sim) setRate(r core.Rate) {
 	eff, err := s.f.SetRate(r, s.now)
 	require.NoError(s.t, err)
-	if s.f.Mode() == throttler.ModeTimer {
+	if s.f.Mode() == core.ModeTimer {
 		s.bound = max(r.Calls, s.sinceRefill)
 	}
 	s.apply(eff)
@@ -147,17 +147,17 @@ func (s *sim) run(r *rand.Rand, steps int, rates bool) {
 		s.advance(s.f.Rate().Per)
 	}
 	s.advance(2 * s.f.Rate().Per)
-	require.Equal(s.t, throttler.StateIdle, s.f.State(), "Idle once all is delivered and the period is over")
+	require.Equal(s.t, core.StateIdle, s.f.State(), "Idle once all is delivered and the period is over")
 	require.Equal(s.t, s.next, len(s.delivered)+s.lost)
 }
 
-var allModes = []throttler.Mode{throttler.ModeTimer, throttler.ModeSlidingWindow, throttler.ModeTokenBucket}
+var allModes = []core.Mode{core.ModeTimer, core.ModeSlidingWindow, core.ModeTokenBucket}
 
-func modeOpts(r *rand.Rand, mode throttler.Mode, calls int) []throttler.Option {
-	opts := []throttler.Option{throttler.WithMode(mode), throttler.WithMaxQueue(1 + r.IntN(30)),
-		throttler.WithOverflow(throttler.Overflow(1 + r.IntN(3)))}
-	if mode == throttler.ModeTokenBucket {
-		opts = append(opts, throttler.WithBurst(1+r.IntN(calls)))
+func modeOpts(r *rand.Rand, mode core.Mode, calls int) []core.Option {
+	opts := []core.Option{core.WithMode(mode), core.WithMaxQueue(1 + r.IntN(30)),
+		core.WithOverflow(core.Overflow(1 + r.IntN(3)))}
+	if mode == core.ModeTokenBucket {
+		opts = append(opts, core.WithBurst(1+r.IntN(calls)))
 	}
 	return opts
 }
@@ -206,8 +206,8 @@ func FuzzFSM(f *testing.F) {
 		mode := allModes[int(m)%3]
 		rate := randomRate(r)
 		s := newSim(t, newFSM(t, rate, modeOpts(r, mode, rate.Calls)...))
-		s.run(r, 200, mode == throttler.ModeTimer)
-		if mode != throttler.ModeTimer {
+		s.run(r, 200, mode == core.ModeTimer)
+		if mode != core.ModeTimer {
 			require.LessOrEqual(t, maxInWindow(s.times, rate.Per), rate.Calls)
 		}
 	})

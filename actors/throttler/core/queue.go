@@ -1,4 +1,4 @@
-package throttler
+package core
 
 // ring is a FIFO queue on a growable ring buffer: push at the back, pop at
 // the front, both O(1) amortised, with no allocation in steady state.

@@ -1,4 +1,4 @@
-package throttler_test
+package core_test
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/foreman-actors/foreman/actors/throttler"
+	"github.com/foreman-actors/foreman/actors/throttler/core"
 )
 
 // maxInWindow is the dumb model of the strict guarantee: the largest number
@@ -25,14 +25,14 @@ func maxInWindow(grants []time.Time, per time.Duration) int {
 }
 
 // randomRate draws a rate with 1-12 calls per 1ms-2s.
-func randomRate(r *rand.Rand) throttler.Rate {
-	return throttler.Rate{Calls: 1 + r.IntN(12), Per: time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second)))}
+func randomRate(r *rand.Rand) core.Rate {
+	return core.Rate{Calls: 1 + r.IntN(12), Per: time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second)))}
 }
 
 // randomArrivals drives a limiter with a random arrival pattern: bursts,
 // gaps, retries at the exact time the limiter names and retries a little
 // early. It returns the grant times.
-func randomArrivals(r *rand.Rand, l *throttler.Limiter, steps int) []time.Time {
+func randomArrivals(r *rand.Rand, l *core.Limiter, steps int) []time.Time {
 	per := l.Rate().Per
 	now := t0
 	var grants []time.Time
@@ -70,17 +70,17 @@ func TestLimiterPropertyNoWindowOverCalls(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	for i := range 300 {
 		rate := randomRate(r)
-		opts := []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}
+		opts := []core.Option{core.WithMode(core.ModeSlidingWindow)}
 		if i%2 == 1 {
-			opts = []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(1 + r.IntN(rate.Calls+2))}
+			opts = []core.Option{core.WithMode(core.ModeTokenBucket), core.WithBurst(1 + r.IntN(rate.Calls+2))}
 		}
-		l, err := throttler.NewLimiter(rate, opts...)
+		l, err := core.NewLimiter(rate, opts...)
 		require.NoError(t, err)
 		grants := randomArrivals(r, l, 400)
 		require.NotEmpty(t, grants)
 		require.LessOrEqual(t, maxInWindow(grants, rate.Per), rate.Calls,
 			"case %d: rate %s mode %s burst %d", i, rate, l.Mode(), l.Burst())
-		if l.Mode() == throttler.ModeTokenBucket {
+		if l.Mode() == core.ModeTokenBucket {
 			require.LessOrEqual(t, maxInWindow(grants, 1), l.Burst(), "case %d: more than Burst grants at once", i)
 		}
 	}
@@ -94,7 +94,7 @@ func TestLimiterSlidingWindowMatchesModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	for range 200 {
 		rate := randomRate(r)
-		l, err := throttler.NewLimiter(rate)
+		l, err := core.NewLimiter(rate)
 		require.NoError(t, err)
 		now := t0
 		var grants []time.Time
@@ -125,12 +125,12 @@ func FuzzLimiter(f *testing.F) {
 		if calls < 1 || calls > 50 || per < 1 || per > int64(time.Hour) || burst < 1 || burst > 60 {
 			t.Skip()
 		}
-		rate := throttler.Rate{Calls: calls, Per: time.Duration(per)}
-		opts := []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}
+		rate := core.Rate{Calls: calls, Per: time.Duration(per)}
+		opts := []core.Option{core.WithMode(core.ModeSlidingWindow)}
 		if bucket {
-			opts = []throttler.Option{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(burst)}
+			opts = []core.Option{core.WithMode(core.ModeTokenBucket), core.WithBurst(burst)}
 		}
-		l, err := throttler.NewLimiter(rate, opts...)
+		l, err := core.NewLimiter(rate, opts...)
 		require.NoError(t, err)
 		grants := randomArrivals(rand.New(rand.NewPCG(seed, 3)), l, 200)
 		require.LessOrEqual(t, maxInWindow(grants, rate.Per), calls)
@@ -142,12 +142,12 @@ func TestLimiter(t *testing.T) {
 
 	t.Run("SustainsTheRateUnderBacklog", func(t *testing.T) {
 		t.Parallel()
-		for _, opts := range [][]throttler.Option{
-			{throttler.WithMode(throttler.ModeSlidingWindow)},
-			{throttler.WithMode(throttler.ModeTokenBucket)},
-			{throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(5)},
+		for _, opts := range [][]core.Option{
+			{core.WithMode(core.ModeSlidingWindow)},
+			{core.WithMode(core.ModeTokenBucket)},
+			{core.WithMode(core.ModeTokenBucket), core.WithBurst(5)},
 		} {
-			l, err := throttler.NewLimiter(throttler.PerSecond(10), opts...)
+			l, err := core.NewLimiter(core.PerSecond(10), opts...)
 			require.NoError(t, err)
 			now, n := t0, 0
 			for now.Before(t0.Add(10 * time.Second)) {
@@ -163,7 +163,7 @@ func TestLimiter(t *testing.T) {
 
 	t.Run("ClockSteppingBackIsClamped", func(t *testing.T) {
 		t.Parallel()
-		l, err := throttler.NewLimiter(throttler.PerSecond(1))
+		l, err := core.NewLimiter(core.PerSecond(1))
 		require.NoError(t, err)
 		require.True(t, l.Allow(t0))
 		ok, wait := l.Reserve(t0.Add(-time.Hour))
@@ -173,28 +173,28 @@ func TestLimiter(t *testing.T) {
 
 	t.Run("SetRateKeepsHistory", func(t *testing.T) {
 		t.Parallel()
-		l, err := throttler.NewLimiter(throttler.PerSecond(4))
+		l, err := core.NewLimiter(core.PerSecond(4))
 		require.NoError(t, err)
 		for range 4 {
 			require.True(t, l.Allow(t0))
 		}
-		require.NoError(t, l.SetRate(throttler.PerSecond(2)))
+		require.NoError(t, l.SetRate(core.PerSecond(2)))
 		require.False(t, l.Allow(t0.Add(999*time.Millisecond)))
 		require.True(t, l.Allow(t0.Add(time.Second)))
-		require.NoError(t, l.SetRate(throttler.PerSecond(5)))
+		require.NoError(t, l.SetRate(core.PerSecond(5)))
 		for range 4 {
 			require.True(t, l.Allow(t0.Add(time.Second)), "grants at t0 are outside [1s, 2s)")
 		}
 		require.False(t, l.Allow(t0.Add(time.Second)), "5 grants in [1s, 2s)")
 		require.False(t, l.Allow(t0.Add(1999*time.Millisecond)))
-		require.ErrorIs(t, l.SetRate(throttler.Rate{}), throttler.ErrInvalidRate)
-		require.Equal(t, throttler.PerSecond(5), l.Rate())
+		require.ErrorIs(t, l.SetRate(core.Rate{}), core.ErrInvalidRate)
+		require.Equal(t, core.PerSecond(5), l.Rate())
 	})
 
 	t.Run("RejectsTimerMode", func(t *testing.T) {
 		t.Parallel()
-		_, err := throttler.NewLimiter(throttler.PerSecond(1), throttler.WithMode(throttler.ModeTimer))
-		require.ErrorIs(t, err, throttler.ErrInvalidOption)
+		_, err := core.NewLimiter(core.PerSecond(1), core.WithMode(core.ModeTimer))
+		require.ErrorIs(t, err, core.ErrInvalidOption)
 	})
 }
 
@@ -206,7 +206,7 @@ func TestLimiter(t *testing.T) {
 func TestLimiterSlices(t *testing.T) {
 	t.Parallel()
 	t.Run("ABacklogGoesOutASliceAtATime", func(t *testing.T) {
-		l, err := throttler.NewLimiter(throttler.PerSecond(100), throttler.WithSlices(10))
+		l, err := core.NewLimiter(core.PerSecond(100), core.WithSlices(10))
 		require.NoError(t, err)
 		calls, per := l.Slice()
 		require.Equal(t, 10, calls)
@@ -225,7 +225,7 @@ func TestLimiterSlices(t *testing.T) {
 		}
 	})
 	t.Run("SmallRatesSliceOneByOne", func(t *testing.T) {
-		l, err := throttler.NewLimiter(throttler.PerSecond(4), throttler.WithSlices(10))
+		l, err := core.NewLimiter(core.PerSecond(4), core.WithSlices(10))
 		require.NoError(t, err)
 		calls, per := l.Slice()
 		require.Equal(t, 1, calls)
@@ -234,24 +234,24 @@ func TestLimiterSlices(t *testing.T) {
 		require.Equal(t, 250*time.Millisecond, l.Delay(t0))
 	})
 	t.Run("OneSliceIsTheWindow", func(t *testing.T) {
-		l, err := throttler.NewLimiter(throttler.PerSecond(1), throttler.WithSlices(10))
+		l, err := core.NewLimiter(core.PerSecond(1), core.WithSlices(10))
 		require.NoError(t, err)
 		calls, _ := l.Slice()
 		require.Zero(t, calls, "a slice of one whole window does not slice")
 	})
 	t.Run("OnlyTheSlidingWindowSlices", func(t *testing.T) {
-		_, err := throttler.NewLimiter(throttler.PerSecond(10), throttler.WithMode(throttler.ModeTokenBucket), throttler.WithSlices(2))
-		require.ErrorIs(t, err, throttler.ErrInvalidOption)
-		_, err = throttler.NewLimiter(throttler.PerSecond(10), throttler.WithSlices(-1))
-		require.ErrorIs(t, err, throttler.ErrInvalidOption)
+		_, err := core.NewLimiter(core.PerSecond(10), core.WithMode(core.ModeTokenBucket), core.WithSlices(2))
+		require.ErrorIs(t, err, core.ErrInvalidOption)
+		_, err = core.NewLimiter(core.PerSecond(10), core.WithSlices(-1))
+		require.ErrorIs(t, err, core.ErrInvalidOption)
 	})
 	t.Run("SetRateReslices", func(t *testing.T) {
-		l, err := throttler.NewLimiter(throttler.PerSecond(100), throttler.WithSlices(10))
+		l, err := core.NewLimiter(core.PerSecond(100), core.WithSlices(10))
 		require.NoError(t, err)
 		for range 10 {
 			require.True(t, l.Allow(t0))
 		}
-		require.NoError(t, l.SetRate(throttler.PerSecond(20)))
+		require.NoError(t, l.SetRate(core.PerSecond(20)))
 		calls, per := l.Slice()
 		require.Equal(t, 2, calls)
 		require.Equal(t, 100*time.Millisecond, per)
@@ -262,8 +262,8 @@ func TestLimiterSlices(t *testing.T) {
 		t.Logf("seed %d", seed)
 		r := rand.New(rand.NewPCG(seed, 11))
 		for i := range 300 {
-			rate := throttler.Rate{Calls: 1 + r.IntN(40), Per: time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second)))}
-			l, err := throttler.NewLimiter(rate, throttler.WithSlices(1+r.IntN(12)))
+			rate := core.Rate{Calls: 1 + r.IntN(40), Per: time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second)))}
+			l, err := core.NewLimiter(rate, core.WithSlices(1+r.IntN(12)))
 			require.NoError(t, err)
 			grants := randomArrivals(r, l, 400)
 			require.NotEmpty(t, grants)
@@ -273,4 +273,70 @@ func TestLimiterSlices(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestParseRate(t *testing.T) {
+	t.Parallel()
+	good := map[string]core.Rate{
+		"10/s": core.PerSecond(10), " 100 / m ": core.PerMinute(100), "1000/hour": core.PerHour(1000),
+		"5/500ms": {Calls: 5, Per: 500 * time.Millisecond}, "1/SEC": core.PerSecond(1),
+	}
+	for in, want := range good {
+		got, err := core.ParseRate(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	bad := map[string]string{
+		"10":          `rate "10": no '/' between the count and the period; want COUNT/PERIOD, e.g. "10/s"`,
+		"0/s":         `count "0" is not a whole number from 1 to 1048576`,
+		"x/s":         `count "x" is not a whole number`,
+		"2000000/s":   `count 2000000 is above 1048576; use a shorter period`,
+		"1/fortnight": `period "fortnight" is neither s, m, h nor a positive Go duration`,
+		"1/0s":        `period "0s" is neither s, m, h nor a positive Go duration`,
+		"1/-1s":       `period "-1s" is neither`,
+		"1/":          `the period is missing`,
+	}
+	for in, want := range bad {
+		_, err := core.ParseRate(in)
+		require.ErrorContains(t, err, want, in)
+	}
+	for _, r := range []core.Rate{core.PerSecond(10), core.PerMinute(3), core.PerHour(7), {Calls: 5, Per: 500 * time.Millisecond}} {
+		back, err := core.ParseRate(core.FormatRate(r))
+		require.NoError(t, err)
+		require.Equal(t, r, back)
+	}
+	require.Equal(t, "10/s", core.FormatRate(core.PerSecond(10)))
+}
+
+// TestLimiterRecordNextAllowanceShift covers what a pure core that replays
+// its grants needs of a Limiter (the master's per-key rates): Record, Next,
+// Allowance, Grants, Last and Shift, against Reserve's own decisions.
+func TestLimiterRecordNextAllowanceShift(t *testing.T) {
+	t.Parallel()
+	l, err := core.NewLimiter(core.Rate{Calls: 3, Per: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, 3, l.Allowance(t0))
+	require.Equal(t, t0, l.Next(t0))
+	l.Record(t0)
+	l.Record(t0.Add(100 * time.Millisecond))
+	require.Equal(t, 1, l.Allowance(t0.Add(200*time.Millisecond)))
+	l.Record(t0.Add(50 * time.Millisecond)) // behind the last: counted at it
+	require.Equal(t, []time.Time{t0, t0.Add(100 * time.Millisecond), t0.Add(100 * time.Millisecond)}, l.Grants())
+	require.Equal(t, t0.Add(100*time.Millisecond), l.Last())
+	require.Equal(t, 0, l.Allowance(t0.Add(999*time.Millisecond)))
+	require.Equal(t, t0.Add(time.Second), l.Next(t0.Add(500*time.Millisecond)))
+	require.Equal(t, 1, l.Allowance(t0.Add(time.Second)))
+	require.Equal(t, 3, l.Allowance(t0.Add(1100*time.Millisecond)))
+	// Allowance agrees with Reserve made in a row at the same instant.
+	at := t0.Add(1100 * time.Millisecond)
+	for range 3 {
+		ok, _ := l.Reserve(at)
+		require.True(t, ok)
+	}
+	ok, wait := l.Reserve(at)
+	require.False(t, ok)
+	require.Equal(t, time.Second, wait)
+	l.Shift(time.Hour)
+	require.Equal(t, at.Add(time.Hour), l.Last())
+	require.Equal(t, at.Add(time.Hour+time.Second), l.Next(at))
 }

@@ -1,4 +1,4 @@
-package throttler
+package core
 
 import "errors"
 

@@ -1,4 +1,4 @@
-package throttler
+package core
 
 import (
 	"testing"
@@ -359,3 +359,5 @@ func TestPermitCoreStrictSlicesAreShared(t *testing.T) {
 	require.Equal(t, map[string]int{"a": 5, "b": 5}, r.take(r.c.Tick(t0.Add(100*time.Millisecond))))
 	require.Equal(t, map[string]int{"a": 5, "b": 5}, r.take(r.c.Tick(t0.Add(200*time.Millisecond))))
 }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

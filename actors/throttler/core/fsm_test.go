@@ -1,4 +1,4 @@
-package throttler_test
+package core_test
 
 import (
 	"testing"
@@ -6,17 +6,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/foreman-actors/foreman/actors/throttler"
+	"github.com/foreman-actors/foreman/actors/throttler/core"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-type fsm = throttler.FSM[string, int]
-type effects = throttler.Effects[string, int]
+type fsm = core.FSM[string, int]
+type effects = core.Effects[string, int]
 
-func newFSM(t *testing.T, rate throttler.Rate, opts ...throttler.Option) *fsm {
+func newFSM(t *testing.T, rate core.Rate, opts ...core.Option) *fsm {
 	t.Helper()
-	f, err := throttler.NewFSM[string, int](rate, opts...)
+	f, err := core.NewFSM[string, int](rate, opts...)
 	require.NoError(t, err)
 	return f
 }
@@ -55,10 +55,10 @@ func TestFSMTimerModeTransitions(t *testing.T) {
 		setup string
 		step  func(f *fsm) effects
 		// expected
-		from, to     throttler.State
+		from, to     core.State
 		target       string
 		deliver      []int
-		timer        throttler.TimerOp
+		timer        core.TimerOp
 		timerAfter   time.Duration
 		queued       int
 		vouchersLeft int
@@ -67,81 +67,81 @@ func TestFSMTimerModeTransitions(t *testing.T) {
 			// Reference: seed 002, "When a SetTarget message arrives and our queue is non-empty, we can start sending messages."
 			name: "IdleSetTargetWithQueueGoesActiveDelivering", setup: "IdleNoTargetQueued",
 			step: func(f *fsm) effects { return f.SetTarget("a", t0) },
-			from: throttler.StateIdle, to: throttler.StateActive, target: "a", deliver: []int{1, 2},
-			timer: throttler.TimerStartPeriodic, timerAfter: time.Second, vouchersLeft: 1,
+			from: core.StateIdle, to: core.StateActive, target: "a", deliver: []int{1, 2},
+			timer: core.TimerStartPeriodic, timerAfter: time.Second, vouchersLeft: 1,
 		},
 		{
 			// Reference: seed 002, "When a SetTarget message arrives and our queue is empty, we stay, recording the new target."
 			name: "IdleSetTargetEmptyQueueStays", setup: "IdleNoTarget",
 			step: func(f *fsm) effects { return f.SetTarget("a", t0) },
-			from: throttler.StateIdle, to: throttler.StateIdle, target: "a", vouchersLeft: 3,
+			from: core.StateIdle, to: core.StateIdle, target: "a", vouchersLeft: 3,
 		},
 		{
 			// Reference: seed 002, "case Event(SetTarget(t), d) => stay using d.copy(target = t)"
 			name: "IdleUnsetTargetStays", setup: "IdleNoTargetQueued",
 			step: func(f *fsm) effects { return f.SetTarget("", t0) },
-			from: throttler.StateIdle, to: throttler.StateIdle, queued: 2, vouchersLeft: 3,
+			from: core.StateIdle, to: core.StateIdle, queued: 2, vouchersLeft: 3,
 		},
 		{
 			// Reference: seed 002, "When a Queue message arrives and the target is not set, we stay in Idle, after adding the new message to our queue."
 			name: "IdleQueueNoTargetStaysQueued", setup: "IdleNoTargetQueued",
 			step: func(f *fsm) effects { return f.Enqueue(3, t0) },
-			from: throttler.StateIdle, to: throttler.StateIdle, queued: 3, vouchersLeft: 3,
+			from: core.StateIdle, to: core.StateIdle, queued: 3, vouchersLeft: 3,
 		},
 		{
 			// Reference: seed 002, "When a Queue message arrives and the target is set, we jump to Active, delivering the message that we just received."
 			name: "IdleQueueWithTargetGoesActiveDelivering", setup: "IdleTarget",
 			step: func(f *fsm) effects { return f.Enqueue(7, t0) },
-			from: throttler.StateIdle, to: throttler.StateActive, target: "a", deliver: []int{7},
-			timer: throttler.TimerStartPeriodic, timerAfter: time.Second, vouchersLeft: 2,
+			from: core.StateIdle, to: core.StateActive, target: "a", deliver: []int{7},
+			timer: core.TimerStartPeriodic, timerAfter: time.Second, vouchersLeft: 2,
 		},
 		{
 			// Reference: seed 002, "When a SetTarget message arrives to unset the target, we hop to Idle."
 			name: "ActiveUnsetTargetGoesIdleAndStopsTimer", setup: "ActiveNoVouchersQueue",
 			step: func(f *fsm) effects { return f.SetTarget("", t0) },
-			from: throttler.StateActive, to: throttler.StateIdle, timer: throttler.TimerStop, queued: 2,
+			from: core.StateActive, to: core.StateIdle, timer: core.TimerStop, queued: 2,
 		},
 		{
 			// Reference: seed 002, "When a SetTarget message arrives to change the target to another one, we update our internal state, d."
 			name: "ActiveChangeTargetStays", setup: "ActiveNoVouchersQueue",
 			step: func(f *fsm) effects { return f.SetTarget("b", t0) },
-			from: throttler.StateActive, to: throttler.StateActive, target: "b", queued: 2,
+			from: core.StateActive, to: core.StateActive, target: "b", queued: 2,
 		},
 		{
 			// Reference: seed 002, "when we've run out of vouchers, we put the message at the end of our queue."
 			name: "ActiveQueueNoVouchersQueues", setup: "ActiveNoVouchersEmpty",
 			step: func(f *fsm) effects { return f.Enqueue(4, t0) },
-			from: throttler.StateActive, to: throttler.StateActive, target: "a", queued: 1,
+			from: core.StateActive, to: core.StateActive, target: "a", queued: 1,
 		},
 		{
 			// Reference: seed 002, "When a Queue message arrives and we have vouchers left, we use them"
 			name: "ActiveQueueWithVouchersDelivers", setup: "ActiveVouchersLeft",
 			step: func(f *fsm) effects { return f.Enqueue(2, t0) },
-			from: throttler.StateActive, to: throttler.StateActive, target: "a", deliver: []int{2}, vouchersLeft: 1,
+			from: core.StateActive, to: core.StateActive, target: "a", deliver: []int{2}, vouchersLeft: 1,
 		},
 		{
 			// Reference: seed 002, "When a Tick message arrives, we check whether the queue is empty, in which case there is no more work to do and we can transition back to Idle, deactivating the timer."
 			name: "ActiveTickEmptyQueueGoesIdle", setup: "ActiveNoVouchersEmpty",
 			step: func(f *fsm) effects { return f.Tick(later) },
-			from: throttler.StateActive, to: throttler.StateIdle, target: "a", timer: throttler.TimerStop, vouchersLeft: 3,
+			from: core.StateActive, to: core.StateIdle, target: "a", timer: core.TimerStop, vouchersLeft: 3,
 		},
 		{
 			// Reference: seed 002, "Period ends and we get more occasions to send messages"
 			name: "ActiveTickWithQueueDeliversNewVouchers", setup: "ActiveNoVouchersQueue",
 			step: func(f *fsm) effects { return f.Tick(later) },
-			from: throttler.StateActive, to: throttler.StateActive, target: "a", deliver: []int{4, 5}, vouchersLeft: 1,
+			from: core.StateActive, to: core.StateActive, target: "a", deliver: []int{4, 5}, vouchersLeft: 1,
 		},
 		{
 			// A tick of a timer stopped on the way to Idle changes nothing.
 			name: "IdleTickIsIgnored", setup: "IdleNoTargetQueued",
 			step: func(f *fsm) effects { return f.Tick(later) },
-			from: throttler.StateIdle, to: throttler.StateIdle, queued: 2, vouchersLeft: 3,
+			from: core.StateIdle, to: core.StateIdle, queued: 2, vouchersLeft: 3,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFSM(t, throttler.PerSecond(3))
+			f := newFSM(t, core.PerSecond(3))
 			setups[tt.setup](f)
 			require.Equal(t, tt.from, f.State(), "setup %s", tt.setup)
 			eff := tt.step(f)
@@ -166,14 +166,14 @@ func TestFSMTimerModeTransitions(t *testing.T) {
 func TestFSMSeedScenario(t *testing.T) {
 	t.Parallel()
 	// Reference: seed 002, "respect the rate (3 msg/s)"
-	f := newFSM(t, throttler.PerSecond(3))
+	f := newFSM(t, core.PerSecond(3))
 	f.SetTarget("echo", t0)
 	var got []int
 	timerOn := false
 	for i := 1; i <= 7; i++ {
 		eff := f.Enqueue(i, t0)
 		got = append(got, eff.Deliver...)
-		if eff.Timer == throttler.TimerStartPeriodic {
+		if eff.Timer == core.TimerStartPeriodic {
 			timerOn = true
 		}
 	}
@@ -183,10 +183,10 @@ func TestFSMSeedScenario(t *testing.T) {
 	require.Equal(t, []int{4, 5, 6}, eff.Deliver)
 	eff = f.Tick(t0.Add(2 * time.Second))
 	require.Equal(t, []int{7}, eff.Deliver)
-	require.Equal(t, throttler.StateActive, f.State(), "the period of the latest delivery is still running")
+	require.Equal(t, core.StateActive, f.State(), "the period of the latest delivery is still running")
 	eff = f.Tick(t0.Add(3 * time.Second))
-	require.Equal(t, throttler.TimerStop, eff.Timer)
-	require.Equal(t, throttler.StateIdle, f.State())
+	require.Equal(t, core.TimerStop, eff.Timer)
+	require.Equal(t, core.StateIdle, f.State())
 	require.Equal(t, uint64(7), f.Stats().Delivered)
 }
 
@@ -195,7 +195,7 @@ func TestFSMSetRate(t *testing.T) {
 
 	t.Run("ActiveCutsPeriodAndCountsUsedVouchers", func(t *testing.T) {
 		t.Parallel()
-		f := newFSM(t, throttler.PerSecond(3))
+		f := newFSM(t, core.PerSecond(3))
 		f.SetTarget("a", t0)
 		f.Enqueue(1, t0)
 		f.Enqueue(2, t0)
@@ -203,11 +203,11 @@ func TestFSMSetRate(t *testing.T) {
 			f.Enqueue(i, t0)
 		}
 		require.Equal(t, 5, f.Len())
-		eff, err := f.SetRate(throttler.Rate{Calls: 5, Per: 2 * time.Second}, t0.Add(100*time.Millisecond))
+		eff, err := f.SetRate(core.Rate{Calls: 5, Per: 2 * time.Second}, t0.Add(100*time.Millisecond))
 		require.NoError(t, err)
 		// 3 used in the cut period count against the new 5.
 		require.Equal(t, []int{4, 5}, eff.Deliver)
-		require.Equal(t, throttler.TimerStartPeriodic, eff.Timer)
+		require.Equal(t, core.TimerStartPeriodic, eff.Timer)
 		require.Equal(t, 2*time.Second, eff.TimerAfter)
 		eff = f.Tick(t0.Add(2100 * time.Millisecond))
 		require.Equal(t, []int{6, 7, 8}, eff.Deliver)
@@ -215,37 +215,37 @@ func TestFSMSetRate(t *testing.T) {
 
 	t.Run("IdleRefillsToNewCalls", func(t *testing.T) {
 		t.Parallel()
-		f := newFSM(t, throttler.PerSecond(3))
-		eff, err := f.SetRate(throttler.PerMinute(10), t0)
+		f := newFSM(t, core.PerSecond(3))
+		eff, err := f.SetRate(core.PerMinute(10), t0)
 		require.NoError(t, err)
-		require.Equal(t, throttler.TimerNone, eff.Timer)
+		require.Equal(t, core.TimerNone, eff.Timer)
 		require.Equal(t, 10, f.Stats().VouchersLeft)
-		require.Equal(t, throttler.PerMinute(10), f.Rate())
+		require.Equal(t, core.PerMinute(10), f.Rate())
 	})
 
 	t.Run("InvalidRateChangesNothing", func(t *testing.T) {
 		t.Parallel()
-		for _, mode := range []throttler.Mode{throttler.ModeTimer, throttler.ModeSlidingWindow, throttler.ModeTokenBucket} {
-			f := newFSM(t, throttler.PerSecond(3), throttler.WithMode(mode))
-			_, err := f.SetRate(throttler.Rate{Calls: 0, Per: time.Second}, t0)
-			require.ErrorIs(t, err, throttler.ErrInvalidRate)
-			_, err = f.SetRate(throttler.Rate{Calls: 1, Per: -time.Second}, t0)
-			require.ErrorIs(t, err, throttler.ErrInvalidRate)
-			require.Equal(t, throttler.PerSecond(3), f.Rate())
+		for _, mode := range []core.Mode{core.ModeTimer, core.ModeSlidingWindow, core.ModeTokenBucket} {
+			f := newFSM(t, core.PerSecond(3), core.WithMode(mode))
+			_, err := f.SetRate(core.Rate{Calls: 0, Per: time.Second}, t0)
+			require.ErrorIs(t, err, core.ErrInvalidRate)
+			_, err = f.SetRate(core.Rate{Calls: 1, Per: -time.Second}, t0)
+			require.ErrorIs(t, err, core.ErrInvalidRate)
+			require.Equal(t, core.PerSecond(3), f.Rate())
 		}
 	})
 
 	t.Run("StrictKeepsHistory", func(t *testing.T) {
 		t.Parallel()
-		f := newFSM(t, throttler.PerSecond(3), throttler.WithMode(throttler.ModeSlidingWindow))
+		f := newFSM(t, core.PerSecond(3), core.WithMode(core.ModeSlidingWindow))
 		f.SetTarget("a", t0)
 		for i := 1; i <= 4; i++ {
 			f.Enqueue(i, t0)
 		}
-		eff, err := f.SetRate(throttler.PerSecond(2), t0.Add(500*time.Millisecond))
+		eff, err := f.SetRate(core.PerSecond(2), t0.Add(500*time.Millisecond))
 		require.NoError(t, err)
 		require.Empty(t, eff.Deliver, "3 deliveries in the last second already exceed the new 2")
-		require.Equal(t, throttler.TimerStartOnce, eff.Timer)
+		require.Equal(t, core.TimerStartOnce, eff.Timer)
 		require.Equal(t, 500*time.Millisecond, eff.TimerAfter)
 	})
 }
@@ -254,21 +254,21 @@ func TestFSMOverflow(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		policy   throttler.Overflow
+		policy   core.Overflow
 		queue    []int
 		rejected []int
 		dropped  []int
 	}{
-		{name: "Reject", policy: throttler.OverflowReject, queue: []int{1, 2}, rejected: []int{3}},
-		{name: "DropNewest", policy: throttler.OverflowDropNewest, queue: []int{1, 2}, dropped: []int{3}},
-		{name: "DropOldest", policy: throttler.OverflowDropOldest, queue: []int{2, 3}, dropped: []int{1}},
+		{name: "Reject", policy: core.OverflowReject, queue: []int{1, 2}, rejected: []int{3}},
+		{name: "DropNewest", policy: core.OverflowDropNewest, queue: []int{1, 2}, dropped: []int{3}},
+		{name: "DropOldest", policy: core.OverflowDropOldest, queue: []int{2, 3}, dropped: []int{1}},
 	}
 	for _, tt := range tests {
-		for _, mode := range []throttler.Mode{throttler.ModeTimer, throttler.ModeSlidingWindow, throttler.ModeTokenBucket} {
+		for _, mode := range []core.Mode{core.ModeTimer, core.ModeSlidingWindow, core.ModeTokenBucket} {
 			t.Run(tt.name+"/"+mode.String(), func(t *testing.T) {
 				t.Parallel()
-				f := newFSM(t, throttler.PerSecond(1), throttler.WithMode(mode),
-					throttler.WithMaxQueue(2), throttler.WithOverflow(tt.policy))
+				f := newFSM(t, core.PerSecond(1), core.WithMode(mode),
+					core.WithMaxQueue(2), core.WithOverflow(tt.policy))
 				f.Enqueue(1, t0)
 				f.Enqueue(2, t0)
 				eff := f.Enqueue(3, t0)
@@ -292,108 +292,74 @@ func TestFSMStrictModes(t *testing.T) {
 
 	t.Run("SlidingWindowBurstsThenWaits", func(t *testing.T) {
 		t.Parallel()
-		f := newFSM(t, throttler.PerSecond(3), throttler.WithMode(throttler.ModeSlidingWindow))
+		f := newFSM(t, core.PerSecond(3), core.WithMode(core.ModeSlidingWindow))
 		f.SetTarget("a", t0)
 		var got []int
 		for i := 1; i <= 7; i++ {
 			eff := f.Enqueue(i, t0.Add(time.Duration(i)*100*time.Millisecond))
 			got = append(got, eff.Deliver...)
 			if i == 4 {
-				require.Equal(t, throttler.TimerStartOnce, eff.Timer)
+				require.Equal(t, core.TimerStartOnce, eff.Timer)
 				require.Equal(t, 700*time.Millisecond, eff.TimerAfter, "1 went at 100ms, so 4 may go at 1.1s")
-				require.Equal(t, throttler.StateActive, eff.To)
+				require.Equal(t, core.StateActive, eff.To)
 			} else if i > 4 {
-				require.Equal(t, throttler.TimerNone, eff.Timer, "the wake-up time does not move")
+				require.Equal(t, core.TimerNone, eff.Timer, "the wake-up time does not move")
 			}
 		}
 		require.Equal(t, []int{1, 2, 3}, got)
 		eff := f.Tick(t0.Add(1100 * time.Millisecond))
 		require.Equal(t, []int{4}, eff.Deliver)
-		require.Equal(t, throttler.TimerStartOnce, eff.Timer)
+		require.Equal(t, core.TimerStartOnce, eff.Timer)
 		require.Equal(t, 100*time.Millisecond, eff.TimerAfter)
 	})
 
 	t.Run("TokenBucketPaces", func(t *testing.T) {
 		t.Parallel()
-		f := newFSM(t, throttler.PerSecond(4), throttler.WithMode(throttler.ModeTokenBucket), throttler.WithBurst(2))
+		f := newFSM(t, core.PerSecond(4), core.WithMode(core.ModeTokenBucket), core.WithBurst(2))
 		f.SetTarget("a", t0)
 		var got []int
 		for i := 1; i <= 5; i++ {
 			got = append(got, f.Enqueue(i, t0).Deliver...)
 		}
 		require.Equal(t, []int{1, 2}, got, "burst of 2")
-		require.Equal(t, throttler.StateActive, f.State())
+		require.Equal(t, core.StateActive, f.State())
 		eff := f.Tick(t0.Add(250 * time.Millisecond))
 		require.Equal(t, []int{3}, eff.Deliver)
-		require.Equal(t, throttler.TimerStartOnce, eff.Timer)
+		require.Equal(t, core.TimerStartOnce, eff.Timer)
 		require.Equal(t, 250*time.Millisecond, eff.TimerAfter)
 	})
 
 	t.Run("QueueEmptiesToIdle", func(t *testing.T) {
 		t.Parallel()
-		f := newFSM(t, throttler.PerSecond(1), throttler.WithMode(throttler.ModeSlidingWindow))
+		f := newFSM(t, core.PerSecond(1), core.WithMode(core.ModeSlidingWindow))
 		f.SetTarget("a", t0)
 		require.Equal(t, []int{1}, copyInts(f.Enqueue(1, t0).Deliver))
-		require.Equal(t, throttler.StateIdle, f.State(), "no timer is needed when nothing waits")
+		require.Equal(t, core.StateIdle, f.State(), "no timer is needed when nothing waits")
 		eff := f.Enqueue(2, t0)
-		require.Equal(t, throttler.StateActive, eff.To)
+		require.Equal(t, core.StateActive, eff.To)
 		eff = f.SetTarget("", t0)
-		require.Equal(t, throttler.TimerStop, eff.Timer)
-		require.Equal(t, throttler.StateIdle, eff.To)
+		require.Equal(t, core.TimerStop, eff.Timer)
+		require.Equal(t, core.StateIdle, eff.To)
 		eff = f.SetTarget("b", t0.Add(2*time.Second))
 		require.Equal(t, []int{2}, copyInts(eff.Deliver))
 		require.Equal(t, "b", eff.Target)
-		require.Equal(t, throttler.StateIdle, eff.To)
-	})
-}
-
-func TestNewFSMRejectsBadOptions(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		rate throttler.Rate
-		opts []throttler.Option
-		want error
-	}{
-		{name: "ZeroCalls", rate: throttler.Rate{Per: time.Second}, want: throttler.ErrInvalidRate},
-		{name: "ZeroPer", rate: throttler.Rate{Calls: 1}, want: throttler.ErrInvalidRate},
-		{name: "StrictTooManyCalls", rate: throttler.PerHour(throttler.MaxStrictCalls + 1), opts: []throttler.Option{throttler.WithMode(throttler.ModeSlidingWindow)}, want: throttler.ErrInvalidRate},
-		{name: "BadMode", rate: throttler.PerSecond(1), opts: []throttler.Option{throttler.WithMode(9)}, want: throttler.ErrInvalidOption},
-		{name: "BadBurst", rate: throttler.PerSecond(1), opts: []throttler.Option{throttler.WithBurst(0)}, want: throttler.ErrInvalidOption},
-		{name: "BurstWithoutBucket", rate: throttler.PerSecond(1), opts: []throttler.Option{throttler.WithBurst(2)}, want: throttler.ErrInvalidOption},
-		{name: "BadMaxQueue", rate: throttler.PerSecond(1), opts: []throttler.Option{throttler.WithMaxQueue(0)}, want: throttler.ErrInvalidOption},
-		{name: "BadOverflow", rate: throttler.PerSecond(1), opts: []throttler.Option{throttler.WithOverflow(0)}, want: throttler.ErrInvalidOption},
-		{name: "NilLogger", rate: throttler.PerSecond(1), opts: []throttler.Option{throttler.WithLogger(nil)}, want: throttler.ErrInvalidOption},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := throttler.NewFSM[string, int](tt.rate, tt.opts...)
-			require.ErrorIs(t, err, tt.want)
-			_, err = throttler.Props(tt.rate, tt.opts...)
-			require.ErrorIs(t, err, tt.want)
-		})
-	}
-	t.Run("LargeTimerRateIsFine", func(t *testing.T) {
-		t.Parallel()
-		_, err := throttler.NewFSM[string, int](throttler.PerHour(1 << 30))
-		require.NoError(t, err)
+		require.Equal(t, core.StateIdle, eff.To)
 	})
 }
 
 func TestNames(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "idle", throttler.StateIdle.String())
-	require.Equal(t, "active", throttler.StateActive.String())
-	require.Equal(t, "State(0)", throttler.State(0).String())
-	require.Equal(t, "3/1s", throttler.PerSecond(3).String())
+	require.Equal(t, "idle", core.StateIdle.String())
+	require.Equal(t, "active", core.StateActive.String())
+	require.Equal(t, "State(0)", core.State(0).String())
+	require.Equal(t, "3/1s", core.PerSecond(3).String())
 	for _, s := range []string{"timer", "sliding_window", "token_bucket"} {
-		m, err := throttler.ParseMode(s)
+		m, err := core.ParseMode(s)
 		require.NoError(t, err)
 		require.Equal(t, s, m.String())
 	}
-	_, err := throttler.ParseMode("fast")
-	require.ErrorIs(t, err, throttler.ErrInvalidOption)
-	require.Equal(t, "drop_oldest", throttler.OverflowDropOldest.String())
-	require.Equal(t, "start_once", throttler.TimerStartOnce.String())
+	_, err := core.ParseMode("fast")
+	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.Equal(t, "drop_oldest", core.OverflowDropOldest.String())
+	require.Equal(t, "start_once", core.TimerStartOnce.String())
 }
