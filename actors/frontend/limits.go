@@ -2,11 +2,9 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/foreman-actors/foreman/actors/route"
 	"github.com/foreman-actors/foreman/messages"
@@ -35,18 +33,10 @@ func (c *Client) SetKeyLimit(ctx context.Context, limit *messages.KeyLimitSet) (
 // fails the whole answer.
 func (c *Client) KeyLimits(ctx context.Context) ([]*messages.KeyLimitState, error) {
 	n := c.master.Shards()
-	lists := make([]*messages.KeyLimitList, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for k := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lists[k], errs[k] = c.askLimits(ctx, k, &messages.GetKeyLimits{})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	lists, err := everyShard(n, func(k int) (*messages.KeyLimitList, error) {
+		return c.askLimits(ctx, k, &messages.GetKeyLimits{})
+	})
+	if err != nil {
 		return nil, err
 	}
 	var out []*messages.KeyLimitState

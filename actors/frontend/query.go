@@ -2,10 +2,8 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -16,22 +14,13 @@ import (
 // first) and cut to limit; the total is the sum. Any shard's error fails
 // the whole list.
 func (c *Client) ListWork(ctx context.Context, status messages.WorkStatus, limit int) (*messages.WorkList, error) {
-	n := c.master.Shards()
-	lists := make([]*messages.WorkList, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for k := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lists[k], errs[k] = c.listShard(ctx, k, status, limit)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	lists, err := everyShard(c.master.Shards(), func(k int) (*messages.WorkList, error) {
+		return c.listShard(ctx, k, status, limit)
+	})
+	if err != nil {
 		return nil, err
 	}
-	if n == 1 {
+	if len(lists) == 1 {
 		return lists[0], nil
 	}
 	out := &messages.WorkList{}

@@ -2,10 +2,8 @@ package frontend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/foreman-actors/foreman/messages"
 )
@@ -31,34 +29,23 @@ func (c *Client) PauseQueue(ctx context.Context, jobType string, paused bool) ([
 }
 
 func (c *Client) queuesAll(ctx context.Context, msg any) ([]*messages.QueueState, error) {
-	n := c.master.Shards()
-	lists := make([]*messages.QueueList, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for k := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := c.askTo(ctx, c.master.Shard(k), msg, c.cfg.askTimeout)
-			if err != nil {
-				errs[k] = fmt.Errorf("shard %d: %w", k, err)
-				return
-			}
-			l, ok := res.(*messages.QueueList)
-			switch {
-			case !ok:
-				errs[k] = fmt.Errorf("%w: %T answering %T", ErrUnexpectedReply, res, msg)
-			case l.GetUnavailable():
-				errs[k] = &RejectedError{Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: fmt.Sprintf("shard %d: %s", k, l.GetReason())}
-			case l.GetReason() != "":
-				errs[k] = fmt.Errorf("%w: %s", ErrInvalidWork, l.GetReason())
-			default:
-				lists[k] = l
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	lists, err := everyShard(c.master.Shards(), func(k int) (*messages.QueueList, error) {
+		res, err := c.askTo(ctx, c.master.Shard(k), msg, c.cfg.askTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: %w", k, err)
+		}
+		l, ok := res.(*messages.QueueList)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: %T answering %T", ErrUnexpectedReply, res, msg)
+		case l.GetUnavailable():
+			return nil, &RejectedError{Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: fmt.Sprintf("shard %d: %s", k, l.GetReason())}
+		case l.GetReason() != "":
+			return nil, fmt.Errorf("%w: %s", ErrInvalidWork, l.GetReason())
+		}
+		return l, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	by := make(map[string]*messages.QueueState)
