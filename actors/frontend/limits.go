@@ -59,18 +59,5 @@ func (c *Client) KeyLimits(ctx context.Context) ([]*messages.KeyLimitState, erro
 
 // askLimits asks shard k's master msg and checks its KeyLimitList.
 func (c *Client) askLimits(ctx context.Context, k int, msg any) (*messages.KeyLimitList, error) {
-	res, err := c.askTo(ctx, c.master.Shard(k), msg, c.cfg.askTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("shard %d: %w", k, err)
-	}
-	l, ok := res.(*messages.KeyLimitList)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("%w: %T answering %T", ErrUnexpectedReply, res, msg)
-	case l.GetUnavailable():
-		return nil, &RejectedError{Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: fmt.Sprintf("shard %d: %s", k, l.GetReason())}
-	case l.GetReason() != "":
-		return nil, fmt.Errorf("%w: %s", ErrInvalidWork, l.GetReason())
-	}
-	return l, nil
+	return askShard[*messages.KeyLimitList](ctx, c, k, msg)
 }

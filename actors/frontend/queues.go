@@ -30,20 +30,7 @@ func (c *Client) PauseQueue(ctx context.Context, jobType string, paused bool) ([
 
 func (c *Client) queuesAll(ctx context.Context, msg any) ([]*messages.QueueState, error) {
 	lists, err := everyShard(c.master.Shards(), func(k int) (*messages.QueueList, error) {
-		res, err := c.askTo(ctx, c.master.Shard(k), msg, c.cfg.askTimeout)
-		if err != nil {
-			return nil, fmt.Errorf("shard %d: %w", k, err)
-		}
-		l, ok := res.(*messages.QueueList)
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("%w: %T answering %T", ErrUnexpectedReply, res, msg)
-		case l.GetUnavailable():
-			return nil, &RejectedError{Code: messages.RejectCode_REJECT_CODE_UNAVAILABLE, Reason: fmt.Sprintf("shard %d: %s", k, l.GetReason())}
-		case l.GetReason() != "":
-			return nil, fmt.Errorf("%w: %s", ErrInvalidWork, l.GetReason())
-		}
-		return l, nil
+		return askShard[*messages.QueueList](ctx, c, k, msg)
 	})
 	if err != nil {
 		return nil, err
