@@ -129,13 +129,7 @@ func (c *Client) submitChunk(ctx context.Context, m route.Master, works []*messa
 		var pending []int
 		err := c.askBatch(ctx, m, batch, func(j int, o *messages.BatchOutcome) {
 			i := idx[j]
-			errs[i] = nil
-			switch {
-			case !o.GetAccepted():
-				errs[i] = &RejectedError{WorkID: o.GetWorkId(), Code: o.GetCode(), Reason: o.GetReason()}
-			case o.GetDuplicateOf() != "":
-				errs[i] = &DuplicateError{WorkID: o.GetWorkId(), Of: o.GetDuplicateOf(), Status: o.GetDuplicateStatus()}
-			}
+			errs[i] = outcomeOf(o)
 			if o.GetCode() == messages.RejectCode_REJECT_CODE_UNAVAILABLE {
 				pending = append(pending, i)
 			}

@@ -29,6 +29,9 @@ type Client struct {
 	boxes chan *replyBox
 	// tracer starts the submissions' spans; nil: none (WithTracerProvider).
 	tracer trace.Tracer
+	// groups gathers each shard's single submissions into WorkBatch
+	// messages (group.go); nil: every Submit attempt asks alone.
+	groups []*shardGroup
 }
 
 // replyBoxesKept bounds the reply addresses a Client keeps registered for
@@ -54,7 +57,8 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 		log = sys.Logger()
 	}
 	return &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client"),
-		boxes: make(chan *replyBox, replyBoxesKept), tracer: tracing.Tracer(cfg.tracerProvider)}, nil
+		boxes: make(chan *replyBox, replyBoxesKept), tracer: tracing.Tracer(cfg.tracerProvider),
+		groups: newShardGroups(master.Shards(), cfg.submitGroups)}, nil
 }
 
 // Submit sends w to the master until it is acknowledged (nil: the work is
@@ -63,6 +67,8 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 // last attempt's error). Timeouts, an unreachable master and
 // REJECT_CODE_UNAVAILABLE are retried with backoff; the master acknowledges
 // an id it already accepted again, so retrying never runs a job twice.
+// Submissions made at the same time travel to their master together
+// (WithSubmitGroups); each still gets its own outcome.
 //
 // The work carries the trace context of ctx's span (Work.trace_parent),
 // or, with WithTracerProvider, of a foreman.submit span under it: the
@@ -71,7 +77,7 @@ func (c *Client) Submit(ctx context.Context, w *messages.Work) error {
 	if c.tracer != nil || trace.SpanContextFromContext(ctx).IsValid() {
 		return c.submitTraced(ctx, w)
 	}
-	return c.retry(ctx, submitWhat{w}, func() error { return c.SubmitOnce(ctx, w) })
+	return c.retry(ctx, submitWhat{w}, func() error { return c.submitAttempt(ctx, w) })
 }
 
 // submitWhat names a Submit's attempts in errors and logs; it is formatted

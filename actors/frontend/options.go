@@ -46,6 +46,7 @@ type Option func(*config)
 
 type config struct {
 	askTimeout         time.Duration
+	submitGroups       int // WithSubmitGroups
 	retryMin, retryMax time.Duration
 	clock              clock.Clock
 	logger             *slog.Logger
@@ -76,17 +77,18 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		askTimeout:  DefaultAskTimeout,
-		retryMin:    DefaultMinRetryBackoff,
-		retryMax:    DefaultMaxRetryBackoff,
-		intervalMin: DefaultMinInterval,
-		intervalMax: DefaultMaxInterval,
-		concurrency: 1,
-		retryDelay:  DefaultProducerRetryDelay,
-		jobType:     DefaultJobType,
-		payload:     func(n int) []byte { return strconv.AppendInt(nil, int64(n), 10) },
-		dedupe:      DefaultDedupeWindow,
-		resultLevel: slog.LevelInfo,
+		askTimeout:   DefaultAskTimeout,
+		submitGroups: DefaultSubmitGroups,
+		retryMin:     DefaultMinRetryBackoff,
+		retryMax:     DefaultMaxRetryBackoff,
+		intervalMin:  DefaultMinInterval,
+		intervalMax:  DefaultMaxInterval,
+		concurrency:  1,
+		retryDelay:   DefaultProducerRetryDelay,
+		jobType:      DefaultJobType,
+		payload:      func(n int) []byte { return strconv.AppendInt(nil, int64(n), 10) },
+		dedupe:       DefaultDedupeWindow,
+		resultLevel:  slog.LevelInfo,
 	}
 }
 
@@ -97,6 +99,8 @@ func newConfig(opts []Option) (config, error) {
 	}
 	c.clock = clock.OrReal(c.clock)
 	switch {
+	case c.submitGroups < 0:
+		return c, fmt.Errorf("%w: submit groups %d: must not be negative (0 = every Submit asks alone)", ErrInvalidOption, c.submitGroups)
 	case c.askTimeout <= 0:
 		return c, fmt.Errorf("%w: ask timeout %v: must be positive", ErrInvalidOption, c.askTimeout)
 	case c.retryMin <= 0 || c.retryMax < c.retryMin:
@@ -124,6 +128,17 @@ func newConfig(opts []Option) (config, error) {
 // WithAskTimeout bounds each request to the master (default
 // DefaultAskTimeout). For: Client, Frontend.
 func WithAskTimeout(d time.Duration) Option { return func(c *config) { c.askTimeout = d } }
+
+// WithSubmitGroups sets how many groups of Submit's works each shard has
+// on their way to its master at once (default DefaultSubmitGroups). The
+// first Submit to an idle shard travels at once, alone; those made while
+// n groups are in flight wait for one to be answered and then travel
+// together in one WorkBatch, acknowledged per work as if each had gone
+// alone. That saves the master a message, a step and a reply per work
+// when many callers submit at once (every POST /work of a busy frontend).
+// 0 turns grouping off: every attempt is its own ask, as SubmitOnce is.
+// For: Client.
+func WithSubmitGroups(n int) Option { return func(c *config) { c.submitGroups = n } }
 
 // WithRetryBackoff sets the Client's pause between Submit attempts: it
 // starts at lo and doubles up to hi (default DefaultMinRetryBackoff,

@@ -21,7 +21,7 @@ func (c *Client) submitTraced(ctx context.Context, w *messages.Work) error {
 		w = messages.CloneWork(w)
 		w.TraceParent = parent
 	}
-	err := c.retry(ctx, submitWhat{w}, func() error { return c.SubmitOnce(ctx, w) })
+	err := c.retry(ctx, submitWhat{w}, func() error { return c.submitAttempt(ctx, w) })
 	endSpan(span, err)
 	return err
 }
