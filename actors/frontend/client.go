@@ -31,7 +31,7 @@ type Client struct {
 	tracer trace.Tracer
 	// groups gathers each shard's single submissions into WorkBatch
 	// messages (group.go); nil: every Submit attempt asks alone.
-	groups []*shardGroup
+	groups []*shardGatherer
 }
 
 // replyBoxesKept bounds the reply addresses a Client keeps registered for
@@ -56,9 +56,10 @@ func NewClient(sys *actor.ActorSystem, master route.Master, opts ...Option) (*Cl
 	if log == nil {
 		log = sys.Logger()
 	}
-	return &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client"),
-		boxes: make(chan *replyBox, replyBoxesKept), tracer: tracing.Tracer(cfg.tracerProvider),
-		groups: newShardGroups(master.Shards(), cfg.submitGroups)}, nil
+	c := &Client{sys: sys, master: master, cfg: cfg, log: log.With("component", "frontend_client"),
+		boxes: make(chan *replyBox, replyBoxesKept), tracer: tracing.Tracer(cfg.tracerProvider)}
+	c.groups = c.newShardGatherers(master.Shards(), cfg.submitGroups)
+	return c, nil
 }
 
 // Submit sends w to the master until it is acknowledged (nil: the work is

@@ -36,12 +36,7 @@ func TestSubmitsTravelTogether(t *testing.T) {
 		return errc
 	}
 	waiting := func(n int) {
-		require.Eventually(t, func() bool {
-			g := c.groups[0]
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			return g.g.Waiting() == n
-		}, testkit.Timeout(), time.Millisecond)
+		require.Eventually(t, func() bool { return c.groups[0].Waiting() == n }, testkit.Timeout(), time.Millisecond)
 	}
 
 	a := submit(ctx, "a") // alone: the plain Work
@@ -108,12 +103,7 @@ func TestSubmitGroupAskFails(t *testing.T) {
 	for _, id := range []string{"b", "c"} {
 		go func() { errs <- c.Submit(ctx, &messages.Work{WorkId: id, JobType: "echo"}) }()
 	}
-	require.Eventually(t, func() bool {
-		g := c.groups[0]
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.g.Waiting() == 2
-	}, testkit.Timeout(), time.Millisecond)
+	require.Eventually(t, func() bool { return c.groups[0].Waiting() == 2 }, testkit.Timeout(), time.Millisecond)
 	master.Reply(&messages.Ack{WorkId: "a"})
 	// b and c go together and get no answer: the ask times out and both
 	// are sent again, together or one by one, until acknowledged.

@@ -293,6 +293,12 @@ func (c *Client) SubmitMany(ctx context.Context, reqs []SubmitRequest) (*BatchRe
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	return c.postBatch(ctx, body, len(reqs))
+}
+
+// postBatch posts body, a JSON array of n submissions, to POST /work/batch
+// and returns the per-item outcomes in order.
+func (c *Client) postBatch(ctx context.Context, body []byte, n int) (*BatchResponse, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+PathWorkBatch, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: POST %s: %w", PathWorkBatch, err)
@@ -318,8 +324,8 @@ func (c *Client) SubmitMany(ctx context.Context, reqs []SubmitRequest) (*BatchRe
 	if err := json.Unmarshal(data, &resp); err != nil {
 		return nil, fmt.Errorf("%w: the answer to POST %s is not the expected JSON: %w", ErrServer, PathWorkBatch, err)
 	}
-	if len(resp.Items) != len(reqs) {
-		return nil, fmt.Errorf("%w: the answer to POST %s has %d items for %d sent", ErrServer, PathWorkBatch, len(resp.Items), len(reqs))
+	if len(resp.Items) != n {
+		return nil, fmt.Errorf("%w: the answer to POST %s has %d items for %d sent", ErrServer, PathWorkBatch, len(resp.Items), n)
 	}
 	return &resp, nil
 }

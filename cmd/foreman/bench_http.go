@@ -39,7 +39,7 @@ func registerHTTPBenchFlags(fs *flag.FlagSet) *httpBenchFlags {
 	fs.StringVar(&f.client.to, "to", "", "drive the running cluster behind this frontend's HTTP API (`host:port` or URL) instead of a node in this process")
 	fs.StringVar(&f.client.tokenFile, "token-file", "", "with --to: file whose first token is sent as the bearer token")
 	fs.StringVar(&f.client.cacert, "cacert", "", "with --to: CA certificate(s) (PEM) to verify an https:// API with")
-	fs.StringVar(&f.mode, "mode", string(bench.HTTPSingle), "with --to: single (POST /work, one job a request) or batch (POST /work/batch)")
+	fs.StringVar(&f.mode, "mode", string(bench.HTTPSingle), "with --to: single (POST /work, one job a request), batch (POST /work/batch) or grouped (one job per call from --connections goroutines sharing the Go client's SubmitGroup, which gathers the calls made meanwhile into POST /work/batch)")
 	fs.IntVar(&f.connections, "connections", 64, "with --to: requests in flight at once")
 	fs.IntVar(&f.batch, "batch", 1000, "with --to --mode batch: jobs per request")
 	fs.StringVar(&f.jobType, "type", "square", "with --to: the job type (the workers must know it)")

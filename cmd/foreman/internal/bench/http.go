@@ -38,6 +38,10 @@ const (
 	HTTPSingle HTTPMode = "single"
 	// HTTPBatch posts Batch jobs per request (POST /work/batch).
 	HTTPBatch HTTPMode = "batch"
+	// HTTPGrouped submits one job per call from Connections goroutines
+	// that share one httpapi.SubmitGroup: the calls made while its
+	// requests are out travel together in POST /work/batch.
+	HTTPGrouped HTTPMode = "grouped"
 )
 
 // ErrHTTPBench marks a run that could not be measured: the cluster refused
@@ -48,7 +52,7 @@ var ErrHTTPBench = errors.New("the run over HTTP failed")
 type HTTPConfig struct {
 	// Client reaches a frontend's API (token and TLS already set).
 	Client *httpapi.Client
-	// Mode is HTTPSingle or HTTPBatch.
+	// Mode is HTTPSingle, HTTPBatch or HTTPGrouped.
 	Mode HTTPMode
 	// Jobs is the number of jobs of the throughput phase.
 	Jobs int
@@ -139,8 +143,13 @@ func (r HTTPResult) String() string {
 	if r.Mode == HTTPBatch {
 		per = fmt.Sprintf("batch of %d", r.Batch)
 	}
-	fmt.Fprintf(&b, "durable acks: %d jobs in %v = %.0f jobs/s (%d requests, %d connections, POST %s)\n",
-		r.Jobs, r.AckElapsed.Round(time.Millisecond), r.AcksPerSecond, r.Requests, r.Connections, pathOf(r.Mode))
+	if r.Mode == HTTPGrouped {
+		fmt.Fprintf(&b, "durable acks: %d jobs in %v = %.0f jobs/s (%d submitters sharing one SubmitGroup, POST %s)\n",
+			r.Jobs, r.AckElapsed.Round(time.Millisecond), r.AcksPerSecond, r.Connections, pathOf(r.Mode))
+	} else {
+		fmt.Fprintf(&b, "durable acks: %d jobs in %v = %.0f jobs/s (%d requests, %d connections, POST %s)\n",
+			r.Jobs, r.AckElapsed.Round(time.Millisecond), r.AcksPerSecond, r.Requests, r.Connections, pathOf(r.Mode))
+	}
 	fmt.Fprintf(&b, "request->201 (one %s): p50 %v p90 %v p99 %v max %v\n", per, r.AckP50, r.AckP90, r.AckP99, r.AckMax)
 	if r.Resent > 0 {
 		fmt.Fprintf(&b, "batch items answered 503 and sent again: %d\n", r.Resent)
@@ -182,7 +191,7 @@ func times(n int) string {
 }
 
 func pathOf(m HTTPMode) string {
-	if m == HTTPBatch {
+	if m == HTTPBatch || m == HTTPGrouped {
 		return httpapi.PathWorkBatch
 	}
 	return httpapi.PathWork
@@ -193,8 +202,8 @@ func (cfg *HTTPConfig) Validate() error {
 	switch {
 	case cfg.Client == nil:
 		return errors.New("no API client")
-	case cfg.Mode != HTTPSingle && cfg.Mode != HTTPBatch:
-		return fmt.Errorf("mode %q is not %q or %q", cfg.Mode, HTTPSingle, HTTPBatch)
+	case cfg.Mode != HTTPSingle && cfg.Mode != HTTPBatch && cfg.Mode != HTTPGrouped:
+		return fmt.Errorf("mode %q is not %q, %q or %q", cfg.Mode, HTTPSingle, HTTPBatch, HTTPGrouped)
 	case cfg.Jobs < 1 || cfg.Connections < 1:
 		return fmt.Errorf("jobs and connections must be >= 1 (got %d, %d)", cfg.Jobs, cfg.Connections)
 	case cfg.Mode == HTTPBatch && (cfg.Batch < 1 || cfg.Batch > httpapi.MaxBatchItems):
@@ -320,7 +329,7 @@ func RunHTTP(ctx context.Context, cfg HTTPConfig) (HTTPResult, error) {
 	}
 	h := &httpRun{sent: map[string]time.Time{}, waiting: map[string]chan struct{}{}, seen: map[string]bool{}, pending: cfg.Jobs, all: make(chan struct{})}
 	res := HTTPResult{Mode: cfg.Mode, Jobs: cfg.Jobs, Batch: cfg.Batch, Connections: cfg.Connections, Results: cfg.Results}
-	if cfg.Mode == HTTPSingle {
+	if cfg.Mode != HTTPBatch {
 		res.Batch = 1
 	}
 
@@ -469,6 +478,10 @@ func submitAll(ctx context.Context, cfg HTTPConfig, h *httpRun) (lats []time.Dur
 	)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var group *httpapi.SubmitGroup
+	if cfg.Mode == HTTPGrouped {
+		group = cfg.Client.NewSubmitGroup(0)
+	}
 	fail := func(err error) {
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
@@ -505,10 +518,13 @@ func submitAll(ctx context.Context, cfg HTTPConfig, h *httpRun) (lats []time.Dur
 				}
 				start := time.Now()
 				var err error
-				if cfg.Mode == HTTPSingle {
+				switch cfg.Mode {
+				case HTTPSingle:
 					nReq.Add(1)
 					_, err = sc.Submit(sctx, reqs[0])
-				} else {
+				case HTTPGrouped:
+					_, err = group.Submit(sctx, reqs[0])
+				default:
 					var n int
 					n, err = submitBatch(sctx, cfg.Client, reqs, &nReq)
 					nResent.Add(int64(n))

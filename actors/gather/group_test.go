@@ -1,11 +1,11 @@
-package core_test
+package gather_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/foreman-actors/foreman/actors/frontend/core"
+	"github.com/foreman-actors/foreman/actors/gather"
 )
 
 // TestGroup drives a Group through adds, answers and callers leaving, and
@@ -80,7 +80,7 @@ func TestGroup(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := core.NewGroup[string](tc.inFlight, tc.items, tc.size)
+			g := gather.NewGroup[string](tc.inFlight, tc.items, tc.size)
 			for i, o := range tc.ops {
 				var got []string
 				switch {
@@ -109,7 +109,7 @@ func TestGroup(t *testing.T) {
 func TestGroupNeverLosesAnItem(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(200) {
-		g := core.NewGroup[int](int(seed%3)+1, int(seed%5)+1, 64)
+		g := gather.NewGroup[int](int(seed%3)+1, int(seed%5)+1, 64)
 		rng := seed*6364136223846793005 + 1442695040888963407
 		nextRand := func(n uint64) uint64 {
 			rng = rng*6364136223846793005 + 1442695040888963407

@@ -1,20 +1,15 @@
-package core
+package gather
 
-// Group decides which single submissions to one shard's master travel
-// together, and when. A Client that submits one work per call (every POST
-// /work) would otherwise send the master one message per work and get one
-// acknowledgement per work back: on the single-job path that message pair,
-// its remote envelope and the master's step for it cost more CPU than the
-// journal write they ask for. With a Group the first submission goes at
-// once, alone; those that arrive while maxInFlight groups are on their way
-// wait for one of them to be answered and then travel together in one
-// WorkBatch, the way a journal's group commit gathers the writes that
-// arrive during the previous fsync. A submission therefore never waits for
-// a timer, and waits at all only when the master is busy.
+// Group decides which calls travel together, and when: the pure half of
+// a [Gatherer]. The first call goes at once, alone; those that arrive
+// while maxInFlight groups are on their way wait for one of them to be
+// answered and then go together, the way a journal's group commit gathers
+// the writes that arrive during the previous fsync. A call therefore
+// never waits for a timer, and waits at all only when the receiver is
+// busy.
 //
-// A Group holds items of type T (the shell's pending submissions) with
-// their encoded sizes. It is a value without goroutines or clocks; the
-// shell serialises the calls.
+// A Group holds items of type T with their encoded sizes. It is a value
+// without goroutines or clocks; its user serialises the calls.
 type Group[T any] struct {
 	maxInFlight int
 	maxItems    int
