@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/foreman-actors/foreman/cluster/httpapi"
@@ -101,4 +102,50 @@ func printErr(what string, err error) {
 	if err != nil {
 		fmt.Println(what+":", err)
 	}
+}
+
+// ExampleClient_NewSubmitGroup submits jobs from many goroutines through
+// one SubmitGroup: the calls made while its requests are out travel
+// together in POST /work/batch, and each gets its own job's answer.
+func ExampleClient_NewSubmitGroup() {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	j := journal.NewMemory()
+	defer func() { printErr("journal close", j.Close()) }()
+	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(1), node.WithSquareDelay(0, 0), node.WithLogger(quiet))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { printErr("node stop", n.Stop(ctx)) }()
+	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
+	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
+	if err := srv.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { printErr("server shutdown", srv.Shutdown(ctx)) }()
+
+	c, _ := httpapi.NewClient(srv.Addr())
+	defer c.CloseIdleConnections()
+	group := c.NewSubmitGroup(0) // DefaultSubmitGroupsInFlight requests out at once
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := group.Submit(ctx, httpapi.SubmitRequest{ID: fmt.Sprint("g-", i), Type: "square", Payload: json.RawMessage(fmt.Sprint(i))})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			ids[i] = resp.ID
+		}()
+	}
+	wg.Wait()
+	info, err := c.Wait(ctx, ids[7], 10*time.Millisecond)
+	fmt.Println(ids, info.Status, string(info.Result), err)
+	// Output:
+	// [g-0 g-1 g-2 g-3 g-4 g-5 g-6 g-7] done 49 <nil>
 }

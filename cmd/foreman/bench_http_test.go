@@ -75,6 +75,15 @@ func TestBenchOverHTTP(t *testing.T) {
 		})
 	}
 
+	t.Run("Grouped", func(t *testing.T) {
+		code, out, errOut := runBenchCmd(t, "--to", addr, "--mode", "grouped", "--jobs", "200", "--connections", "16", "--light", "0")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "durable acks: 200 jobs in ")
+		require.Contains(t, out, "(16 submitters sharing one SubmitGroup, POST /work/batch)")
+		require.Contains(t, out, "end to end: 200 jobs submitted, durable and run in ")
+		require.Contains(t, out, "0 not done")
+	})
+
 	t.Run("AcksOnly", func(t *testing.T) {
 		code, out, errOut := runBenchCmd(t, "--to", addr, "--jobs", "20", "--results=false")
 		require.Equal(t, 0, code, errOut)
@@ -106,7 +115,7 @@ func TestBenchFlagsRefused(t *testing.T) {
 	}{
 		{name: "OneProcessFlagWithTo", args: []string{"--to", "127.0.0.1:1", "--workers", "2"}, wantErr: "--workers sizes the node of the one-process mode"},
 		{name: "HTTPFlagWithoutTo", args: []string{"--mode", "batch"}, wantErr: "--mode drives a running cluster"},
-		{name: "BadMode", args: []string{"--to", "127.0.0.1:1", "--mode", "bulk"}, wantErr: `mode "bulk" is not "single" or "batch"`},
+		{name: "BadMode", args: []string{"--to", "127.0.0.1:1", "--mode", "bulk"}, wantErr: `mode "bulk" is not "single", "batch" or "grouped"`},
 		{name: "BatchTooLarge", args: []string{"--to", "127.0.0.1:1", "--mode", "batch", "--batch", "10001"}, wantErr: "batch must be 1..10000"},
 		{name: "PayloadNotJSON", args: []string{"--to", "127.0.0.1:1", "--payload", "seven"}, wantErr: `payload "seven" is not JSON`},
 		{name: "LightWithoutResults", args: []string{"--to", "127.0.0.1:1", "--results=false", "--light", "5"}, wantErr: "the light phase measures results"},
