@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CPU per durable job, per process, for Foreman's three paths (issue 39):
 # the 3-process cluster on loopback driven over HTTP by `foreman bench --to`
-# (single POST /work, then POST /work/batch), and `foreman bench` in one
-# process. Each process's CPU is read from /proc/PID/stat around the measured
+# (single POST /work; with PATHS naming it, grouped: single jobs from as
+# many goroutines through the Go client's SubmitGroup; then POST
+# /work/batch), and `foreman bench` in one process. Each process's CPU is read from /proc/PID/stat around the measured
 # phase (--cpu-of NAME=PID), the load generator's from getrusage.
 #
 #   bash bench/compare/cpu.sh                     # the tree's foreman, ROUNDS=3
@@ -15,7 +16,7 @@
 # 3760 (frontend), 3761 (HTTP API). Every process it starts is stopped by its
 # PID; raw outputs stay in $OUT (default /tmp/foreman-cpu-results, replaced).
 # Environment: ROUNDS, SINGLE_JOBS, BATCH_JOBS, LOCAL_JOBS, CONNECTIONS,
-# PATHS (any of: single batch local; default all three).
+# PATHS (any of: single grouped batch local; default single batch local).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -92,6 +93,10 @@ cluster() {
 	case " $PATHS " in *" single "*)
 		"$bin" bench --to 127.0.0.1:3761 --jobs "$SINGLE_JOBS" --connections "$CONNECTIONS" --light 0 "${cpu[@]}" \
 			>"$OUT/r$round-$label-single.txt" 2>/dev/null ;;
+	esac
+	case " $PATHS " in *" grouped "*)
+		"$bin" bench --to 127.0.0.1:3761 --mode grouped --jobs "$SINGLE_JOBS" --connections "$CONNECTIONS" --light 0 "${cpu[@]}" \
+			>"$OUT/r$round-$label-grouped.txt" 2>/dev/null ;;
 	esac
 	case " $PATHS " in *" batch "*)
 		"$bin" bench --to 127.0.0.1:3761 --mode batch --batch 1000 --connections 4 --jobs "$BATCH_JOBS" --light 0 "${cpu[@]}" \
