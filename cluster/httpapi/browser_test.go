@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
@@ -188,9 +187,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	), "re-submit from the page")
 	require.Contains(t, history, "flaky-1")
 	require.Contains(t, history, "dead")
+	// The dead list is refreshed by the page's poll loop, not by the lookup.
+	// A poll that starts after the job was seen done must show the list
+	// empty: the poll count moves twice before one such poll has ended (the
+	// first move may be a poll already under way).
+	var polls int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Number(document.body.dataset.polls || 0)`, &polls)))
 	var nodes []*cdp.Node
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Sleep(2*time.Second), // one more poll: the dead list is empty again
+		chromedp.Poll(fmt.Sprintf(`Number(document.body.dataset.polls || 0) >= %d`, polls+2), nil),
 		chromedp.Nodes(`#dead button`, &nodes, chromedp.ByQueryAll, chromedp.AtLeast(0)),
 		shot("dashboard"),
 	))
