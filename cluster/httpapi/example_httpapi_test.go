@@ -55,24 +55,13 @@ func Example() {
 // Example_rawHTTP shows the wire format with plain net/http, as curl would
 // see it.
 func Example_rawHTTP() {
-	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	j := journal.NewMemory()
-	defer func() { printErr("journal close", j.Close()) }()
-	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(0), node.WithLogger(quiet))
+	addr, stop, err := exampleServer(context.Background(), 0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer func() { printErr("node stop", n.Stop(ctx)) }()
-	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
-	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
-	if err := srv.Start(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer func() { printErr("server shutdown", srv.Shutdown(ctx)) }()
-	base := "http://" + srv.Addr()
+	defer stop()
+	base := "http://" + addr
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 	show := func(resp *http.Response, err error) {
@@ -96,6 +85,32 @@ func Example_rawHTTP() {
 	// 404 {"error":"work \"w-2\" is unknown: never accepted, or done and forgotten after the master's retention"}
 }
 
+// exampleServer starts what Example wires by hand, for the examples that
+// are about something else: an all-in-one node on an in-memory journal with
+// the given number of workers, and its HTTP API on a free loopback port.
+// stop shuts both down, printing any error.
+func exampleServer(ctx context.Context, workers int) (addr string, stop func(), err error) {
+	quiet := slog.New(slog.DiscardHandler)
+	j := journal.NewMemory()
+	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(workers), node.WithSquareDelay(0, 0), node.WithLogger(quiet))
+	if err != nil {
+		printErr("journal close", j.Close())
+		return "", nil, err
+	}
+	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
+	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
+	if err := srv.Start(ctx); err != nil {
+		printErr("node stop", n.Stop(ctx))
+		printErr("journal close", j.Close())
+		return "", nil, err
+	}
+	return srv.Addr(), func() {
+		printErr("server shutdown", srv.Shutdown(ctx))
+		printErr("node stop", n.Stop(ctx))
+		printErr("journal close", j.Close())
+	}, nil
+}
+
 // printErr prints a failed clean-up, so that it shows up in the examples'
 // checked output instead of going unnoticed.
 func printErr(what string, err error) {
@@ -109,24 +124,14 @@ func printErr(what string, err error) {
 // together in POST /work/batch, and each gets its own job's answer.
 func ExampleClient_NewSubmitGroup() {
 	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	j := journal.NewMemory()
-	defer func() { printErr("journal close", j.Close()) }()
-	n, err := node.StartLocal(ctx, node.WithJournal(j), node.WithWorkers(1), node.WithSquareDelay(0, 0), node.WithLogger(quiet))
+	addr, stop, err := exampleServer(ctx, 1)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer func() { printErr("node stop", n.Stop(ctx)) }()
-	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
-	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
-	if err := srv.Start(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer func() { printErr("server shutdown", srv.Shutdown(ctx)) }()
+	defer stop()
 
-	c, _ := httpapi.NewClient(srv.Addr())
+	c, _ := httpapi.NewClient(addr)
 	defer c.CloseIdleConnections()
 	group := c.NewSubmitGroup(0) // DefaultSubmitGroupsInFlight requests out at once
 	var wg sync.WaitGroup
