@@ -97,9 +97,15 @@ func exampleServer(ctx context.Context, workers int) (addr string, stop func(), 
 		printErr("journal close", j.Close())
 		return "", nil, err
 	}
-	backend, _ := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
-	srv, _ := httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
-	if err := srv.Start(ctx); err != nil {
+	var srv *httpapi.Server
+	backend, err := httpapi.NewActorBackend(n.Client(), httpapi.LocalMembers(n.System()))
+	if err == nil {
+		srv, err = httpapi.New(backend, httpapi.WithAddr("127.0.0.1:0"), httpapi.WithLogger(quiet))
+	}
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
 		printErr("node stop", n.Stop(ctx))
 		printErr("journal close", j.Close())
 		return "", nil, err
