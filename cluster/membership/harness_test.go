@@ -45,6 +45,51 @@ type node struct {
 	mu      sync.Mutex
 	stopped bool
 	conn    net.Conn // idle connection proving the gRPC server is serving
+	// placedMu guards placed: the member addresses of the last topology
+	// n's cluster consumed. Not mu, which stop holds while it publishes one.
+	placedMu sync.Mutex
+	placed   []string
+}
+
+// watchTopology records the member addresses of every cluster topology
+// n's member list publishes. disthash's partition manager swaps the
+// rendezvous that Cluster.Get reads without a lock when it handles a
+// topology (a data race inside protoactor, which -race reported under a
+// request sent while a member came back). The event stream runs handlers
+// in subscription order on the publishing goroutine, so a handler added
+// after the manager's sees each topology only once the manager has swapped
+// it in: waitView waits for that, and requests sent afterwards are ordered
+// after the swap. The provider's started hook is the point to subscribe:
+// after the manager (set up before the provider starts), before the first
+// topology.
+func (n *node) watchTopology() {
+	n.sys.EventStream.Subscribe(func(ev any) {
+		tp, ok := ev.(*cluster.ClusterTopology)
+		if !ok {
+			return
+		}
+		addrs := make([]string, 0, len(tp.Members))
+		for _, m := range tp.Members {
+			addrs = append(addrs, m.Address())
+		}
+		slices.Sort(addrs)
+		n.placedMu.Lock()
+		n.placed = addrs
+		n.placedMu.Unlock()
+	})
+}
+
+// consumed reports whether the last topology n's cluster consumed lists
+// exactly the members n's provider believes alive.
+func (n *node) consumed() bool {
+	var view []string
+	for _, m := range n.p.Members() {
+		view = append(view, m.Address())
+	}
+	slices.Sort(view)
+	n.placedMu.Lock()
+	defer n.placedMu.Unlock()
+	return slices.Equal(n.placed, view)
 }
 
 // waitServing waits until the node's gRPC server has logged its start-up
@@ -103,6 +148,7 @@ func startNodes(t testing.TB, seedFirst bool, specs ...spec) []*node {
 		ioBarrier(t)
 		started := make(chan struct{})
 		membership.SetStartedHook(n.p, func() {
+			n.watchTopology()
 			ioBarrier(t) // the new gRPC logger write happens before later socket reads
 			n.waitServing()
 			close(started)
@@ -247,14 +293,15 @@ func idsOf(nodes ...*node) []string {
 	return out
 }
 
-// waitView waits until every node in watchers sees exactly want, and
-// returns how long it took.
+// waitView waits until every node in watchers sees exactly want and its
+// cluster has consumed that view (see watchTopology), and returns how long
+// it took.
 func waitView(t testing.TB, within time.Duration, want []string, watchers ...*node) time.Duration {
 	t.Helper()
 	start := time.Now()
 	require.Eventually(t, func() bool {
 		for _, w := range watchers {
-			if !slices.Equal(w.ids(), want) {
+			if !slices.Equal(w.ids(), want) || !w.consumed() {
 				return false
 			}
 		}
